@@ -1,0 +1,327 @@
+//! The account service: users, credentials, sessions, tokens, and the store directory (which
+//! cell holds which store, and who is a member with which role).
+
+pub mod keys;
+pub mod model;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use argon2::{Argon2, PasswordHash, PasswordHasher, PasswordVerifier};
+use redb::{Database, ReadableDatabase, ReadableTable};
+use uuid::Uuid;
+
+pub use model::Role;
+use model::*;
+
+use crate::account::keys::SigningKey;
+use crate::domain::time::now_ms;
+use crate::error::{ApiError, ApiResult, Code};
+use crate::http::auth::{ACCESS_TTL_SECS, AUDIENCE, Claims, ISSUER, now_secs};
+use crate::storage::codec::{decode, encode};
+use crate::storage::tables::*;
+use crate::storage::writer::{Writer, WriterThread};
+use crate::storage::{self, DbKind};
+
+/// Refresh tokens live 30 days; each use rotates them.
+pub const REFRESH_TTL_SECS: i64 = 30 * 24 * 3600;
+
+pub struct AccountService {
+    pub db: Arc<Database>,
+    writer: Writer,
+    thread: Mutex<Option<WriterThread>>,
+    pub key: SigningKey,
+    pub service_key: String,
+    /// A real hash verified when an email is unknown, so failures take the same time.
+    dummy_hash: String,
+}
+
+impl AccountService {
+    /// Opens the directory in `dir` (`account.redb`, the signing key, the service key).
+    pub fn open(dir: &Path) -> Result<AccountService, Box<dyn std::error::Error + Send + Sync>> {
+        std::fs::create_dir_all(dir)?;
+        let db = Arc::new(storage::open(&dir.join("account.redb"), DbKind::Account)?);
+        let (writer, thread) = Writer::start(db.clone(), "account")?;
+        let key = SigningKey::load_or_create(dir)?;
+        let service_key = keys::load_or_create_service_key(dir)?;
+        let dummy_hash = hash_password("shopcell-timing-equalizer")?;
+        Ok(AccountService { db, writer, thread: Mutex::new(Some(thread)), key, service_key, dummy_hash })
+    }
+
+    /// Waits until every queued write is committed (shutdown).
+    pub fn close(&self) {
+        self.writer.stop();
+        if let Some(t) = self.thread.lock().ok().and_then(|mut t| t.take()) {
+            t.join();
+        }
+    }
+
+    // ---- credentials and sessions -----------------------------------------------------------
+
+    pub async fn register(&self, r: Register, device: String) -> ApiResult<(User, String, String)> {
+        validate_register(&r)?;
+        let password = r.password.clone();
+        let hash = tokio::task::spawn_blocking(move || hash_password(&password))
+            .await
+            .map_err(ApiError::internal)?
+            .map_err(ApiError::internal)?;
+        let now = now_ms();
+        let user = User {
+            id: Uuid::now_v7(),
+            email: normalize_email(&r.email),
+            name: r.name.trim().to_string(),
+            password_hash: hash,
+            created_at: now,
+            updated_at: now,
+        };
+        let session = new_session(user.id, device, now);
+        let (u, s) = (user.clone(), session.clone());
+        self.writer
+            .write(None, move |tx| {
+                let txn = tx.raw();
+                let mut emails = txn.open_table(USER_EMAILS)?;
+                if emails.get(u.email.as_str())?.is_some() {
+                    return Err(ApiError::new(Code::EMAIL_TAKEN));
+                }
+                emails.insert(u.email.as_str(), u.id.as_u128())?;
+                txn.open_table(USERS)?.insert(u.id.as_u128(), encode(&u)?.as_slice())?;
+                put_session(txn, &s)?;
+                Ok(())
+            })
+            .await?;
+        let (access, refresh) = self.issue(&session)?;
+        Ok((user, access, refresh))
+    }
+
+    pub async fn login(&self, l: Login, device: String) -> ApiResult<(User, String, String)> {
+        let email = normalize_email(&l.email);
+        let user = self.user_by_email(&email)?;
+        let hash = user.as_ref().map(|u| u.password_hash.clone()).unwrap_or_else(|| self.dummy_hash.clone());
+        let password = l.password;
+        let ok = tokio::task::spawn_blocking(move || verify_password(&password, &hash)).await.map_err(ApiError::internal)?;
+        let user = match user {
+            Some(u) if ok => u,
+            _ => return Err(ApiError::new(Code::INVALID_CREDENTIALS)),
+        };
+        let session = new_session(user.id, device, now_ms());
+        let s = session.clone();
+        self.writer.write(None, move |tx| put_session(tx.raw(), &s)).await?;
+        let (access, refresh) = self.issue(&session)?;
+        Ok((user, access, refresh))
+    }
+
+    /// Rotates a refresh token. Presenting one that was already rotated revokes the session:
+    /// a stolen token and its legitimate owner cannot both keep using it.
+    pub async fn refresh(&self, claims: Claims) -> ApiResult<(String, String)> {
+        let sid = parse_uuid(&claims.sid)?;
+        let jti = parse_uuid(&claims.jti)?;
+        let next_jti = Uuid::now_v7();
+        let now = now_ms();
+        let session = self
+            .writer
+            .write(None, move |tx| {
+                let txn = tx.raw();
+                let mut sessions = txn.open_table(SESSIONS)?;
+                let mut s: Session = match sessions.get(sid.as_u128())? {
+                    Some(v) => decode(v.value())?,
+                    None => return Err(ApiError::new(Code::INVALID_TOKEN)),
+                };
+                if s.revoked_at.is_some() {
+                    return Err(ApiError::new(Code::INVALID_TOKEN));
+                }
+                if s.refresh_jti != jti {
+                    s.revoked_at = Some(now);
+                    sessions.insert(sid.as_u128(), encode(&s)?.as_slice())?;
+                    return Ok(None);
+                }
+                s.refresh_jti = next_jti;
+                s.last_active = now;
+                sessions.insert(sid.as_u128(), encode(&s)?.as_slice())?;
+                Ok(Some(s))
+            })
+            .await?;
+        match session {
+            Some(s) => self.issue(&s),
+            None => Err(ApiError::msg(Code::INVALID_TOKEN, "this refresh token was already used; the session is revoked")),
+        }
+    }
+
+    fn issue(&self, s: &Session) -> ApiResult<(String, String)> {
+        let now = now_secs();
+        let claims = |typ: &str, ttl: i64, jti: Uuid| Claims {
+            iss: ISSUER.into(),
+            aud: AUDIENCE.into(),
+            sub: s.user_id.to_string(),
+            sid: s.id.to_string(),
+            iat: now,
+            exp: now + ttl,
+            jti: jti.to_string(),
+            typ: typ.into(),
+        };
+        let access = self.key.sign(&claims("access", ACCESS_TTL_SECS, Uuid::now_v7())).map_err(ApiError::internal)?;
+        let refresh = self.key.sign(&claims("refresh", REFRESH_TTL_SECS, s.refresh_jti)).map_err(ApiError::internal)?;
+        Ok((access, refresh))
+    }
+
+    pub fn user(&self, id: Uuid) -> ApiResult<Option<User>> {
+        let txn = self.db.begin_read()?;
+        let t = txn.open_table(USERS)?;
+        t.get(id.as_u128())?.map(|v| decode(v.value())).transpose()
+    }
+
+    fn user_by_email(&self, email: &str) -> ApiResult<Option<User>> {
+        let txn = self.db.begin_read()?;
+        let Some(id) = txn.open_table(USER_EMAILS)?.get(email)?.map(|v| v.value()) else { return Ok(None) };
+        txn.open_table(USERS)?.get(id)?.map(|v| decode(v.value())).transpose()
+    }
+
+    /// Whether a session exists and is not revoked (checked on every authenticated request).
+    pub fn session_active(&self, sid: Uuid) -> ApiResult<bool> {
+        let txn = self.db.begin_read()?;
+        let t = txn.open_table(SESSIONS)?;
+        let Some(v) = t.get(sid.as_u128())? else { return Ok(false) };
+        let s: Session = decode(v.value())?;
+        Ok(s.revoked_at.is_none())
+    }
+
+    // ---- the store directory ----------------------------------------------------------------
+
+    /// The cell holding a store.
+    pub fn locate(&self, store: Uuid) -> ApiResult<Option<String>> {
+        Ok(self.store_entry(store)?.map(|e| e.cell))
+    }
+
+    pub fn store_entry(&self, store: Uuid) -> ApiResult<Option<StoreEntry>> {
+        let txn = self.db.begin_read()?;
+        let t = txn.open_table(STORE_DIRECTORY)?;
+        t.get(store.as_u128())?.map(|v| decode(v.value())).transpose()
+    }
+
+    /// The role of a user in a store, `None` for non-members.
+    pub fn role(&self, store: Uuid, user: Uuid) -> ApiResult<Option<Role>> {
+        let txn = self.db.begin_read()?;
+        let t = txn.open_table(MEMBERS)?;
+        let m: Option<Membership> = t.get((store.as_u128(), user.as_u128()))?.map(|v| decode(v.value())).transpose()?;
+        Ok(m.map(|m| m.role))
+    }
+
+    /// The stores a user is a member of, with the role.
+    pub fn stores_of(&self, user: Uuid) -> ApiResult<Vec<(StoreEntry, Role)>> {
+        let txn = self.db.begin_read()?;
+        let links = txn.open_table(USER_STORES)?;
+        let dir = txn.open_table(STORE_DIRECTORY)?;
+        let members = txn.open_table(MEMBERS)?;
+        let mut out = Vec::new();
+        for item in links.range((user.as_u128(), 0)..=(user.as_u128(), u128::MAX))? {
+            let (k, _) = item?;
+            let store = k.value().1;
+            let (Some(e), Some(m)) = (dir.get(store)?, members.get((store, user.as_u128()))?) else { continue };
+            let m: Membership = decode(m.value())?;
+            out.push((decode(e.value())?, m.role));
+        }
+        Ok(out)
+    }
+
+    /// The cell with the fewest stores among `cells` (ties: the first by name).
+    pub fn pick_cell(&self, cells: &[String]) -> ApiResult<String> {
+        let txn = self.db.begin_read()?;
+        let load = txn.open_table(CELL_LOAD)?;
+        let mut best: Option<(u64, &String)> = None;
+        for c in cells {
+            let n = load.get(c.as_str())?.map(|v| v.value()).unwrap_or(0);
+            if best.is_none_or(|(b, bn)| n < b || (n == b && c < bn)) {
+                best = Some((n, c));
+            }
+        }
+        best.map(|(_, c)| c.clone()).ok_or_else(|| ApiError::msg(Code::UNAVAILABLE, "no cell is configured"))
+    }
+
+    /// Records a new store: directory entry, owner membership, cell load.
+    pub async fn add_store(&self, entry: StoreEntry) -> ApiResult<()> {
+        self.writer
+            .write(None, move |tx| {
+                let txn = tx.raw();
+                let now = entry.created_at;
+                txn.open_table(STORE_DIRECTORY)?.insert(entry.id.as_u128(), encode(&entry)?.as_slice())?;
+                let m = Membership { role: Role::Owner, added_at: now };
+                txn.open_table(MEMBERS)?.insert((entry.id.as_u128(), entry.owner_id.as_u128()), encode(&m)?.as_slice())?;
+                txn.open_table(USER_STORES)?.insert((entry.owner_id.as_u128(), entry.id.as_u128()), ())?;
+                let mut load = txn.open_table(CELL_LOAD)?;
+                let n = load.get(entry.cell.as_str())?.map(|v| v.value()).unwrap_or(0);
+                load.insert(entry.cell.as_str(), n + 1)?;
+                Ok(())
+            })
+            .await
+    }
+
+    /// Keeps the directory's copy of a store name in step with the cell's settings.
+    pub async fn rename_store(&self, store: Uuid, name: String) -> ApiResult<()> {
+        self.writer
+            .write(None, move |tx| {
+                let mut dir = tx.raw().open_table(STORE_DIRECTORY)?;
+                let Some(v) = dir.get(store.as_u128())? else { return Err(ApiError::not_found()) };
+                let mut e: StoreEntry = decode(v.value())?;
+                drop(v);
+                e.name = name.clone();
+                dir.insert(store.as_u128(), encode(&e)?.as_slice())?;
+                Ok(())
+            })
+            .await
+    }
+
+    /// Points a store at another cell (the flip of a store move).
+    pub async fn place_store(&self, store: Uuid, cell: String) -> ApiResult<()> {
+        self.writer
+            .write(None, move |tx| {
+                let txn = tx.raw();
+                let mut dir = txn.open_table(STORE_DIRECTORY)?;
+                let Some(v) = dir.get(store.as_u128())? else { return Err(ApiError::not_found()) };
+                let mut e: StoreEntry = decode(v.value())?;
+                drop(v);
+                let from = std::mem::replace(&mut e.cell, cell.clone());
+                dir.insert(store.as_u128(), encode(&e)?.as_slice())?;
+                let mut load = txn.open_table(CELL_LOAD)?;
+                let n = load.get(from.as_str())?.map(|v| v.value()).unwrap_or(0);
+                load.insert(from.as_str(), n.saturating_sub(1))?;
+                let m = load.get(cell.as_str())?.map(|v| v.value()).unwrap_or(0);
+                load.insert(cell.as_str(), m + 1)?;
+                Ok(())
+            })
+            .await
+    }
+}
+
+fn new_session(user_id: Uuid, device: String, now: i64) -> Session {
+    Session {
+        id: Uuid::now_v7(),
+        user_id,
+        device,
+        created_at: now,
+        last_active: now,
+        refresh_jti: Uuid::now_v7(),
+        revoked_at: None,
+    }
+}
+
+fn put_session(txn: &redb::WriteTransaction, s: &Session) -> ApiResult<()> {
+    txn.open_table(SESSIONS)?.insert(s.id.as_u128(), encode(s)?.as_slice())?;
+    txn.open_table(USER_SESSIONS)?.insert((s.user_id.as_u128(), s.id.as_u128()), ())?;
+    Ok(())
+}
+
+fn parse_uuid(s: &str) -> ApiResult<Uuid> {
+    Uuid::parse_str(s).map_err(|_| ApiError::new(Code::INVALID_TOKEN))
+}
+
+/// Hashes a password with argon2id (default parameters: m=19456 KiB, t=2, p=1). Blocking: call
+/// it off the async workers.
+pub fn hash_password(password: &str) -> Result<String, argon2::password_hash::Error> {
+    let salt = crate::util::random_bytes::<16>();
+    let hash: PasswordHash = Argon2::default().hash_password_with_salt(password.as_bytes(), &salt)?;
+    Ok(hash.to_string())
+}
+
+/// Verifies a password against its PHC hash. Blocking.
+pub fn verify_password(password: &str, hash: &str) -> bool {
+    PasswordHash::new(hash).is_ok_and(|h| Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
+}

@@ -1,0 +1,185 @@
+//! Records of the account directory and the rules on credentials.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::domain::time::rfc3339;
+use crate::error::{ApiResult, Check};
+
+/// A store member's role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Role {
+    Owner,
+    Admin,
+    Staff,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Owner => "owner",
+            Role::Admin => "admin",
+            Role::Staff => "staff",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "owner" => Some(Role::Owner),
+            "admin" => Some(Role::Admin),
+            "staff" => Some(Role::Staff),
+            _ => None,
+        }
+    }
+
+    /// Owners and admins may change store configuration and content.
+    pub fn is_admin(self) -> bool {
+        matches!(self, Role::Owner | Role::Admin)
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct User {
+    pub id: Uuid,
+    pub email: String,
+    pub name: String,
+    /// argon2id PHC string.
+    pub password_hash: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Session {
+    pub id: Uuid,
+    pub user_id: Uuid,
+    pub device: String,
+    pub created_at: i64,
+    pub last_active: i64,
+    /// The `jti` of the one refresh token that may be used next (rotation).
+    pub refresh_jti: Uuid,
+    pub revoked_at: Option<i64>,
+}
+
+/// A store in the directory: where it lives and who owns it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoreEntry {
+    pub id: Uuid,
+    pub name: String,
+    pub owner_id: Uuid,
+    pub cell: String,
+    pub created_at: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Membership {
+    pub role: Role,
+    pub added_at: i64,
+}
+
+/// `POST /auth/register`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Register {
+    pub email: String,
+    pub password: String,
+    pub name: String,
+}
+
+/// `POST /auth/login`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Login {
+    pub email: String,
+    pub password: String,
+}
+
+/// `POST /auth/refresh`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Refresh {
+    pub refresh_token: Option<String>,
+}
+
+pub const PASSWORD_MIN: usize = 10;
+pub const PASSWORD_MAX: usize = 256;
+
+/// Normalizes an email for lookups: trimmed, lower-case.
+pub fn normalize_email(email: &str) -> String {
+    email.trim().to_lowercase()
+}
+
+fn valid_email(email: &str) -> bool {
+    let Some((local, domain)) = email.split_once('@') else { return false };
+    !local.is_empty()
+        && local.len() <= 64
+        && domain.len() <= 253
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+        && !domain.contains('@')
+}
+
+/// The registration rules: a plausible email, a name, and a password of 10 to 256 characters
+/// that is not the email.
+pub fn validate_register(r: &Register) -> ApiResult<()> {
+    let mut c = Check::new();
+    let email = normalize_email(&r.email);
+    c.ensure(valid_email(&email), "email", "must be a valid email address");
+    let name = r.name.trim();
+    c.ensure(!name.is_empty() && name.chars().count() <= 100, "name", "must be 1 to 100 characters");
+    let len = r.password.chars().count();
+    c.ensure(len >= PASSWORD_MIN, "password", format!("must be at least {PASSWORD_MIN} characters"));
+    c.ensure(len <= PASSWORD_MAX, "password", format!("must be at most {PASSWORD_MAX} characters"));
+    c.ensure(!r.password.trim().eq_ignore_ascii_case(&email), "password", "must not be the email address");
+    c.finish()
+}
+
+/// The user as the API shows it (spec: `{id, email, name}`).
+#[derive(Serialize)]
+pub struct UserView<'a> {
+    pub id: Uuid,
+    pub email: &'a str,
+    pub name: &'a str,
+}
+
+impl User {
+    pub fn view(&self) -> UserView<'_> {
+        UserView { id: self.id, email: &self.email, name: &self.name }
+    }
+}
+
+/// The spec's login result.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LoginResult<'a> {
+    pub user: UserView<'a>,
+    pub access_token: String,
+    pub refresh_token: String,
+    pub expires_in: i64,
+}
+
+/// A session as `GET /auth/sessions` shows it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionView<'a> {
+    pub id: Uuid,
+    pub device: &'a str,
+    pub last_active: String,
+    pub created_at: String,
+    pub current: bool,
+}
+
+impl Session {
+    pub fn view(&self, current: Uuid) -> SessionView<'_> {
+        SessionView {
+            id: self.id,
+            device: &self.device,
+            last_active: rfc3339(self.last_active),
+            created_at: rfc3339(self.created_at),
+            current: self.id == current,
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! `S/products` and `S/products/{productId}/variants`.
+
+use crate::cells::products::SORT_FIELDS;
+use crate::domain::product::{CreateProduct, Status, UpdateProduct, UpdateVariant, VariantInput};
+use crate::error::{ApiError, ApiResult};
+use crate::handler;
+use crate::http::context::Ctx;
+use crate::http::query::Paging;
+use crate::http::route::{Access, Param, Route, Service, param};
+use crate::http::{Page, Resp, created, no_content, ok};
+
+const LIST_PARAMS: &[Param] = &[
+    param("page", "integer", "1-based page, default 1"),
+    param("limit", "integer", "page size, 1..250, default 20"),
+    param("status", "string", "DRAFT, ACTIVE or ARCHIVED (any case)"),
+    param("sortBy", "string", "created_at (default), updated_at, title, price, inventory"),
+    param("sortOrder", "string", "asc or desc (default)"),
+];
+
+pub fn routes() -> Vec<Route> {
+    use Access::Member;
+    use Service::Cell;
+    let p = "/stores/{storeId}/products";
+    vec![
+        Route::get(p, Cell, Member, handler!(list), "List products").query(LIST_PARAMS),
+        Route::post(p, Cell, Member, handler!(create), "Create a product").body::<CreateProduct>(),
+        Route::get("/stores/{storeId}/products/{productId}", Cell, Member, handler!(get), "One product with its variants"),
+        Route::patch("/stores/{storeId}/products/{productId}", Cell, Member, handler!(update), "Change a product")
+            .body::<UpdateProduct>(),
+        Route::delete("/stores/{storeId}/products/{productId}", Cell, Member, handler!(delete), "Delete a product"),
+        Route::get(
+            "/stores/{storeId}/products/{productId}/variants",
+            Cell,
+            Member,
+            handler!(list_variants),
+            "A product's variants",
+        ),
+        Route::post("/stores/{storeId}/products/{productId}/variants", Cell, Member, handler!(create_variant), "Add a variant")
+            .body::<VariantInput>(),
+        Route::get(
+            "/stores/{storeId}/products/{productId}/variants/{variantId}",
+            Cell,
+            Member,
+            handler!(get_variant),
+            "One variant",
+        ),
+        Route::patch(
+            "/stores/{storeId}/products/{productId}/variants/{variantId}",
+            Cell,
+            Member,
+            handler!(update_variant),
+            "Change a variant",
+        )
+        .body::<UpdateVariant>(),
+        Route::delete(
+            "/stores/{storeId}/products/{productId}/variants/{variantId}",
+            Cell,
+            Member,
+            handler!(delete_variant),
+            "Delete a variant",
+        ),
+    ]
+}
+
+async fn list(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let paging = Paging::from_query(&cx.query, SORT_FIELDS, "created_at")?;
+    let status = match cx.query.one_of("status", Status::NAMES)? {
+        Some(name) => Status::parse(name),
+        None => None,
+    };
+    let (products, total) = s.cell.list_products(s.id, status, &paging)?;
+    let data: Vec<_> = products.iter().map(|p| p.view()).collect();
+    Ok(ok(&Page::new(data, total, paging.page, paging.limit)))
+}
+
+async fn create(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let body: CreateProduct = cx.json()?;
+    let p = s.cell.create_product(s.id, body).await?;
+    Ok(created(&p.view()))
+}
+
+async fn get(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let p = s.cell.product(s.id, cx.path_id("productId")?)?;
+    Ok(ok(&p.view()))
+}
+
+async fn update(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let id = cx.path_id("productId")?;
+    let body: UpdateProduct = cx.json()?;
+    let p = s.cell.update_product(s.id, id, body).await?;
+    Ok(ok(&p.view()))
+}
+
+async fn delete(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    s.cell.delete_product(s.id, cx.path_id("productId")?).await?;
+    Ok(no_content())
+}
+
+async fn list_variants(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let p = s.cell.product(s.id, cx.path_id("productId")?)?;
+    let data: Vec<_> = p.variants.iter().enumerate().map(|(i, v)| p.variant_view(v, i)).collect();
+    Ok(ok(&data))
+}
+
+async fn create_variant(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let body: VariantInput = cx.json()?;
+    let (p, vid) = s.cell.add_variant(s.id, cx.path_id("productId")?, body).await?;
+    let (i, v) = p.variants.iter().enumerate().find(|(_, v)| v.id == vid).ok_or_else(|| ApiError::internal("variant lost"))?;
+    Ok(created(&p.variant_view(v, i)))
+}
+
+async fn get_variant(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let p = s.cell.product(s.id, cx.path_id("productId")?)?;
+    let vid = cx.path_id("variantId")?;
+    let (i, v) = p.variants.iter().enumerate().find(|(_, v)| v.id == vid).ok_or_else(ApiError::not_found)?;
+    Ok(ok(&p.variant_view(v, i)))
+}
+
+async fn update_variant(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let vid = cx.path_id("variantId")?;
+    let body: UpdateVariant = cx.json()?;
+    let p = s.cell.update_variant(s.id, cx.path_id("productId")?, vid, body).await?;
+    let (i, v) = p.variants.iter().enumerate().find(|(_, v)| v.id == vid).ok_or_else(ApiError::not_found)?;
+    Ok(ok(&p.variant_view(v, i)))
+}
+
+async fn delete_variant(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    s.cell.delete_variant(s.id, cx.path_id("productId")?, cx.path_id("variantId")?).await?;
+    Ok(no_content())
+}

@@ -1,0 +1,132 @@
+//! Cells: each holds the complete data of some stores in one `cell.redb`. This module opens a
+//! cell and keeps the set of stores it serves; `products` and `moves` work on its records,
+//! `link` and `forward` reach a cell in this process or over HTTP.
+
+pub mod forward;
+pub mod link;
+pub mod moves;
+pub mod products;
+pub mod stores;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, RwLock};
+
+use redb::{Database, ReadableDatabase, ReadableTable};
+use uuid::Uuid;
+
+use crate::error::ApiResult;
+use crate::storage::keys::Key;
+use crate::storage::tables::{MOVE_LOG, STORE_STATE, STORE_TABLES};
+use crate::storage::writer::{Writer, WriterThread};
+use crate::storage::{self, DbKind};
+
+/// What a cell does with a store it has rows of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum StoreState {
+    /// Served: this cell holds the store.
+    Active = 1,
+    /// Being copied in by a move; not served until the move completes.
+    Incoming = 2,
+}
+
+impl StoreState {
+    fn from_u8(v: u8) -> Option<StoreState> {
+        match v {
+            1 => Some(StoreState::Active),
+            2 => Some(StoreState::Incoming),
+            _ => None,
+        }
+    }
+}
+
+pub struct Cell {
+    pub name: String,
+    pub db: Arc<Database>,
+    pub writer: Writer,
+    thread: Mutex<Option<WriterThread>>,
+    states: RwLock<HashMap<Uuid, StoreState>>,
+}
+
+impl Cell {
+    /// Opens the cell in `dir` (`cell.redb`). Leftovers of an interrupted move are discarded: an
+    /// incoming copy that never completed, and the move log of an unfinished hand-over (the
+    /// move is started again from the beginning).
+    pub fn open(name: &str, dir: &Path) -> Result<Cell, Box<dyn std::error::Error + Send + Sync>> {
+        std::fs::create_dir_all(dir)?;
+        let db = Arc::new(storage::open(&dir.join("cell.redb"), DbKind::Cell)?);
+        let mut states = HashMap::new();
+        let mut stale = Vec::new();
+        {
+            let txn = db.begin_read()?;
+            for item in txn.open_table(STORE_STATE)?.iter()? {
+                let (k, v) = item?;
+                let id = Uuid::from_u128(k.value());
+                match StoreState::from_u8(v.value()) {
+                    Some(StoreState::Active) => {
+                        states.insert(id, StoreState::Active);
+                    }
+                    _ => stale.push(id),
+                }
+            }
+        }
+        let txn = db.begin_write()?;
+        for id in &stale {
+            for t in STORE_TABLES {
+                let prefix = Key::store(*id).into_vec();
+                let mut table = txn.open_table(t.def)?;
+                let (start, end) = storage::keys::prefix_range(&prefix);
+                let keys: Vec<Vec<u8>> = match end {
+                    Some(end) => table
+                        .range(start.as_slice()..end.as_slice())?
+                        .map(|r| r.map(|(k, _)| k.value().to_vec()))
+                        .collect::<Result<_, _>>()?,
+                    None => {
+                        table.range(start.as_slice()..)?.map(|r| r.map(|(k, _)| k.value().to_vec())).collect::<Result<_, _>>()?
+                    }
+                };
+                for k in keys {
+                    table.remove(k.as_slice())?;
+                }
+            }
+            txn.open_table(STORE_STATE)?.remove(id.as_u128())?;
+        }
+        txn.open_table(MOVE_LOG)?.retain(|_, _| false)?;
+        txn.commit()?;
+        let (writer, thread) = Writer::start(db.clone(), name)?;
+        Ok(Cell { name: name.to_string(), db, writer, thread: Mutex::new(Some(thread)), states: RwLock::new(states) })
+    }
+
+    /// Whether this cell serves `store`.
+    pub fn holds(&self, store: Uuid) -> bool {
+        self.states.read().map(|s| s.get(&store) == Some(&StoreState::Active)).unwrap_or(false)
+    }
+
+    /// Number of stores served (placement, metrics).
+    pub fn store_count(&self) -> usize {
+        self.states.read().map(|s| s.values().filter(|v| **v == StoreState::Active).count()).unwrap_or(0)
+    }
+
+    fn set_state(&self, store: Uuid, state: Option<StoreState>) {
+        if let Ok(mut s) = self.states.write() {
+            match state {
+                Some(st) => s.insert(store, st),
+                None => s.remove(&store),
+            };
+        }
+    }
+
+    /// A read transaction (reads never block the writer).
+    pub fn read(&self) -> ApiResult<redb::ReadTransaction> {
+        Ok(self.db.begin_read()?)
+    }
+
+    /// Stops the writer after the queued jobs and waits for it.
+    pub fn close(&self) {
+        self.writer.stop();
+        if let Some(t) = self.thread.lock().ok().and_then(|mut t| t.take()) {
+            t.join();
+        }
+    }
+}

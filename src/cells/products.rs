@@ -1,0 +1,294 @@
+//! Products in a cell. [`write_product`] is the one function that writes a product row and all
+//! its secondary rows (list orders, handle, variant lookup, counters).
+
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+use crate::cells::Cell;
+use crate::domain::product::*;
+use crate::domain::time::now_ms;
+use crate::error::{ApiError, ApiResult, Code};
+use crate::http::query::Paging;
+use crate::storage::codec::{decode, encode};
+use crate::storage::keys::{Key, trailing_id};
+use crate::storage::read;
+use crate::storage::tables::{COUNTERS, PRODUCT_HANDLES, PRODUCT_ORDER, PRODUCTS, VARIANTS};
+use crate::storage::writer::Tx;
+
+/// The sortable fields of the product list (spec §7), in index-id order.
+pub const SORT_FIELDS: &[&str] = &["created_at", "updated_at", "title", "price", "inventory"];
+
+/// Status bucket 0 lists every product; buckets 1.. hold one status each.
+const ANY: u8 = 0;
+
+fn bucket(s: Status) -> u8 {
+    s as u8 + 1
+}
+
+/// Sort keys longer than this are cut: order among such titles falls back to the id.
+const TITLE_KEY_BYTES: usize = 64;
+
+fn order_prefix(store: Uuid, field: u8, bucket: u8) -> Key {
+    Key::store(store).u8(field).u8(bucket)
+}
+
+fn title_key(title: &str) -> String {
+    let lower = title.to_lowercase();
+    let mut end = lower.len().min(TITLE_KEY_BYTES);
+    while !lower.is_char_boundary(end) {
+        end -= 1;
+    }
+    lower[..end].to_string()
+}
+
+/// Every list-order row of a product.
+fn order_keys(store: Uuid, p: &Product) -> Vec<Vec<u8>> {
+    let mut keys = Vec::with_capacity(SORT_FIELDS.len() * 2);
+    for b in [ANY, bucket(p.status)] {
+        let k = |field: u8| order_prefix(store, field, b);
+        keys.push(k(0).i64(p.created_at).id(p.id).into_vec());
+        keys.push(k(1).i64(p.updated_at).id(p.id).into_vec());
+        keys.push(k(2).str(&title_key(&p.title)).id(p.id).into_vec());
+        keys.push(k(3).i64(p.price()).id(p.id).into_vec());
+        keys.push(k(4).i64(p.inventory()).id(p.id).into_vec());
+    }
+    keys
+}
+
+fn counter_key(store: Uuid, b: u8) -> Vec<u8> {
+    Key::store(store).str("products").u8(b).into_vec()
+}
+
+fn handle_key(store: Uuid, handle: &str) -> Vec<u8> {
+    Key::store(store).str(handle).into_vec()
+}
+
+/// Writes `new` in place of `old` (either may be absent: create, delete) with every secondary row.
+pub fn write_product(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Option<&Product>) -> ApiResult<()> {
+    if let Some(o) = old {
+        for k in order_keys(store, o) {
+            tx.delete(PRODUCT_ORDER, &k)?;
+        }
+        tx.delete(PRODUCT_HANDLES, &handle_key(store, &o.handle))?;
+        for v in &o.variants {
+            tx.delete(VARIANTS, Key::store(store).id(v.id).bytes())?;
+        }
+        tx.bump(COUNTERS, &counter_key(store, ANY), -1)?;
+        tx.bump(COUNTERS, &counter_key(store, bucket(o.status)), -1)?;
+    }
+    match new {
+        Some(n) => {
+            for k in order_keys(store, n) {
+                tx.put(PRODUCT_ORDER, &k, &[])?;
+            }
+            tx.put(PRODUCT_HANDLES, &handle_key(store, &n.handle), n.id.as_bytes())?;
+            for v in &n.variants {
+                tx.put(VARIANTS, Key::store(store).id(v.id).bytes(), n.id.as_bytes())?;
+            }
+            tx.bump(COUNTERS, &counter_key(store, ANY), 1)?;
+            tx.bump(COUNTERS, &counter_key(store, bucket(n.status)), 1)?;
+            tx.put(PRODUCTS, Key::store(store).id(n.id).bytes(), &encode(n)?)
+        }
+        None => match old {
+            Some(o) => tx.delete(PRODUCTS, Key::store(store).id(o.id).bytes()),
+            None => Ok(()),
+        },
+    }
+}
+
+/// Picks the product's handle: the requested one must be free; a generated one gets the first
+/// free numeric suffix (`shirt`, `shirt-2`, …).
+fn resolve_handle(tx: &Tx, store: Uuid, id: Uuid, requested: Option<&str>, title: &str) -> ApiResult<String> {
+    let owner = |h: &str| -> ApiResult<Option<Uuid>> {
+        Ok(tx.get(PRODUCT_HANDLES, &handle_key(store, h))?.and_then(|b| Uuid::from_slice(&b).ok()))
+    };
+    if let Some(h) = requested {
+        return match owner(h)? {
+            Some(other) if other != id => {
+                Err(ApiError::field("handle", "is already used by another product").with_code(Code::HANDLE_TAKEN))
+            }
+            _ => Ok(h.to_string()),
+        };
+    }
+    let base = slugify(title);
+    for n in 1u32.. {
+        let candidate = if n == 1 { base.clone() } else { format!("{base}-{n}") };
+        match owner(&candidate)? {
+            None => return Ok(candidate),
+            Some(other) if other == id => return Ok(candidate),
+            Some(_) => {}
+        }
+    }
+    Err(ApiError::internal("handle space exhausted"))
+}
+
+fn load(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<Product> {
+    let bytes = tx.get(PRODUCTS, Key::store(store).id(id).bytes())?.ok_or_else(ApiError::not_found)?;
+    decode(&bytes)
+}
+
+impl Cell {
+    pub async fn create_product(&self, store: Uuid, input: CreateProduct) -> ApiResult<Product> {
+        let currency = self.store_settings(store)?.currency;
+        validate_create(&input, currency)?;
+        let now = now_ms();
+        let variants = if input.variants.is_empty() {
+            vec![new_variant(&VariantInput::default(), input.price, &[], now)]
+        } else {
+            input.variants.iter().map(|v| new_variant(v, input.price, &input.options, now)).collect()
+        };
+        let draft = Product {
+            id: Uuid::now_v7(),
+            title: input.title.trim().to_string(),
+            description: input.description,
+            vendor: input.vendor.trim().to_string(),
+            product_type: input.product_type.trim().to_string(),
+            tags: input.tags.iter().map(|t| t.trim().to_string()).collect(),
+            handle: String::new(),
+            status: input.status.as_deref().and_then(Status::parse).unwrap_or(Status::Draft),
+            category_id: input.category_id,
+            options: input.options,
+            variants,
+            currency,
+            created_at: now,
+            updated_at: now,
+        };
+        let requested = input.handle;
+        self.writer
+            .write(Some(store), move |tx| {
+                let mut p = draft.clone();
+                p.handle = resolve_handle(tx, store, p.id, requested.as_deref(), &p.title)?;
+                write_product(tx, store, None, Some(&p))?;
+                Ok(p)
+            })
+            .await
+    }
+
+    pub fn product(&self, store: Uuid, id: Uuid) -> ApiResult<Product> {
+        read::get(&self.read()?, PRODUCTS, Key::store(store).id(id).bytes())?.ok_or_else(ApiError::not_found)
+    }
+
+    /// A page of products in the requested order, with the total, from the order index.
+    pub fn list_products(&self, store: Uuid, status: Option<Status>, paging: &Paging) -> ApiResult<(Vec<Product>, u64)> {
+        let txn = self.read()?;
+        let field = SORT_FIELDS.iter().position(|f| *f == paging.sort_by).unwrap_or(0) as u8;
+        let b = status.map(bucket).unwrap_or(ANY);
+        let total = read::counter(&txn, COUNTERS, &counter_key(store, b))?;
+        let mut ids = Vec::with_capacity(paging.limit as usize);
+        let prefix = order_prefix(store, field, b);
+        read::scan(&txn, PRODUCT_ORDER, prefix.bytes(), paging.desc, paging.offset(), paging.limit as usize, |k, _| {
+            ids.extend(trailing_id(k));
+            Ok(())
+        })?;
+        let products = txn.open_table(PRODUCTS.def)?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(v) = products.get(Key::store(store).id(id).bytes())? {
+                out.push(decode(v.value())?);
+            }
+        }
+        Ok((out, total))
+    }
+
+    pub async fn update_product(&self, store: Uuid, id: Uuid, update: UpdateProduct) -> ApiResult<Product> {
+        validate_update(&update, &self.product(store, id)?)?;
+        let update = Arc::new(update);
+        self.writer
+            .write(Some(store), move |tx| {
+                let old = load(tx, store, id)?;
+                validate_update(&update, &old)?;
+                let mut p = old.clone();
+                let u = &update;
+                if let Some(t) = &u.title {
+                    p.title = t.trim().to_string();
+                }
+                if let Some(d) = &u.description {
+                    p.description = d.clone();
+                }
+                if let Some(v) = &u.vendor {
+                    p.vendor = v.trim().to_string();
+                }
+                if let Some(t) = &u.product_type {
+                    p.product_type = t.trim().to_string();
+                }
+                if let Some(tags) = &u.tags {
+                    p.tags = tags.iter().map(|t| t.trim().to_string()).collect();
+                }
+                if let Some(s) = u.status.as_deref().and_then(Status::parse) {
+                    p.status = s;
+                }
+                if let Some(c) = &u.category_id {
+                    p.category_id = c.clone();
+                }
+                if let (Some(price), Some(v)) = (u.price, p.variants.first_mut()) {
+                    v.price = price.amount;
+                    v.updated_at = now_ms();
+                }
+                if let Some(h) = &u.handle {
+                    p.handle = resolve_handle(tx, store, id, Some(h), &p.title)?;
+                }
+                p.updated_at = now_ms();
+                write_product(tx, store, Some(&old), Some(&p))?;
+                Ok(p)
+            })
+            .await
+    }
+
+    pub async fn delete_product(&self, store: Uuid, id: Uuid) -> ApiResult<()> {
+        self.writer
+            .write(Some(store), move |tx| {
+                let old = load(tx, store, id)?;
+                write_product(tx, store, Some(&old), None)
+            })
+            .await
+    }
+
+    pub async fn add_variant(&self, store: Uuid, id: Uuid, input: VariantInput) -> ApiResult<(Product, Uuid)> {
+        validate_new_variant(&input, &self.product(store, id)?)?;
+        self.writer
+            .write(Some(store), move |tx| {
+                let old = load(tx, store, id)?;
+                validate_new_variant(&input, &old)?;
+                let mut p = old.clone();
+                let v = new_variant(&input, None, &p.options, now_ms());
+                let vid = v.id;
+                p.variants.push(v);
+                p.updated_at = now_ms();
+                write_product(tx, store, Some(&old), Some(&p))?;
+                Ok((p, vid))
+            })
+            .await
+    }
+
+    pub async fn update_variant(&self, store: Uuid, id: Uuid, variant: Uuid, update: UpdateVariant) -> ApiResult<Product> {
+        let update = Arc::new(update);
+        self.writer
+            .write(Some(store), move |tx| {
+                let old = load(tx, store, id)?;
+                let i = old.variants.iter().position(|v| v.id == variant).ok_or_else(ApiError::not_found)?;
+                let mut p = old.clone();
+                p.variants[i] = apply_variant_update(&update, &old, &old.variants[i], now_ms())?;
+                p.updated_at = now_ms();
+                write_product(tx, store, Some(&old), Some(&p))?;
+                Ok(p)
+            })
+            .await
+    }
+
+    pub async fn delete_variant(&self, store: Uuid, id: Uuid, variant: Uuid) -> ApiResult<()> {
+        self.writer
+            .write(Some(store), move |tx| {
+                let old = load(tx, store, id)?;
+                let i = old.variants.iter().position(|v| v.id == variant).ok_or_else(ApiError::not_found)?;
+                if old.variants.len() == 1 {
+                    return Err(ApiError::msg(Code::BUSINESS_RULE, "a product keeps at least one variant"));
+                }
+                let mut p = old.clone();
+                p.variants.remove(i);
+                p.updated_at = now_ms();
+                write_product(tx, store, Some(&old), Some(&p))
+            })
+            .await
+    }
+}

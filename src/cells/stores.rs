@@ -1,0 +1,52 @@
+//! Store settings in the cell: the one writer of the `stores` row.
+
+use uuid::Uuid;
+
+use crate::cells::{Cell, StoreState};
+use crate::domain::store::{StoreSettings, UpdateStore, apply_update};
+use crate::domain::time::now_ms;
+use crate::error::{ApiError, ApiResult, Code};
+use crate::storage::codec::encode;
+use crate::storage::keys::Key;
+use crate::storage::read;
+use crate::storage::tables::{STORE_STATE, STORES};
+
+impl Cell {
+    /// Creates a store in this cell (called by the account service when it places a store).
+    /// Creating the same store again with the same settings is accepted, so the call can be
+    /// retried safely.
+    pub async fn create_store(&self, settings: StoreSettings) -> ApiResult<()> {
+        let id = settings.id;
+        self.writer
+            .write(Some(id), move |tx| {
+                let key = Key::store(settings.id).into_vec();
+                if tx.get(STORES, &key)?.is_some() {
+                    return Err(ApiError::msg(Code::CONFLICT, "the store already exists in this cell"));
+                }
+                tx.put(STORES, &key, &encode(&settings)?)?;
+                tx.raw().open_table(STORE_STATE)?.insert(settings.id.as_u128(), StoreState::Active as u8)?;
+                Ok(())
+            })
+            .await?;
+        self.set_state(id, Some(StoreState::Active));
+        Ok(())
+    }
+
+    pub fn store_settings(&self, store: Uuid) -> ApiResult<StoreSettings> {
+        read::get(&self.read()?, STORES, Key::store(store).bytes())?.ok_or_else(ApiError::not_found)
+    }
+
+    pub async fn update_store(&self, store: Uuid, update: UpdateStore) -> ApiResult<StoreSettings> {
+        let update = std::sync::Arc::new(update);
+        self.writer
+            .write(Some(store), move |tx| {
+                let key = Key::store(store).into_vec();
+                let current = tx.get(STORES, &key)?.ok_or_else(ApiError::not_found)?;
+                let current: StoreSettings = crate::storage::codec::decode(&current)?;
+                let next = apply_update(&update, &current, now_ms())?;
+                tx.put(STORES, &key, &encode(&next)?)?;
+                Ok(next)
+            })
+            .await
+    }
+}

@@ -1,0 +1,263 @@
+//! Money: integer amounts in a currency's minor units. No float ever touches an amount.
+//!
+//! Rounding rule (the one point where it happens): when a computation yields a fraction of a
+//! minor unit — a percentage, a proportional share — it is rounded half away from zero by
+//! [`round_div`]. Every other operation is exact integer arithmetic.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// ISO 4217 codes with their minor-unit exponents (the number of decimals).
+const CURRENCIES: &[(&str, u8)] = &[
+    ("AED", 2),
+    ("AFN", 2),
+    ("ALL", 2),
+    ("AMD", 2),
+    ("ANG", 2),
+    ("AOA", 2),
+    ("ARS", 2),
+    ("AUD", 2),
+    ("AWG", 2),
+    ("AZN", 2),
+    ("BAM", 2),
+    ("BBD", 2),
+    ("BDT", 2),
+    ("BGN", 2),
+    ("BHD", 3),
+    ("BIF", 0),
+    ("BMD", 2),
+    ("BND", 2),
+    ("BOB", 2),
+    ("BRL", 2),
+    ("BSD", 2),
+    ("BTN", 2),
+    ("BWP", 2),
+    ("BYN", 2),
+    ("BZD", 2),
+    ("CAD", 2),
+    ("CDF", 2),
+    ("CHF", 2),
+    ("CLP", 0),
+    ("CNY", 2),
+    ("COP", 2),
+    ("CRC", 2),
+    ("CUP", 2),
+    ("CVE", 2),
+    ("CZK", 2),
+    ("DJF", 0),
+    ("DKK", 2),
+    ("DOP", 2),
+    ("DZD", 2),
+    ("EGP", 2),
+    ("ERN", 2),
+    ("ETB", 2),
+    ("EUR", 2),
+    ("FJD", 2),
+    ("FKP", 2),
+    ("GBP", 2),
+    ("GEL", 2),
+    ("GHS", 2),
+    ("GIP", 2),
+    ("GMD", 2),
+    ("GNF", 0),
+    ("GTQ", 2),
+    ("GYD", 2),
+    ("HKD", 2),
+    ("HNL", 2),
+    ("HTG", 2),
+    ("HUF", 2),
+    ("IDR", 2),
+    ("ILS", 2),
+    ("INR", 2),
+    ("IQD", 3),
+    ("IRR", 2),
+    ("ISK", 0),
+    ("JMD", 2),
+    ("JOD", 3),
+    ("JPY", 0),
+    ("KES", 2),
+    ("KGS", 2),
+    ("KHR", 2),
+    ("KMF", 0),
+    ("KPW", 2),
+    ("KRW", 0),
+    ("KWD", 3),
+    ("KYD", 2),
+    ("KZT", 2),
+    ("LAK", 2),
+    ("LBP", 2),
+    ("LKR", 2),
+    ("LRD", 2),
+    ("LSL", 2),
+    ("LYD", 3),
+    ("MAD", 2),
+    ("MDL", 2),
+    ("MGA", 2),
+    ("MKD", 2),
+    ("MMK", 2),
+    ("MNT", 2),
+    ("MOP", 2),
+    ("MRU", 2),
+    ("MUR", 2),
+    ("MVR", 2),
+    ("MWK", 2),
+    ("MXN", 2),
+    ("MYR", 2),
+    ("MZN", 2),
+    ("NAD", 2),
+    ("NGN", 2),
+    ("NIO", 2),
+    ("NOK", 2),
+    ("NPR", 2),
+    ("NZD", 2),
+    ("OMR", 3),
+    ("PAB", 2),
+    ("PEN", 2),
+    ("PGK", 2),
+    ("PHP", 2),
+    ("PKR", 2),
+    ("PLN", 2),
+    ("PYG", 0),
+    ("QAR", 2),
+    ("RON", 2),
+    ("RSD", 2),
+    ("RUB", 2),
+    ("RWF", 0),
+    ("SAR", 2),
+    ("SBD", 2),
+    ("SCR", 2),
+    ("SDG", 2),
+    ("SEK", 2),
+    ("SGD", 2),
+    ("SHP", 2),
+    ("SLE", 2),
+    ("SOS", 2),
+    ("SRD", 2),
+    ("SSP", 2),
+    ("STN", 2),
+    ("SYP", 2),
+    ("SZL", 2),
+    ("THB", 2),
+    ("TJS", 2),
+    ("TMT", 2),
+    ("TND", 3),
+    ("TOP", 2),
+    ("TRY", 2),
+    ("TTD", 2),
+    ("TWD", 2),
+    ("TZS", 2),
+    ("UAH", 2),
+    ("UGX", 0),
+    ("USD", 2),
+    ("UYU", 2),
+    ("UZS", 2),
+    ("VES", 2),
+    ("VND", 0),
+    ("VUV", 0),
+    ("WST", 2),
+    ("XAF", 0),
+    ("XCD", 2),
+    ("XOF", 0),
+    ("XPF", 0),
+    ("YER", 2),
+    ("ZAR", 2),
+    ("ZMW", 2),
+    ("ZWL", 2),
+];
+
+/// A known ISO 4217 currency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Currency([u8; 3]);
+
+impl Currency {
+    /// Parses a code (any case); `None` for codes that are not ISO 4217.
+    pub fn parse(code: &str) -> Option<Currency> {
+        let upper = code.to_ascii_uppercase();
+        CURRENCIES.iter().find(|(c, _)| *c == upper).map(|(c, _)| {
+            let b = c.as_bytes();
+            Currency([b[0], b[1], b[2]])
+        })
+    }
+
+    pub fn code(&self) -> &str {
+        std::str::from_utf8(&self.0).unwrap_or("XXX")
+    }
+
+    /// Decimals of the minor unit: JPY 0, USD 2, BHD 3.
+    pub fn exponent(&self) -> u8 {
+        CURRENCIES.iter().find(|(c, _)| c.as_bytes() == self.0).map(|(_, e)| *e).unwrap_or(2)
+    }
+
+    /// A display string, e.g. `12.50 USD` or `1200 JPY`.
+    pub fn format(&self, amount: i64) -> String {
+        let exp = u32::from(self.exponent());
+        if exp == 0 {
+            return format!("{amount} {}", self.code());
+        }
+        let unit = 10i64.pow(exp);
+        let sign = if amount < 0 { "-" } else { "" };
+        let abs = amount.unsigned_abs();
+        format!("{sign}{}.{:0width$} {}", abs / unit as u64, abs % unit as u64, self.code(), width = exp as usize)
+    }
+}
+
+impl TryFrom<String> for Currency {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Currency::parse(&s).ok_or_else(|| format!("unknown currency code {s:?}"))
+    }
+}
+
+impl From<Currency> for String {
+    fn from(c: Currency) -> String {
+        c.code().to_string()
+    }
+}
+
+impl JsonSchema for Currency {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Currency".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "string", "pattern": "^[A-Za-z]{3}$", "description": "ISO 4217 code"})
+    }
+}
+
+/// An amount in minor units of a currency: `{amount, currency}` on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Money {
+    pub amount: i64,
+    pub currency: Currency,
+}
+
+/// `numerator / denominator` rounded half away from zero: the one rounding rule.
+pub fn round_div(numerator: i128, denominator: i128) -> i64 {
+    debug_assert!(denominator > 0);
+    let q = numerator / denominator;
+    let r = numerator % denominator;
+    let adjust = if 2 * r.abs() >= denominator { numerator.signum() } else { 0 };
+    (q + adjust) as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exponents_and_formatting() {
+        assert_eq!(Currency::parse("jpy").unwrap().exponent(), 0);
+        assert_eq!(Currency::parse("USD").unwrap().format(1250), "12.50 USD");
+        assert_eq!(Currency::parse("BHD").unwrap().format(-5), "-0.005 BHD");
+        assert_eq!(Currency::parse("JPY").unwrap().format(1200), "1200 JPY");
+        assert!(Currency::parse("XYZ").is_none());
+    }
+
+    #[test]
+    fn rounding_is_half_away_from_zero() {
+        assert_eq!(round_div(5, 2), 3);
+        assert_eq!(round_div(-5, 2), -3);
+        assert_eq!(round_div(4, 3), 1);
+        assert_eq!(round_div(1, 3), 0);
+    }
+}

@@ -1,0 +1,165 @@
+//! Store settings: the store record a cell keeps, and its create/update rules.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::domain::money::Currency;
+use crate::domain::time::rfc3339;
+use crate::error::{ApiResult, Check};
+
+pub const WEIGHT_UNITS: &[&str] = &["g", "kg", "lb", "oz"];
+
+/// A postal address of the store.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StoreAddress {
+    #[serde(default)]
+    pub address1: String,
+    #[serde(default)]
+    pub address2: String,
+    #[serde(default)]
+    pub city: String,
+    #[serde(default)]
+    pub province: String,
+    #[serde(default)]
+    pub country: String,
+    #[serde(default)]
+    pub postal_code: String,
+    #[serde(default)]
+    pub phone: String,
+}
+
+/// The stored settings of a store.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoreSettings {
+    pub id: Uuid,
+    pub name: String,
+    pub currency: Currency,
+    pub country: String,
+    pub timezone: String,
+    pub address: StoreAddress,
+    pub taxes_included: bool,
+    pub weight_unit: String,
+    pub owner_id: Uuid,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// `POST /stores`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateStore {
+    pub name: String,
+    pub currency: String,
+    pub country: String,
+    #[serde(default = "utc")]
+    pub timezone: String,
+}
+
+fn utc() -> String {
+    "UTC".to_string()
+}
+
+/// `PATCH S`: every field optional. The currency is fixed once products are priced in it.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateStore {
+    pub name: Option<String>,
+    pub timezone: Option<String>,
+    pub address: Option<StoreAddress>,
+    pub taxes_included: Option<bool>,
+    pub weight_unit: Option<String>,
+}
+
+fn valid_country(c: &str) -> bool {
+    c.len() == 2 && c.bytes().all(|b| b.is_ascii_uppercase())
+}
+
+/// IANA zone names look like `Area/City` (or `UTC`); the set is open, so the shape is checked.
+fn valid_timezone(tz: &str) -> bool {
+    tz == "UTC"
+        || (tz.len() <= 64
+            && tz.contains('/')
+            && tz.split('/').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-+".contains(&b))))
+}
+
+fn check_name(c: &mut Check, name: &str) {
+    let n = name.trim();
+    c.ensure(!n.is_empty() && n.chars().count() <= 100, "name", "must be 1 to 100 characters");
+}
+
+/// Validates a create request and returns the currency.
+pub fn validate_create(s: &CreateStore) -> ApiResult<Currency> {
+    let mut c = Check::new();
+    check_name(&mut c, &s.name);
+    let currency = Currency::parse(&s.currency);
+    c.ensure(currency.is_some(), "currency", "must be an ISO 4217 currency code");
+    c.ensure(valid_country(&s.country), "country", "must be a two-letter country code in upper case");
+    c.ensure(valid_timezone(&s.timezone), "timezone", "must be an IANA time zone such as Europe/Paris or UTC");
+    c.finish()?;
+    currency.ok_or_else(|| crate::error::ApiError::field("currency", "must be an ISO 4217 currency code"))
+}
+
+/// Validates an update and applies it to a copy.
+pub fn apply_update(u: &UpdateStore, current: &StoreSettings, now: i64) -> ApiResult<StoreSettings> {
+    let mut c = Check::new();
+    let mut s = current.clone();
+    if let Some(n) = &u.name {
+        check_name(&mut c, n);
+        s.name = n.trim().to_string();
+    }
+    if let Some(tz) = &u.timezone {
+        c.ensure(valid_timezone(tz), "timezone", "must be an IANA time zone such as Europe/Paris or UTC");
+        s.timezone = tz.clone();
+    }
+    if let Some(a) = &u.address {
+        c.ensure(a.country.is_empty() || valid_country(&a.country), "address.country", "must be a two-letter country code");
+        s.address = a.clone();
+    }
+    if let Some(t) = u.taxes_included {
+        s.taxes_included = t;
+    }
+    if let Some(w) = &u.weight_unit {
+        c.ensure(WEIGHT_UNITS.contains(&w.as_str()), "weightUnit", "must be g, kg, lb or oz");
+        s.weight_unit = w.clone();
+    }
+    c.finish()?;
+    s.updated_at = now;
+    Ok(s)
+}
+
+/// The store settings as the API shows them.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoreView<'a> {
+    pub id: Uuid,
+    pub name: &'a str,
+    pub currency: &'a str,
+    pub country: &'a str,
+    pub timezone: &'a str,
+    pub address: &'a StoreAddress,
+    pub taxes_included: bool,
+    pub weight_unit: &'a str,
+    pub owner_id: Uuid,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl StoreSettings {
+    pub fn view(&self) -> StoreView<'_> {
+        StoreView {
+            id: self.id,
+            name: &self.name,
+            currency: self.currency.code(),
+            country: &self.country,
+            timezone: &self.timezone,
+            address: &self.address,
+            taxes_included: self.taxes_included,
+            weight_unit: &self.weight_unit,
+            owner_id: self.owner_id,
+            created_at: rfc3339(self.created_at),
+            updated_at: rfc3339(self.updated_at),
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! The HTTP layer: responses, the request context and its extractors, the route table, token
+//! verification and the OpenAPI document.
+
+pub mod auth;
+pub mod context;
+pub mod openapi;
+pub mod query;
+pub mod route;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER};
+use hyper::{Response, StatusCode};
+use serde::Serialize;
+
+use crate::error::ApiError;
+
+/// Every response body is buffered: handlers build whole JSON documents.
+pub type Resp = Response<Full<Bytes>>;
+
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+
+/// A JSON response.
+pub fn json<T: Serialize + ?Sized>(status: StatusCode, body: &T) -> Resp {
+    match serde_json::to_vec(body) {
+        Ok(bytes) => {
+            let mut r = Response::new(Full::new(Bytes::from(bytes)));
+            *r.status_mut() = status;
+            r.headers_mut().insert(CONTENT_TYPE, JSON);
+            r
+        }
+        Err(e) => error(&ApiError::internal(e)),
+    }
+}
+
+pub fn ok<T: Serialize + ?Sized>(body: &T) -> Resp {
+    json(StatusCode::OK, body)
+}
+
+pub fn created<T: Serialize + ?Sized>(body: &T) -> Resp {
+    json(StatusCode::CREATED, body)
+}
+
+pub fn no_content() -> Resp {
+    let mut r = Response::new(Full::new(Bytes::new()));
+    *r.status_mut() = StatusCode::NO_CONTENT;
+    r
+}
+
+/// The error response of `API.md`, from the one error table.
+pub fn error(e: &ApiError) -> Resp {
+    let status = StatusCode::from_u16(e.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body = serde_json::to_vec(&e.body()).unwrap_or_default();
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = status;
+    r.headers_mut().insert(CONTENT_TYPE, JSON);
+    if let Some(s) = e.retry_after {
+        r.headers_mut().insert(RETRY_AFTER, HeaderValue::from(s));
+    }
+    r
+}
+
+/// The paginated list envelope: `{data, total, page, limit, totalPages}`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Page<T: Serialize> {
+    pub data: Vec<T>,
+    pub total: u64,
+    pub page: u32,
+    pub limit: u32,
+    pub total_pages: u64,
+}
+
+impl<T: Serialize> Page<T> {
+    pub fn new(data: Vec<T>, total: u64, page: u32, limit: u32) -> Self {
+        Page { data, total, page, limit, total_pages: total.div_ceil(limit.max(1) as u64) }
+    }
+}

@@ -1,0 +1,94 @@
+//! The OpenAPI 3.1 document, produced from the route table: every served public route, its path
+//! and query parameters, its body schema (from the type serde reads) and its security.
+
+use schemars::SchemaGenerator;
+use schemars::generate::SchemaSettings;
+use serde_json::{Map, Value, json};
+
+use crate::error::Code;
+use crate::http::route::{Access, Route};
+
+pub fn document(routes: &[Route]) -> Value {
+    let mut generator = SchemaGenerator::new(SchemaSettings::openapi3());
+    let mut paths = Map::new();
+    for r in routes.iter().filter(|r| r.access != Access::Internal) {
+        let mut op = Map::new();
+        op.insert("summary".into(), r.summary.into());
+        op.insert("operationId".into(), operation_id(r).into());
+        let mut params: Vec<Value> = path_params(&r.path)
+            .into_iter()
+            .map(|p| json!({"name": p, "in": "path", "required": true, "schema": {"type": "string"}}))
+            .collect();
+        params.extend(r.query.iter().map(
+            |q| json!({"name": q.name, "in": "query", "required": q.required, "description": q.doc, "schema": {"type": q.kind}}),
+        ));
+        if !params.is_empty() {
+            op.insert("parameters".into(), params.into());
+        }
+        if let Some(schema) = r.body {
+            let s = schema(&mut generator);
+            op.insert("requestBody".into(), json!({"required": true, "content": {"application/json": {"schema": s}}}));
+        }
+        if matches!(r.access, Access::Member | Access::Admin) {
+            op.insert("security".into(), json!([{"bearer": []}]));
+        }
+        let access = match r.access {
+            Access::Public => "public",
+            Access::Member => "member",
+            Access::Admin => "owner or admin",
+            Access::Internal => "internal",
+        };
+        op.insert("x-access".into(), access.into());
+        op.insert(
+            "responses".into(),
+            json!({"default": {"description": "success, or an error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}}),
+        );
+        let entry = paths.entry(r.path.clone()).or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(m) = entry {
+            m.insert(r.method.as_str().to_lowercase(), Value::Object(op));
+        }
+    }
+    let mut schemas: Map<String, Value> = generator.take_definitions(true).into_iter().collect();
+    let codes: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
+    schemas.insert(
+        "Error".into(),
+        json!({
+            "type": "object",
+            "properties": {
+                "success": {"type": "boolean"},
+                "message": {"type": "string"},
+                "error": {"type": "object", "properties": {
+                    "code": {"type": "string", "enum": codes},
+                    "message": {"type": "string"},
+                    "fields": {"type": "array", "items": {"type": "object", "properties": {"field": {"type": "string"}, "message": {"type": "string"}}}}
+                }}
+            }
+        }),
+    );
+    json!({
+        "openapi": "3.1.0",
+        "info": {"title": "shopcell", "version": env!("CARGO_PKG_VERSION")},
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}}
+        }
+    })
+}
+
+fn path_params(path: &str) -> Vec<&str> {
+    path.split('/').filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}'))).collect()
+}
+
+fn operation_id(r: &Route) -> String {
+    let mut id = r.method.as_str().to_lowercase();
+    for seg in r.path.split('/').filter(|s| !s.is_empty() && *s != "api" && *s != "v1") {
+        let seg = seg.trim_start_matches('{').trim_end_matches('}');
+        let mut chars = seg.chars().filter(|c| c.is_alphanumeric());
+        if let Some(first) = chars.next() {
+            id.push(first.to_ascii_uppercase());
+            id.extend(chars);
+        }
+    }
+    id
+}

@@ -1,0 +1,15 @@
+//! shopcell: a multi-store commerce platform in one binary. See README.md for a tour.
+
+pub mod account;
+pub mod admin;
+pub mod api;
+pub mod cells;
+pub mod cli;
+pub mod domain;
+pub mod error;
+pub mod http;
+pub mod node;
+pub mod run;
+pub mod server;
+pub mod storage;
+pub mod util;

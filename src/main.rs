@@ -1,0 +1,41 @@
+use clap::Parser;
+use shopcell::cli::{Cli, Command};
+use shopcell::run;
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SHOPCELL_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            Command::Serve(a) => {
+                let node = run::build_serve(&a)?;
+                println!("shopcell data in {}", a.data.display());
+                run::serve_until_signal(node, a.listen, "serve").await
+            }
+            Command::Account(a) => run::serve_until_signal(run::build_account(&a)?, a.listen, "account").await,
+            Command::Cell(a) => run::serve_until_signal(run::build_cell(&a).await?, a.listen, "cell").await,
+            Command::Router(a) => run::serve_until_signal(run::build_router(&a)?, a.listen, "router").await,
+            Command::Admin(c) => shopcell::admin::run(c).await,
+        }
+    });
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,371 @@
+//! A running shopcell process: whichever of the account service, cells and router it hosts, and
+//! the dispatcher every request goes through.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{CONTENT_TYPE, HeaderValue};
+use hyper::{Method, Request};
+use serde::Deserialize;
+use uuid::Uuid;
+
+use crate::account::{AccountService, Role};
+use crate::cells::Cell;
+use crate::cells::forward::{Body, SERVICE_HEADER, Upstream};
+use crate::cells::link::CellLink;
+use crate::error::{ApiError, ApiResult, Code};
+use crate::http::auth::{Principal, TokenVerifier, bearer};
+use crate::http::context::{Ctx, StoreScope, parse_path_id};
+use crate::http::query::Query;
+use crate::http::route::{Access, Matched, Route, RouteTable, Service};
+use crate::http::{self, Resp};
+
+/// What this process hosts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Account service, router and cells in one process (the embedded default).
+    Serve,
+    Account,
+    Cell,
+    Router,
+}
+
+/// How long a cell trusts a membership or session answer from a remote account service: role
+/// changes and revocations reach every cell within this time.
+const ACCESS_TTL: Duration = Duration::from_secs(2);
+/// A cell answers misrouted requests from a router with this header, so the router re-reads the
+/// placement (a store moved) instead of answering 404. Clients never see it.
+const MISROUTED: &str = "x-shopcell-misrouted";
+
+#[derive(Default)]
+pub struct Metrics {
+    pub requests: [AtomicU64; 5],
+}
+
+pub struct Node {
+    pub mode: Mode,
+    pub routes: RouteTable,
+    pub verifier: TokenVerifier,
+    pub account: Option<Arc<AccountService>>,
+    pub account_upstream: Option<Upstream>,
+    pub cells: BTreeMap<String, Arc<Cell>>,
+    pub remote_cells: BTreeMap<String, Upstream>,
+    pub service_key: String,
+    pub metrics: Metrics,
+    pub shutting_down: AtomicBool,
+    placement: RwLock<HashMap<Uuid, String>>,
+    access: RwLock<HashMap<(Uuid, Uuid, Uuid), (Option<Role>, bool, Instant)>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AccessAnswer {
+    role: Option<String>,
+    session_active: bool,
+}
+
+#[derive(Deserialize)]
+struct Located {
+    cell: String,
+}
+
+impl Node {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        mode: Mode,
+        routes: Vec<Route>,
+        verifier: TokenVerifier,
+        account: Option<Arc<AccountService>>,
+        account_upstream: Option<Upstream>,
+        cells: BTreeMap<String, Arc<Cell>>,
+        remote_cells: BTreeMap<String, Upstream>,
+        service_key: String,
+    ) -> Result<Node, String> {
+        Ok(Node {
+            mode,
+            routes: RouteTable::new(routes)?,
+            verifier,
+            account,
+            account_upstream,
+            cells,
+            remote_cells,
+            service_key,
+            metrics: Metrics::default(),
+            shutting_down: AtomicBool::new(false),
+            placement: RwLock::new(HashMap::new()),
+            access: RwLock::new(HashMap::new()),
+        })
+    }
+
+    /// Every cell this process can place stores in.
+    pub fn cell_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.cells.keys().chain(self.remote_cells.keys()).cloned().collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    pub fn cell_link(&self, name: &str) -> ApiResult<CellLink> {
+        if let Some(c) = self.cells.get(name) {
+            return Ok(CellLink::Local(c.clone()));
+        }
+        self.remote_cells.get(name).cloned().map(CellLink::Remote).ok_or_else(ApiError::not_found)
+    }
+
+    /// The cell holding `store`, from the directory (cached by routers).
+    pub async fn locate(&self, store: Uuid) -> ApiResult<Option<String>> {
+        if let Some(a) = &self.account {
+            return a.locate(store);
+        }
+        if let Some(c) = self.placement.read().ok().and_then(|p| p.get(&store).cloned()) {
+            return Ok(Some(c));
+        }
+        let Some(up) = &self.account_upstream else { return Ok(None) };
+        match up.call::<Located>(Method::GET, &format!("/internal/v1/directory/stores/{store}"), Body::Empty).await {
+            Ok(l) => {
+                if let Ok(mut p) = self.placement.write() {
+                    p.insert(store, l.cell.clone());
+                }
+                Ok(Some(l.cell))
+            }
+            Err(e) if e.code == Code::NOT_FOUND => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub fn forget_placement(&self, store: Uuid) {
+        if let Ok(mut p) = self.placement.write() {
+            p.remove(&store);
+        }
+    }
+
+    /// Whether the caller's session is live, and their role in `store` (when given).
+    async fn access(&self, p: &Principal, store: Option<Uuid>) -> ApiResult<(bool, Option<Role>)> {
+        if let Some(a) = &self.account {
+            let active = a.session_active(p.session_id)?;
+            let role = match store {
+                Some(s) if active => a.role(s, p.user_id)?,
+                _ => None,
+            };
+            return Ok((active, role));
+        }
+        let key = (store.unwrap_or_default(), p.user_id, p.session_id);
+        if let Some((role, active, at)) = self.access.read().ok().and_then(|c| c.get(&key).copied())
+            && at.elapsed() < ACCESS_TTL
+        {
+            return Ok((active, role));
+        }
+        let up = self.account_upstream.as_ref().ok_or_else(|| ApiError::internal("no account service configured"))?;
+        let path = format!(
+            "/internal/v1/access?user={}&session={}{}",
+            p.user_id,
+            p.session_id,
+            store.map(|s| format!("&store={s}")).unwrap_or_default()
+        );
+        let a: AccessAnswer = up.call(Method::GET, &path, Body::Empty).await?;
+        let role = a.role.as_deref().and_then(Role::parse);
+        if let Ok(mut c) = self.access.write() {
+            if c.len() > 100_000 {
+                c.clear();
+            }
+            c.insert(key, (role, a.session_active, Instant::now()));
+        }
+        Ok((a.session_active, role))
+    }
+
+    /// Answers one request. Never panics and never answers anything but the JSON of `API.md`.
+    pub async fn handle(self: Arc<Self>, req: Request<Incoming>, client: Option<IpAddr>) -> Resp {
+        let started = Instant::now();
+        let method = req.method().clone();
+        let path = req.uri().path().to_string();
+        let request_id = req
+            .headers()
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| v.len() <= 128)
+            .map(str::to_string)
+            .unwrap_or_else(|| Uuid::now_v7().simple().to_string());
+        let mut resp = match self.dispatch(req, client).await {
+            Ok(r) => r,
+            Err(e) => http::error(&e),
+        };
+        if let Ok(v) = HeaderValue::from_str(&request_id) {
+            resp.headers_mut().insert("x-request-id", v);
+        }
+        let status = resp.status().as_u16();
+        let class = (status / 100).clamp(1, 5) as usize - 1;
+        self.metrics.requests[class].fetch_add(1, Ordering::Relaxed);
+        if status >= 500 {
+            tracing::warn!(%method, %path, status, request_id, elapsed_us = started.elapsed().as_micros() as u64, "request failed");
+        } else {
+            tracing::debug!(%method, %path, status, request_id, elapsed_us = started.elapsed().as_micros() as u64, "request");
+        }
+        resp
+    }
+
+    async fn dispatch(self: &Arc<Self>, req: Request<Incoming>, client: Option<IpAddr>) -> ApiResult<Resp> {
+        let (parts, body) = req.into_parts();
+        let (route, params) = match self.routes.find(&parts.method, parts.uri.path()) {
+            Matched::Found(r, p) => (r, p),
+            Matched::MethodNotAllowed => return Err(ApiError::new(Code::METHOD_NOT_ALLOWED)),
+            Matched::NotFound => return Err(ApiError::not_found()),
+        };
+        let body = collect(body, route.body_limit).await?;
+        let service_call = parts
+            .headers
+            .get(SERVICE_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|k| crate::util::secret_eq(k, &self.service_key));
+
+        if self.mode == Mode::Router && route.service != Service::Global {
+            if route.access == Access::Internal {
+                return Err(ApiError::not_found());
+            }
+            let req = Request::from_parts(parts, Full::new(body));
+            return self.forward(route, &params, req, client).await;
+        }
+        if !route.raw_body && !body.is_empty() && !is_json(&parts.headers) {
+            return Err(ApiError::new(Code::UNSUPPORTED_MEDIA_TYPE));
+        }
+
+        let principal = match (route.access, bearer(&parts.headers)) {
+            (Access::Public | Access::Internal, _) | (_, None) => None,
+            (_, Some(token)) => Some(self.verifier.verify_access(token)?),
+        };
+        let store_id = match params.iter().find(|(k, _)| k == "storeId") {
+            Some((_, v)) => Some(parse_path_id("storeId", v)?),
+            None => None,
+        };
+        let mut store = None;
+        match route.access {
+            Access::Public => {}
+            Access::Internal => {
+                if !service_call {
+                    return Err(ApiError::not_found());
+                }
+            }
+            Access::Member | Access::Admin => {
+                let p = principal.as_ref().ok_or_else(|| ApiError::new(Code::UNAUTHORIZED))?;
+                let scoped = if route.service == Service::Cell { store_id } else { None };
+                let (active, role) = self.access(p, scoped).await?;
+                if !active {
+                    return Err(ApiError::msg(Code::INVALID_TOKEN, "the session has ended"));
+                }
+                if let Some(s) = scoped {
+                    let role = role.ok_or_else(ApiError::not_found)?;
+                    let Some(cell) = self.local_cell_for(s).await? else { return Ok(not_here(service_call)) };
+                    if route.access == Access::Admin && !role.is_admin() {
+                        return Err(ApiError::new(Code::FORBIDDEN));
+                    }
+                    store = Some(StoreScope { id: s, cell, role: Some(role) });
+                }
+            }
+        }
+        let cx = Ctx {
+            node: self.clone(),
+            query: Query::parse(parts.uri.query()),
+            method: parts.method,
+            uri: parts.uri,
+            headers: parts.headers,
+            params,
+            body,
+            principal,
+            store,
+        };
+        (route.handler)(cx).await
+    }
+
+    /// The cell of this process that serves `store`, if any.
+    async fn local_cell_for(&self, store: Uuid) -> ApiResult<Option<Arc<Cell>>> {
+        let cell = match self.mode {
+            Mode::Serve => match self.locate(store).await? {
+                Some(name) => self.cells.get(&name).cloned(),
+                None => None,
+            },
+            _ => self.cells.values().find(|c| c.holds(store)).cloned(),
+        };
+        Ok(cell.filter(|c| c.holds(store)))
+    }
+
+    async fn forward(
+        &self,
+        route: &Route,
+        params: &[(String, String)],
+        req: Request<Full<Bytes>>,
+        client: Option<IpAddr>,
+    ) -> ApiResult<Resp> {
+        match route.service {
+            Service::Account => {
+                let up = self.account_upstream.as_ref().ok_or_else(|| ApiError::internal("no account service configured"))?;
+                up.forward(req, client).await
+            }
+            _ => {
+                let raw = params.iter().find(|(k, _)| k == "storeId").map(|(_, v)| v.as_str()).unwrap_or("");
+                let store = parse_path_id("storeId", raw)?;
+                for attempt in 0..2 {
+                    let Some(cell) = self.locate(store).await? else { return Err(ApiError::not_found()) };
+                    let up = self.remote_cells.get(&cell).ok_or_else(|| ApiError::internal(format!("unknown cell {cell}")))?;
+                    let mut resp = up.forward(clone_request(&req), client).await?;
+                    if resp.headers_mut().remove(MISROUTED).is_some() && attempt == 0 {
+                        self.forget_placement(store);
+                        continue;
+                    }
+                    return Ok(resp);
+                }
+                Err(ApiError::not_found())
+            }
+        }
+    }
+}
+
+/// The 404 of a store this cell does not hold. Only routers (which carry the service key) are
+/// told, by a header, that the store is elsewhere; anyone else sees a plain missing record.
+fn not_here(service_call: bool) -> Resp {
+    let mut resp = http::error(&ApiError::not_found());
+    if service_call {
+        resp.headers_mut().insert(MISROUTED, HeaderValue::from_static("1"));
+    }
+    resp
+}
+
+fn clone_request(req: &Request<Full<Bytes>>) -> Request<Full<Bytes>> {
+    let mut b = Request::builder().method(req.method().clone()).uri(req.uri().clone()).version(req.version());
+    if let Some(h) = b.headers_mut() {
+        *h = req.headers().clone();
+    }
+    b.body(req.body().clone()).unwrap_or_default()
+}
+
+fn is_json(headers: &hyper::HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"))
+}
+
+async fn collect(body: Incoming, limit: usize) -> ApiResult<Bytes> {
+    match Limited::new(body, limit).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(ApiError::new(Code::PAYLOAD_TOO_LARGE)),
+        Err(_) => Err(ApiError::msg(Code::VALIDATION_FAILED, "the request body could not be read")),
+    }
+}
+
+impl Node {
+    /// Keeps the directory's copy of a store's name in step after a rename in the cell.
+    pub async fn rename_store(&self, store: Uuid, name: String) -> ApiResult<()> {
+        if let Some(a) = &self.account {
+            return a.rename_store(store, name).await;
+        }
+        let up = self.account_upstream.as_ref().ok_or_else(|| ApiError::internal("no account service configured"))?;
+        let body = Body::json(&serde_json::json!({ "name": name }))?;
+        up.call_raw(Method::PUT, &format!("/internal/v1/directory/stores/{store}"), body).await.map(|_| ())
+    }
+}

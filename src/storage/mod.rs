@@ -1,0 +1,130 @@
+//! Storage: redb databases (one per cell, one for the account directory), their tables, the
+//! record codec, order-preserving keys, the group-commit writer and format versions.
+
+pub mod codec;
+pub mod keys;
+pub mod migrations;
+pub mod read;
+pub mod tables;
+pub mod writer;
+
+use std::path::Path;
+
+use redb::{Database, ReadableDatabase, TableHandle, WriteTransaction};
+
+use crate::storage::tables::*;
+
+/// The on-disk format version this build writes. See `data-format/README.md`, "Version changes".
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Which database a file holds; recorded in it so a cell file is never opened as the directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DbKind {
+    Account,
+    Cell,
+}
+
+impl DbKind {
+    fn name(self) -> &'static str {
+        match self {
+            DbKind::Account => "account",
+            DbKind::Cell => "cell",
+        }
+    }
+}
+
+/// Why a database could not be opened.
+#[derive(Debug)]
+pub enum OpenError {
+    Io(String),
+    NewerFormat { found: u32, supported: u32 },
+    WrongKind { found: String, expected: &'static str },
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::Io(e) => write!(f, "{e}"),
+            OpenError::NewerFormat { found, supported } => {
+                write!(f, "the data is in format version {found}, newer than this build supports ({supported}); upgrade shopcell")
+            }
+            OpenError::WrongKind { found, expected } => write!(f, "this is a {found} database, not a {expected} database"),
+        }
+    }
+}
+
+impl std::error::Error for OpenError {}
+
+fn io<E: std::fmt::Display>(e: E) -> OpenError {
+    OpenError::Io(e.to_string())
+}
+
+/// Opens (or creates) a database of `kind`: checks kind and format version, runs the migration
+/// steps from an older version, and makes sure every table exists so readers never miss one.
+pub fn open(path: &Path, kind: DbKind) -> Result<Database, OpenError> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let db = Database::create(path).map_err(io)?;
+    let (found_kind, found_version) = read_meta(&db)?;
+    match found_kind {
+        Some(k) if k != kind.name() => return Err(OpenError::WrongKind { found: k, expected: kind.name() }),
+        _ => {}
+    }
+    let version = found_version.unwrap_or(FORMAT_VERSION);
+    if version > FORMAT_VERSION {
+        return Err(OpenError::NewerFormat { found: version, supported: FORMAT_VERSION });
+    }
+    migrations::run(&db, kind, version, migrations::STEPS).map_err(io)?;
+    let txn = db.begin_write().map_err(io)?;
+    create_tables(&txn, kind).map_err(io)?;
+    {
+        let mut meta = txn.open_table(META).map_err(io)?;
+        meta.insert("kind", kind.name().as_bytes()).map_err(io)?;
+        meta.insert("format_version", FORMAT_VERSION.to_le_bytes().as_slice()).map_err(io)?;
+    }
+    txn.commit().map_err(io)?;
+    Ok(db)
+}
+
+fn read_meta(db: &Database) -> Result<(Option<String>, Option<u32>), OpenError> {
+    let txn = db.begin_read().map_err(io)?;
+    let meta = match txn.open_table(META) {
+        Ok(t) => t,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok((None, None)),
+        Err(e) => return Err(io(e)),
+    };
+    let kind = meta.get("kind").map_err(io)?.map(|v| String::from_utf8_lossy(v.value()).into_owned());
+    let version = meta.get("format_version").map_err(io)?.and_then(|v| v.value().try_into().ok().map(u32::from_le_bytes));
+    Ok((kind, version))
+}
+
+fn create_tables(txn: &WriteTransaction, kind: DbKind) -> Result<(), redb::Error> {
+    txn.open_table(META)?;
+    match kind {
+        DbKind::Account => {
+            txn.open_table(USERS)?;
+            txn.open_table(USER_EMAILS)?;
+            txn.open_table(SESSIONS)?;
+            txn.open_table(USER_SESSIONS)?;
+            txn.open_table(STORE_DIRECTORY)?;
+            txn.open_table(MEMBERS)?;
+            txn.open_table(USER_STORES)?;
+            txn.open_table(CELL_LOAD)?;
+        }
+        DbKind::Cell => {
+            txn.open_table(STORE_STATE)?;
+            txn.open_table(MOVE_LOG)?;
+            for t in STORE_TABLES {
+                txn.open_table(t.def)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Names of the tables present in a database (for `admin check`).
+pub fn table_names(db: &Database) -> Result<Vec<String>, redb::Error> {
+    let txn = db.begin_read()?;
+    Ok(txn.list_tables()?.map(|t| t.name().to_string()).collect())
+}

@@ -1,0 +1,64 @@
+//! Read helpers over a read transaction: point reads, prefix scans and paged index walks.
+
+use redb::ReadTransaction;
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiResult;
+use crate::storage::codec;
+use crate::storage::keys::prefix_range;
+use crate::storage::tables::StoreTable;
+use crate::storage::writer::read_u64;
+
+/// Reads and decodes one record.
+pub fn get<T: DeserializeOwned>(txn: &ReadTransaction, table: StoreTable, key: &[u8]) -> ApiResult<Option<T>> {
+    let t = txn.open_table(table.def)?;
+    match t.get(key)? {
+        Some(v) => Ok(Some(codec::decode(v.value())?)),
+        None => Ok(None),
+    }
+}
+
+/// Reads raw bytes of one row.
+pub fn get_raw(txn: &ReadTransaction, table: StoreTable, key: &[u8]) -> ApiResult<Option<Vec<u8>>> {
+    let t = txn.open_table(table.def)?;
+    Ok(t.get(key)?.map(|v| v.value().to_vec()))
+}
+
+/// Reads a counter (0 when absent).
+pub fn counter(txn: &ReadTransaction, table: StoreTable, key: &[u8]) -> ApiResult<u64> {
+    Ok(get_raw(txn, table, key)?.map(|b| read_u64(&b)).unwrap_or(0))
+}
+
+/// Walks the keys under `prefix` in order (or reverse), skipping `skip` and taking `take`,
+/// calling `f` with each key and value. Index pages are served from this walk: cost grows with
+/// the page offset, never with the size of the store.
+pub fn scan(
+    txn: &ReadTransaction,
+    table: StoreTable,
+    prefix: &[u8],
+    reverse: bool,
+    skip: usize,
+    take: usize,
+    mut f: impl FnMut(&[u8], &[u8]) -> ApiResult<()>,
+) -> ApiResult<()> {
+    let t = txn.open_table(table.def)?;
+    let (start, end) = prefix_range(prefix);
+    let range = match &end {
+        Some(end) => t.range(start.as_slice()..end.as_slice())?,
+        None => t.range(start.as_slice()..)?,
+    };
+    let mut visit = |item: Result<(redb::AccessGuard<&[u8]>, redb::AccessGuard<&[u8]>), redb::StorageError>| -> ApiResult<()> {
+        let (k, v) = item?;
+        f(k.value(), v.value())
+    };
+    if reverse {
+        for item in range.rev().skip(skip).take(take) {
+            visit(item)?;
+        }
+    } else {
+        for item in range.skip(skip).take(take) {
+            visit(item)?;
+        }
+    }
+    Ok(())
+}

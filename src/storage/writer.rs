@@ -1,0 +1,292 @@
+//! One writer per database: a thread that batches concurrent write requests into one redb
+//! transaction and one fsync (group commit), then answers each request.
+//!
+//! A job is a closure over the transaction. Jobs check state before they write; when one fails,
+//! the batch's transaction is aborted, that job alone is answered with its error, and the others
+//! run again in a fresh transaction — a failed request never loses the others. Jobs must
+//! therefore be repeatable (`FnMut` over the database state and their own inputs).
+
+use std::any::Any;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, RwLock};
+use std::thread::JoinHandle;
+
+use redb::{Database, Durability, ReadableTable, WriteTransaction};
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+use crate::error::{ApiError, ApiResult, Code};
+use crate::storage::keys::{Key, prefix_range};
+use crate::storage::tables::{MOVE_LOG, StoreTable};
+
+/// Most jobs one transaction takes; bounds the latency a large batch adds to its first job.
+const MAX_BATCH: usize = 512;
+
+type Output = Box<dyn Any + Send>;
+type JobFn = Box<dyn FnMut(&mut Tx) -> ApiResult<Output> + Send>;
+
+enum Msg {
+    Job(Job),
+    /// Ends the thread once every job queued before it is answered.
+    Stop,
+}
+
+struct Job {
+    store: Option<Uuid>,
+    run: JobFn,
+    reply: oneshot::Sender<ApiResult<Output>>,
+}
+
+/// Stores whose writes are held or tracked while they move between cells.
+#[derive(Default)]
+pub struct MoveGate {
+    /// Writes answer 503 `STORE_MOVING` (the final step of a move).
+    frozen: RwLock<HashSet<Uuid>>,
+    /// Writes are recorded in the move log (the bulk copy is under way).
+    tracked: RwLock<HashSet<Uuid>>,
+}
+
+impl MoveGate {
+    pub fn is_frozen(&self, store: Uuid) -> bool {
+        self.frozen.read().map(|s| s.contains(&store)).unwrap_or(false)
+    }
+
+    fn is_tracked(&self, store: Uuid) -> bool {
+        self.tracked.read().map(|s| s.contains(&store)).unwrap_or(false)
+    }
+
+    pub fn set_frozen(&self, store: Uuid, on: bool) {
+        if let Ok(mut s) = self.frozen.write() {
+            if on {
+                s.insert(store)
+            } else {
+                s.remove(&store)
+            };
+        }
+    }
+
+    pub fn set_tracked(&self, store: Uuid, on: bool) {
+        if let Ok(mut s) = self.tracked.write() {
+            if on {
+                s.insert(store)
+            } else {
+                s.remove(&store)
+            };
+        }
+    }
+}
+
+/// The handle request handlers write through. Cloning shares the one writer thread.
+#[derive(Clone)]
+pub struct Writer {
+    sender: mpsc::Sender<Msg>,
+    pub gate: Arc<MoveGate>,
+}
+
+/// The writer thread; joining it waits until every queued job has been answered.
+pub struct WriterThread(JoinHandle<()>);
+
+impl WriterThread {
+    pub fn join(self) {
+        let _ = self.0.join();
+    }
+}
+
+impl Writer {
+    /// Starts the writer thread of `db`.
+    pub fn start(db: Arc<Database>, name: &str) -> std::io::Result<(Writer, WriterThread)> {
+        let (sender, receiver) = mpsc::channel::<Msg>();
+        let gate = Arc::new(MoveGate::default());
+        let thread_gate = gate.clone();
+        let handle =
+            std::thread::Builder::new().name(format!("writer-{name}")).spawn(move || run(&db, &receiver, &thread_gate))?;
+        Ok((Writer { sender, gate }, WriterThread(handle)))
+    }
+
+    /// Runs `job` in the next batch and waits until its transaction is durable.
+    /// `store` names the store the job writes, so moves can hold or track it.
+    pub async fn write<T, F>(&self, store: Option<Uuid>, mut job: F) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnMut(&mut Tx) -> ApiResult<T> + Send + 'static,
+    {
+        if let Some(s) = store
+            && self.gate.is_frozen(s)
+        {
+            return Err(moving());
+        }
+        let (reply, answer) = oneshot::channel();
+        let run: JobFn = Box::new(move |tx| job(tx).map(|v| Box::new(v) as Output));
+        self.sender
+            .send(Msg::Job(Job { store, run, reply }))
+            .map_err(|_| ApiError::msg(Code::UNAVAILABLE, "the service is shutting down"))?;
+        let out = answer.await.map_err(|_| ApiError::internal("writer dropped a job"))??;
+        out.downcast::<T>().map(|b| *b).map_err(|_| ApiError::internal("writer returned a foreign type"))
+    }
+
+    /// Asks the thread to stop after the jobs already queued; later writes answer 503.
+    pub fn stop(&self) {
+        let _ = self.sender.send(Msg::Stop);
+    }
+}
+
+fn moving() -> ApiError {
+    ApiError::new(Code::STORE_MOVING).retry_after(1)
+}
+
+fn run(db: &Database, receiver: &mpsc::Receiver<Msg>, gate: &MoveGate) {
+    let seq = AtomicU64::new(now_micros());
+    let mut stopping = false;
+    while !stopping {
+        let Ok(Msg::Job(first)) = receiver.recv() else { break };
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match receiver.try_recv() {
+                Ok(Msg::Job(job)) => batch.push(job),
+                Ok(Msg::Stop) => {
+                    stopping = true;
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        commit_batch(db, batch, gate, &seq);
+    }
+}
+
+fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &AtomicU64) {
+    while !batch.is_empty() {
+        let mut txn = match db.begin_write() {
+            Ok(t) => t,
+            Err(e) => return fail_all(batch, ApiError::internal(e)),
+        };
+        if let Err(e) = txn.set_durability(Durability::Immediate) {
+            return fail_all(batch, ApiError::internal(e));
+        }
+        let mut outputs = Vec::with_capacity(batch.len());
+        let mut failed = None;
+        for (i, job) in batch.iter_mut().enumerate() {
+            match run_job(&txn, job, gate, seq) {
+                Ok(out) => outputs.push(out),
+                Err(e) => {
+                    failed = Some((i, e));
+                    break;
+                }
+            }
+        }
+        if let Some((i, e)) = failed {
+            // Abort drops every change of the batch; the failed job is answered, the rest rerun.
+            let _ = txn.abort();
+            let job = batch.remove(i);
+            let _ = job.reply.send(Err(e));
+            continue;
+        }
+        match txn.commit() {
+            Ok(()) => {
+                for (job, out) in batch.into_iter().zip(outputs) {
+                    let _ = job.reply.send(Ok(out));
+                }
+            }
+            Err(e) => fail_all(batch, ApiError::internal(e)),
+        }
+        return;
+    }
+}
+
+fn run_job(txn: &WriteTransaction, job: &mut Job, gate: &MoveGate, seq: &AtomicU64) -> ApiResult<Output> {
+    // Checked again here, under the writer: a job queued before a freeze must not slip through.
+    if let Some(s) = job.store
+        && gate.is_frozen(s)
+    {
+        return Err(moving());
+    }
+    let mut tx = Tx { txn, changes: Vec::new() };
+    let out = (job.run)(&mut tx)?;
+    if let Some(store) = job.store
+        && gate.is_tracked(store)
+        && !tx.changes.is_empty()
+    {
+        let mut log = txn.open_table(MOVE_LOG)?;
+        for (table, key) in tx.changes {
+            let n = seq.fetch_add(1, Ordering::Relaxed);
+            let mut value = table.to_be_bytes().to_vec();
+            value.extend_from_slice(&key);
+            log.insert(Key::store(store).u64(n).bytes(), value.as_slice())?;
+        }
+    }
+    Ok(out)
+}
+
+fn fail_all(batch: Vec<Job>, e: ApiError) {
+    for job in batch {
+        let _ = job.reply.send(Err(e.clone()));
+    }
+}
+
+fn now_micros() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+}
+
+/// A job's view of the write transaction. Store-table writes go through it so that a store
+/// being moved has every written key recorded.
+pub struct Tx<'a> {
+    txn: &'a WriteTransaction,
+    changes: Vec<(u16, Vec<u8>)>,
+}
+
+impl Tx<'_> {
+    /// The transaction, for tables outside the store tables (account directory, cell state).
+    pub fn raw(&self) -> &WriteTransaction {
+        self.txn
+    }
+
+    pub fn get(&self, table: StoreTable, key: &[u8]) -> ApiResult<Option<Vec<u8>>> {
+        let t = self.txn.open_table(table.def)?;
+        Ok(t.get(key)?.map(|v| v.value().to_vec()))
+    }
+
+    pub fn put(&mut self, table: StoreTable, key: &[u8], value: &[u8]) -> ApiResult<()> {
+        self.txn.open_table(table.def)?.insert(key, value)?;
+        self.changes.push((table.index, key.to_vec()));
+        Ok(())
+    }
+
+    pub fn delete(&mut self, table: StoreTable, key: &[u8]) -> ApiResult<()> {
+        self.txn.open_table(table.def)?.remove(key)?;
+        self.changes.push((table.index, key.to_vec()));
+        Ok(())
+    }
+
+    /// Adds `delta` to a counter, never below zero.
+    pub fn bump(&mut self, table: StoreTable, key: &[u8], delta: i64) -> ApiResult<()> {
+        let current = self.get(table, key)?.map(|b| read_u64(&b)).unwrap_or(0);
+        let next = (current as i64).saturating_add(delta).max(0) as u64;
+        self.put(table, key, &next.to_le_bytes())
+    }
+
+    /// Deletes every row of `table` whose key starts with `prefix`; returns how many.
+    pub fn delete_prefix(&mut self, table: StoreTable, prefix: &[u8]) -> ApiResult<u64> {
+        let (start, end) = prefix_range(prefix);
+        let mut t = self.txn.open_table(table.def)?;
+        let keys: Vec<Vec<u8>> = match &end {
+            Some(end) => t
+                .range(start.as_slice()..end.as_slice())?
+                .map(|r| r.map(|(k, _)| k.value().to_vec()))
+                .collect::<Result<_, _>>()?,
+            None => t.range(start.as_slice()..)?.map(|r| r.map(|(k, _)| k.value().to_vec())).collect::<Result<_, _>>()?,
+        };
+        for k in &keys {
+            t.remove(k.as_slice())?;
+        }
+        drop(t);
+        self.changes.extend(keys.iter().map(|k| (table.index, k.clone())));
+        Ok(keys.len() as u64)
+    }
+}
+
+/// Reads a counter value (u64 little-endian; a short value reads as 0).
+pub fn read_u64(bytes: &[u8]) -> u64 {
+    bytes.get(..8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes).unwrap_or(0)
+}
