@@ -43,6 +43,10 @@ const ACCESS_TTL: Duration = Duration::from_secs(2);
 /// placement (a store moved) instead of answering 404. Clients never see it.
 const MISROUTED: &str = "x-shopcell-misrouted";
 
+/// (store, user, session) → (role, session live, when asked).
+type AccessKey = (Uuid, Uuid, Uuid);
+type AccessEntry = (Option<Role>, bool, Instant);
+
 #[derive(Default)]
 pub struct Metrics {
     pub requests: [AtomicU64; 5],
@@ -60,7 +64,7 @@ pub struct Node {
     pub metrics: Metrics,
     pub shutting_down: AtomicBool,
     placement: RwLock<HashMap<Uuid, String>>,
-    access: RwLock<HashMap<(Uuid, Uuid, Uuid), (Option<Role>, bool, Instant)>>,
+    access: RwLock<HashMap<AccessKey, AccessEntry>>,
 }
 
 #[derive(Deserialize)]
@@ -115,7 +119,7 @@ impl Node {
         if let Some(c) = self.cells.get(name) {
             return Ok(CellLink::Local(c.clone()));
         }
-        self.remote_cells.get(name).cloned().map(CellLink::Remote).ok_or_else(ApiError::not_found)
+        self.remote_cells.get(name).cloned().map(|u| CellLink::Remote(Box::new(u))).ok_or_else(ApiError::not_found)
     }
 
     /// The cell holding `store`, from the directory (cached by routers).

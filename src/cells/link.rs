@@ -14,7 +14,7 @@ use crate::error::{ApiError, ApiResult};
 #[derive(Clone)]
 pub enum CellLink {
     Local(Arc<Cell>),
-    Remote(Upstream),
+    Remote(Box<Upstream>),
 }
 
 /// The steps of a store move, as named on the internal routes.

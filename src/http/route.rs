@@ -92,17 +92,9 @@ fn schema_of<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
 
 impl Route {
     fn new(method: Method, path: &str, service: Service, access: Access, handler: Handler, summary: &'static str) -> Self {
-        let path = if path.starts_with("/api/")
-            || path.starts_with("/.well-known")
-            || path.starts_with("/internal")
-            || !path.starts_with('/')
-        {
-            path.to_string()
-        } else if ["/healthz", "/readyz", "/metrics"].contains(&path) {
-            path.to_string()
-        } else {
-            format!("/api/v1{path}")
-        };
+        // Paths outside the versioned API are written in full; the rest get the `/api/v1` prefix.
+        let unversioned = ["/api/", "/.well-known", "/internal", "/healthz", "/readyz", "/metrics"];
+        let path = if unversioned.iter().any(|p| path.starts_with(p)) { path.to_string() } else { format!("/api/v1{path}") };
         Route {
             method,
             path,

@@ -38,7 +38,7 @@ pub fn run(db: &Database, kind: DbKind, mut version: u32, steps: &[Step]) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use redb::{ReadableDatabase, TableDefinition};
+    use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
     const MARKS: TableDefinition<&str, u32> = TableDefinition::new("marks");
 

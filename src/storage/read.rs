@@ -47,18 +47,12 @@ pub fn scan(
         Some(end) => t.range(start.as_slice()..end.as_slice())?,
         None => t.range(start.as_slice()..)?,
     };
-    let mut visit = |item: Result<(redb::AccessGuard<&[u8]>, redb::AccessGuard<&[u8]>), redb::StorageError>| -> ApiResult<()> {
+    // Both directions run the same body; `Box<dyn Iterator>` keeps it in one loop.
+    let items: Box<dyn Iterator<Item = _>> =
+        if reverse { Box::new(range.rev().skip(skip).take(take)) } else { Box::new(range.skip(skip).take(take)) };
+    for item in items {
         let (k, v) = item?;
-        f(k.value(), v.value())
-    };
-    if reverse {
-        for item in range.rev().skip(skip).take(take) {
-            visit(item)?;
-        }
-    } else {
-        for item in range.skip(skip).take(take) {
-            visit(item)?;
-        }
+        f(k.value(), v.value())?;
     }
     Ok(())
 }

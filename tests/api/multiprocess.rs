@@ -1,0 +1,118 @@
+//! The account service, two cells and a router as separate processes on loopback.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::support::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn router_forwards_hides_wrong_cells_and_moves_stores_without_losing_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    let (pa, p1, p2, pr) = (free_port(), free_port(), free_port(), free_port());
+    let (ua, u1, u2) = (format!("http://127.0.0.1:{pa}"), format!("http://127.0.0.1:{p1}"), format!("http://127.0.0.1:{p2}"));
+    let c1 = format!("c1={u1}");
+    let c2 = format!("c2={u2}");
+    let account_data = data("account");
+    let _account = start_proc(&["account", "--data", &account_data, "--cell", &c1, "--cell", &c2], pa).await;
+    let key = format!("{account_data}/account/service.key");
+    let d1 = data("cell1");
+    let d2 = data("cell2");
+    let _cell1 = start_proc(&["cell", "--name", "c1", "--data", &d1, "--account", &ua, "--service-key-file", &key], p1).await;
+    let _cell2 = start_proc(&["cell", "--name", "c2", "--data", &d2, "--account", &ua, "--service-key-file", &key], p2).await;
+    let router = start_proc(&["router", "--account", &ua, "--cell", &c1, "--cell", &c2, "--service-key-file", &key], pr).await;
+
+    let c = HttpClient::new(&router.url);
+    let u = create_user(&c).await;
+    let s1 = create_store(&c, &u).await;
+    let s2 = create_store(&c, &u).await;
+    create_product(&c, &u, &s1, "In one", 100).await;
+    create_product(&c, &u, &s2, "In two", 200).await;
+    let list = c.get(&format!("/api/v1/stores/{s1}/products"), Some(&u.token)).await.expect(200).body;
+    assert_eq!(list["data"][0]["title"], "In one");
+    assert_eq!(c.get("/api/v1/auth/me", Some(&u.token)).await.expect(200).body["id"], u.id.as_str());
+
+    // Straight to the wrong cell: the same 404 as a store that does not exist anywhere.
+    let direct1 = HttpClient::new(&u1);
+    let direct2 = HttpClient::new(&u2);
+    let (holder, other) = if direct1.get(&format!("/api/v1/stores/{s1}"), Some(&u.token)).await.status == 200 {
+        (&direct1, &direct2)
+    } else {
+        (&direct2, &direct1)
+    };
+    let wrong = other.get(&format!("/api/v1/stores/{s1}/products"), Some(&u.token)).await.expect(404);
+    let missing = holder.get("/api/v1/stores/00000000-0000-7000-8000-000000000000/products", Some(&u.token)).await.expect(404);
+    assert_eq!(wrong.body, missing.body);
+    assert!(wrong.headers.get("x-shopcell-misrouted").is_none());
+    // A cell validates the token itself.
+    holder.get(&format!("/api/v1/stores/{s1}/products"), Some("not.a.token")).await.expect(401);
+
+    // Move s1 to the other cell while writers keep creating products in it.
+    let target = if std::ptr::eq(holder, &direct1) { "c2" } else { "c1" };
+    let acked = Arc::new(Mutex::new(HashSet::new()));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for w in 0..4 {
+        let (c, token, s, acked, stop) = (c.clone(), u.token.clone(), s1.clone(), acked.clone(), stop.clone());
+        writers.push(tokio::spawn(async move {
+            let mut n = 0;
+            let mut refused = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let body = json!({"title": format!("w{w}-{n}"), "price": {"amount": n, "currency": "USD"}});
+                let a = c.post(&format!("/api/v1/stores/{s}/products"), Some(&token), body).await;
+                match a.status.as_u16() {
+                    201 => {
+                        acked.lock().unwrap().insert(a.body["id"].as_str().unwrap().to_string());
+                    }
+                    503 => {
+                        assert_eq!(a.code(), "STORE_MOVING");
+                        assert!(a.headers.get("retry-after").is_some());
+                        refused += 1;
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    s => panic!("unexpected status {s}: {}", String::from_utf8_lossy(&a.raw)),
+                }
+                n += 1;
+            }
+            refused
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_shopcell"))
+        .args(["admin", "move-store", "--url", &ua, "--store", &s1, "--to", target, "--service-key-file", &key])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "move failed: {}", String::from_utf8_lossy(&out.stderr));
+    // Reads and writes keep working after the move.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for w in writers {
+        w.await.unwrap();
+    }
+    let acked = acked.lock().unwrap().clone();
+    assert!(acked.len() > 20, "the writers made progress ({} writes)", acked.len());
+
+    let mut seen = HashSet::new();
+    let mut page = 1;
+    loop {
+        let l = c.get(&format!("/api/v1/stores/{s1}/products?limit=250&page={page}"), Some(&u.token)).await.expect(200).body;
+        let data = l["data"].as_array().unwrap();
+        seen.extend(data.iter().map(|p| p["id"].as_str().unwrap().to_string()));
+        if data.len() < 250 {
+            assert_eq!(l["total"].as_u64().unwrap() as usize, seen.len(), "the total matches the rows");
+            break;
+        }
+        page += 1;
+    }
+    let lost: Vec<_> = acked.difference(&seen).collect();
+    assert!(lost.is_empty(), "acknowledged writes lost in the move: {lost:?}");
+
+    // The old cell no longer serves the store; the new one does; the other store was untouched.
+    other.get(&format!("/api/v1/stores/{s1}"), Some(&u.token)).await.expect(200);
+    holder.get(&format!("/api/v1/stores/{s1}"), Some(&u.token)).await.expect(404);
+    let two = c.get(&format!("/api/v1/stores/{s2}/products"), Some(&u.token)).await.expect(200).body;
+    assert_eq!(two["data"][0]["title"], "In two");
+}

@@ -1,0 +1,177 @@
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+#[tokio::test]
+async fn create_read_update_delete_a_product_with_variants() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let u = create_user(c).await;
+    let s = create_store(c, &u).await;
+    let base = format!("/api/v1/stores/{s}/products");
+
+    // A product without variants gets one default variant at its price; status defaults to DRAFT.
+    let p = c
+        .post(&base, Some(&u.token), json!({"title": "Linen Shirt", "price": {"amount": 4500, "currency": "usd"}}))
+        .await
+        .expect(201)
+        .body;
+    assert_eq!(p["status"], "DRAFT");
+    assert_eq!(p["handle"], "linen-shirt");
+    assert_eq!(p["price"], json!({"amount": 4500, "currency": "USD"}));
+    assert_eq!(p["variants"].as_array().unwrap().len(), 1);
+    assert_eq!(p["variants"][0]["title"], "Default");
+    let id = p["id"].as_str().unwrap();
+
+    // The same title again gets the next free handle.
+    let p2 = c
+        .post(&base, Some(&u.token), json!({"title": "Linen Shirt", "price": {"amount": 100, "currency": "USD"}}))
+        .await
+        .expect(201)
+        .body;
+    assert_eq!(p2["handle"], "linen-shirt-2");
+    // A requested handle that is taken is a 409.
+    let taken = c
+        .post(&base, Some(&u.token), json!({"title": "X", "handle": "linen-shirt", "price": {"amount": 1, "currency": "USD"}}))
+        .await;
+    assert_eq!((taken.status.as_u16(), taken.code()), (409, "HANDLE_TAKEN"));
+
+    let got = c.get(&format!("{base}/{id}"), Some(&u.token)).await.expect(200).body;
+    assert_eq!(got, p);
+
+    let upd = c
+        .patch(
+            &format!("{base}/{id}"),
+            Some(&u.token),
+            json!({"status": "active", "price": {"amount": 3900, "currency": "USD"}, "tags": ["summer"]}),
+        )
+        .await
+        .expect(200)
+        .body;
+    assert_eq!(upd["status"], "ACTIVE");
+    assert_eq!(upd["price"]["amount"], 3900);
+    assert_eq!(upd["tags"], json!(["summer"]));
+
+    // Variants: add one, change it, remove it; the last one cannot be removed.
+    let v = c
+        .post(
+            &format!("{base}/{id}/variants"),
+            Some(&u.token),
+            json!({"title": "XL", "sku": "LS-XL", "price": {"amount": 4200, "currency": "USD"}}),
+        )
+        .await
+        .expect(201)
+        .body;
+    assert_eq!(v["position"], 2);
+    let vid = v["id"].as_str().unwrap();
+    let listed = c.get(&format!("{base}/{id}/variants"), Some(&u.token)).await.expect(200).body;
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+    let v2 =
+        c.patch(&format!("{base}/{id}/variants/{vid}"), Some(&u.token), json!({"inventoryQuantity": 7})).await.expect(200).body;
+    assert_eq!(v2["inventoryQuantity"], 7);
+    assert_eq!(c.get(&format!("{base}/{id}"), Some(&u.token)).await.body["totalInventory"], 7);
+    c.delete(&format!("{base}/{id}/variants/{vid}"), Some(&u.token)).await.expect(204);
+    let only = c.get(&format!("{base}/{id}"), Some(&u.token)).await.body["variants"][0]["id"].as_str().unwrap().to_string();
+    let last = c.delete(&format!("{base}/{id}/variants/{only}"), Some(&u.token)).await;
+    assert_eq!((last.status.as_u16(), last.code()), (422, "BUSINESS_RULE"));
+
+    c.delete(&format!("{base}/{id}"), Some(&u.token)).await.expect(204);
+    assert_eq!(c.get(&format!("{base}/{id}"), Some(&u.token)).await.expect(404).code(), "NOT_FOUND");
+    let list = c.get(&base, Some(&u.token)).await.expect(200).body;
+    assert_eq!(list["total"], 1);
+}
+
+#[tokio::test]
+async fn options_and_variants_are_checked_together() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let u = create_user(c).await;
+    let s = create_store(c, &u).await;
+    let body = json!({
+        "title": "Tee",
+        "options": [{"name": "Size", "values": ["S", "M"]}, {"name": "Color", "values": ["Red"]}],
+        "variants": [
+            {"optionValues": ["S", "Red"], "price": {"amount": 1000, "currency": "USD"}, "sku": "TEE-S"},
+            {"optionValues": ["M", "Red"], "price": {"amount": 1100, "currency": "USD"}, "inventoryQuantity": 3}
+        ]
+    });
+    let p = c.post(&format!("/api/v1/stores/{s}/products"), Some(&u.token), body).await.expect(201).body;
+    assert_eq!(p["variants"][0]["title"], "S / Red");
+    assert_eq!(p["price"]["amount"], 1000, "the product price is the lowest variant price");
+    assert_eq!(p["totalInventory"], 3);
+    let bad = json!({"title": "Tee", "options": [{"name": "Size", "values": ["S"]}], "variants": [{"optionValues": ["L"], "price": {"amount": 1, "currency": "USD"}}]});
+    let a = c.post(&format!("/api/v1/stores/{s}/products"), Some(&u.token), bad).await.expect(400);
+    assert_eq!(a.body["error"]["fields"][0]["field"], "variants[0].optionValues");
+}
+
+fn titles(list: &Value) -> Vec<String> {
+    list["data"].as_array().unwrap().iter().map(|p| p["title"].as_str().unwrap().to_string()).collect()
+}
+
+#[tokio::test]
+async fn lists_page_sort_and_filter_from_the_indexes() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let u = create_user(c).await;
+    let s = create_store(c, &u).await;
+    let base = format!("/api/v1/stores/{s}/products");
+    let prices = [500, 100, 900, 300, 700];
+    for (i, price) in prices.iter().enumerate() {
+        create_product(c, &u, &s, &format!("P{i}"), *price).await;
+    }
+    c.post(&base, Some(&u.token), json!({"title": "Draft one", "price": {"amount": 50, "currency": "USD"}})).await.expect(201);
+
+    let by_price =
+        c.get(&format!("{base}?sortBy=price&sortOrder=asc&status=active&limit=2"), Some(&u.token)).await.expect(200).body;
+    assert_eq!(titles(&by_price), ["P1", "P3"]);
+    assert_eq!(
+        (by_price["total"].as_u64(), by_price["totalPages"].as_u64(), by_price["limit"].as_u64()),
+        (Some(5), Some(3), Some(2))
+    );
+    let page3 = c.get(&format!("{base}?sortBy=price&sortOrder=asc&status=ACTIVE&limit=2&page=3"), Some(&u.token)).await.body;
+    assert_eq!(titles(&page3), ["P2"]);
+
+    // Default: newest first, every status.
+    let all = c.get(&base, Some(&u.token)).await.expect(200).body;
+    assert_eq!(all["total"], 6);
+    assert_eq!(titles(&all)[0], "Draft one");
+    let by_title = c.get(&format!("{base}?sortBy=title&sortOrder=asc"), Some(&u.token)).await.body;
+    assert_eq!(titles(&by_title), ["Draft one", "P0", "P1", "P2", "P3", "P4"]);
+    let drafts = c.get(&format!("{base}?status=draft"), Some(&u.token)).await.body;
+    assert_eq!(titles(&drafts), ["Draft one"]);
+
+    // A product changing status moves between the filtered lists and keeps the totals right.
+    let id = all["data"][0]["id"].as_str().unwrap();
+    c.patch(&format!("{base}/{id}"), Some(&u.token), json!({"status": "ARCHIVED"})).await.expect(200);
+    assert_eq!(c.get(&format!("{base}?status=draft"), Some(&u.token)).await.body["total"], 0);
+    assert_eq!(c.get(&format!("{base}?status=archived"), Some(&u.token)).await.body["total"], 1);
+    assert_eq!(c.get(&base, Some(&u.token)).await.body["total"], 6);
+}
+
+#[tokio::test]
+async fn concurrent_creates_are_all_stored() {
+    let app = spawn_app().await;
+    let c = app.client.clone();
+    let u = create_user(&c).await;
+    let s = create_store(&c, &u).await;
+    let mut tasks = Vec::new();
+    for i in 0..64 {
+        let (c, token, s) = (c.clone(), u.token.clone(), s.clone());
+        tasks.push(tokio::spawn(async move {
+            c.post(
+                &format!("/api/v1/stores/{s}/products"),
+                Some(&token),
+                json!({"title": format!("Item {i}"), "price": {"amount": i, "currency": "USD"}}),
+            )
+            .await
+            .status
+            .as_u16()
+        }));
+    }
+    for t in tasks {
+        assert_eq!(t.await.unwrap(), 201);
+    }
+    let list = c.get(&format!("/api/v1/stores/{s}/products?limit=250"), Some(&u.token)).await.body;
+    assert_eq!(list["total"], 64);
+    assert_eq!(list["data"].as_array().unwrap().len(), 64);
+}

@@ -1,0 +1,241 @@
+#![allow(dead_code)] // helpers used by some test modules only
+//! The test harness: starts the real server on 127.0.0.1:0 in a temp dir and talks HTTP to it.
+
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{HeaderMap, Method, Request, StatusCode};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{Value, json};
+use shopcell::cli::ServeArgs;
+use shopcell::run::{self, Running};
+
+pub struct TestApp {
+    pub server: Option<Running>,
+    pub base: String,
+    pub client: HttpClient,
+    pub dir: tempfile::TempDir,
+}
+
+/// Starts `shopcell serve` in this process with a fresh data directory.
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with_cells(&["cell-1"]).await
+}
+
+pub async fn spawn_app_with_cells(cells: &[&str]) -> TestApp {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let args = ServeArgs {
+        data: dir.path().to_path_buf(),
+        listen: "127.0.0.1:0".parse().expect("address"),
+        cells: cells.iter().map(|c| c.to_string()).collect(),
+    };
+    let listen = args.listen;
+    let node = run::build_serve(&args).expect("build serve");
+    let server = run::spawn(node, listen).await.expect("spawn");
+    let base = server.url();
+    TestApp { server: Some(server), base: base.clone(), client: HttpClient::new(&base), dir }
+}
+
+impl TestApp {
+    pub async fn stop(&mut self) {
+        if let Some(s) = self.server.take() {
+            s.stop().await;
+        }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.server.as_ref().expect("running").addr
+    }
+}
+
+/// A minimal JSON client over hyper.
+#[derive(Clone)]
+pub struct HttpClient {
+    pub base: String,
+    pub inner: Client<HttpConnector, Full<Bytes>>,
+}
+
+/// An answer: status, headers and the body parsed as JSON (`Value::Null` when empty or not JSON).
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+    pub raw: Bytes,
+}
+
+impl HttpClient {
+    pub fn new(base: &str) -> Self {
+        HttpClient { base: base.to_string(), inner: Client::builder(TokioExecutor::new()).build(HttpConnector::new()) }
+    }
+
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+        body: Option<Bytes>,
+    ) -> Answer {
+        self.try_send(method, path, token, headers, body).await.expect("the server answers")
+    }
+
+    /// Like [`send`](Self::send), but `None` when the server does not answer.
+    pub async fn try_send(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+        body: Option<Bytes>,
+    ) -> Option<Answer> {
+        let mut b = Request::builder().method(method).uri(format!("{}{}", self.base, path));
+        if let Some(t) = token {
+            b = b.header("authorization", format!("Bearer {t}"));
+        }
+        let has_content_type = headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type"));
+        if body.is_some() && !has_content_type {
+            b = b.header("content-type", "application/json");
+        }
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        let req = b.body(Full::new(body.unwrap_or_default())).expect("request");
+        let res = self.inner.request(req).await.ok()?;
+        let status = res.status();
+        let headers = res.headers().clone();
+        let raw = res.into_body().collect().await.ok()?.to_bytes();
+        let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
+        Some(Answer { status, headers, body, raw })
+    }
+
+    pub async fn get(&self, path: &str, token: Option<&str>) -> Answer {
+        self.send(Method::GET, path, token, &[], None).await
+    }
+
+    pub async fn post(&self, path: &str, token: Option<&str>, body: Value) -> Answer {
+        self.send(Method::POST, path, token, &[], Some(Bytes::from(body.to_string()))).await
+    }
+
+    pub async fn patch(&self, path: &str, token: Option<&str>, body: Value) -> Answer {
+        self.send(Method::PATCH, path, token, &[], Some(Bytes::from(body.to_string()))).await
+    }
+
+    pub async fn put(&self, path: &str, token: Option<&str>, body: Value) -> Answer {
+        self.send(Method::PUT, path, token, &[], Some(Bytes::from(body.to_string()))).await
+    }
+
+    pub async fn delete(&self, path: &str, token: Option<&str>) -> Answer {
+        self.send(Method::DELETE, path, token, &[], None).await
+    }
+}
+
+impl Answer {
+    /// The error code of an error answer.
+    pub fn code(&self) -> &str {
+        self.body.pointer("/error/code").and_then(Value::as_str).unwrap_or("")
+    }
+
+    #[track_caller]
+    pub fn expect(self, status: u16) -> Self {
+        assert_eq!(self.status.as_u16(), status, "unexpected status; body: {}", String::from_utf8_lossy(&self.raw));
+        self
+    }
+}
+
+/// A registered user and their access token.
+pub struct User {
+    pub id: String,
+    pub email: String,
+    pub token: String,
+    pub refresh: String,
+}
+
+pub const PASSWORD: &str = "correct horse battery";
+
+pub async fn create_user(c: &HttpClient) -> User {
+    let email = format!("user-{}@example.com", uuid::Uuid::now_v7().simple());
+    let a = c
+        .post("/api/v1/auth/register", None, json!({"email": email, "password": PASSWORD, "name": "Test User"}))
+        .await
+        .expect(201);
+    User {
+        id: a.body["user"]["id"].as_str().expect("user id").to_string(),
+        email,
+        token: a.body["accessToken"].as_str().expect("access token").to_string(),
+        refresh: a.body["refreshToken"].as_str().expect("refresh token").to_string(),
+    }
+}
+
+/// Creates a USD store owned by `user`; returns its id.
+pub async fn create_store(c: &HttpClient, user: &User) -> String {
+    let a = c
+        .post(
+            "/api/v1/stores",
+            Some(&user.token),
+            json!({"name": "Test Store", "currency": "USD", "country": "US", "timezone": "UTC"}),
+        )
+        .await
+        .expect(201);
+    a.body["id"].as_str().expect("store id").to_string()
+}
+
+/// Creates a product priced `amount` cents; returns the product JSON.
+pub async fn create_product(c: &HttpClient, user: &User, store: &str, title: &str, amount: i64) -> Value {
+    c.post(
+        &format!("/api/v1/stores/{store}/products"),
+        Some(&user.token),
+        json!({"title": title, "price": {"amount": amount, "currency": "USD"}, "status": "ACTIVE"}),
+    )
+    .await
+    .expect(201)
+    .body
+}
+
+/// A shopcell process started from the built binary; killed when dropped.
+pub struct Proc {
+    pub child: std::process::Child,
+    pub url: String,
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A free loopback port (bound and released; the process started next binds it).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+/// Starts `shopcell ARGS` listening on `port` and waits until `/healthz` answers.
+pub async fn start_proc(args: &[&str], port: u16) -> Proc {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_shopcell"))
+        .args(args)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .env("SHOPCELL_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("start shopcell");
+    let url = format!("http://127.0.0.1:{port}");
+    let client = HttpClient::new(&url);
+    let proc = Proc { child, url };
+    for _ in 0..200 {
+        let ok = tokio::time::timeout(std::time::Duration::from_millis(500), async {
+            let req = client.inner.get(format!("{}/healthz", client.base).parse().expect("uri")).await;
+            req.map(|r| r.status().is_success()).unwrap_or(false)
+        })
+        .await
+        .unwrap_or(false);
+        if ok {
+            return proc;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("shopcell {args:?} did not come up");
+}
