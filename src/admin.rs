@@ -4,7 +4,7 @@ use hyper::Method;
 
 use crate::account::keys::read_service_key;
 use crate::cells::forward::{Body, Upstream};
-use crate::cli::AdminCommand;
+use crate::cli::{AdminCommand, TaxonomyCommand};
 use crate::run::{BoxError, account_dir};
 use crate::storage::{self, DbKind};
 
@@ -20,6 +20,13 @@ pub async fn run(cmd: AdminCommand) -> Result<(), BoxError> {
             Ok(())
         }
         AdminCommand::Check { data } => check(&data),
+        AdminCommand::Reindex { data, cell } => reindex(&data, cell.as_deref()),
+        AdminCommand::Taxonomy(TaxonomyCommand::Import { file, data }) => {
+            let n = crate::api::categories::import(&file, &data)?;
+            let path = crate::api::categories::taxonomy_path(&data);
+            println!("taxonomy of {n} categories installed as {}; served from the next start", path.display());
+            Ok(())
+        }
     }
 }
 
@@ -38,6 +45,39 @@ fn check(data: &std::path::Path) -> Result<(), BoxError> {
                 println!("{}: cell, format {}, tables {:?}", path.display(), storage::FORMAT_VERSION, storage::table_names(&db)?);
             }
         }
+    }
+    Ok(())
+}
+
+/// Rebuilds the search index of each cell under `data` (or of `only`) from its `cell.redb`.
+fn reindex(data: &std::path::Path, only: Option<&str>) -> Result<(), BoxError> {
+    let names: Vec<String> = match only {
+        Some(name) => vec![name.to_string()],
+        None => {
+            let mut names = Vec::new();
+            let cells = data.join("cells");
+            if cells.exists() {
+                for entry in std::fs::read_dir(&cells)? {
+                    let entry = entry?;
+                    if entry.path().join("cell.redb").exists() {
+                        names.push(entry.file_name().to_string_lossy().into_owned());
+                    }
+                }
+            }
+            names.sort();
+            names
+        }
+    };
+    if names.is_empty() {
+        return Err(format!("no cells under {}", data.join("cells").display()).into());
+    }
+    for name in names {
+        let dir = crate::run::cell_dir(data, &name);
+        if !dir.join("cell.redb").exists() {
+            return Err(format!("no cell {name:?} under {}", data.join("cells").display()).into());
+        }
+        let n = crate::search::reindex_offline(&dir)?;
+        println!("{name}: search index rebuilt, {n} products");
     }
     Ok(())
 }

@@ -38,6 +38,13 @@ pub struct ServeArgs {
     /// Names of the cells to run (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "cell-1")]
     pub cells: Vec<String>,
+    /// Sign-in options: CORS origins, social providers, rate limits.
+    #[command(flatten)]
+    pub auth: AuthArgs,
+    /// JSON file with the platform plan catalogue (see README, "Plans"); the built-in free,
+    /// basic and pro plans when absent.
+    #[arg(long, env = "SHOPCELL_PLANS")]
+    pub plans: Option<PathBuf>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -49,6 +56,13 @@ pub struct AccountArgs {
     /// A cell stores can be placed in, as NAME=URL (repeat for each cell).
     #[arg(long = "cell", value_parser = parse_named_url)]
     pub cells: Vec<(String, String)>,
+    /// Sign-in options: CORS origins, social providers, rate limits.
+    #[command(flatten)]
+    pub auth: AuthArgs,
+    /// JSON file with the platform plan catalogue (see README, "Plans"); the built-in free,
+    /// basic and pro plans when absent.
+    #[arg(long, env = "SHOPCELL_PLANS")]
+    pub plans: Option<PathBuf>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -81,6 +95,36 @@ pub struct RouterArgs {
     pub cells: Vec<(String, String)>,
     #[arg(long)]
     pub service_key_file: PathBuf,
+    /// Sign-in options: CORS origins, social providers, rate limits.
+    #[command(flatten)]
+    pub auth: AuthArgs,
+}
+
+/// Options of the identity side, shared by `serve`, `account` and `router`.
+#[derive(Args, Debug, Clone)]
+pub struct AuthArgs {
+    /// A browser origin allowed to call the API with credentials, e.g. `https://shop.example.com`
+    /// (repeat for each origin). Other origins get no CORS headers.
+    #[arg(long = "cors-origin", env = "SHOPCELL_CORS_ORIGINS", value_delimiter = ',')]
+    pub cors_origins: Vec<String>,
+    /// JSON file configuring social sign-in (OpenID Connect providers, client ids and secrets,
+    /// redirect base, client URL); see `docs-auth.md`. Without it the real Google and Apple
+    /// endpoints are used with client ids from the environment.
+    #[arg(long, env = "SHOPCELL_OIDC_CONFIG")]
+    pub oidc_config: Option<PathBuf>,
+    /// Failed sign-ins allowed per account per minute (login, MFA verify).
+    #[arg(long, env = "SHOPCELL_RATE_ACCOUNT", default_value_t = 10)]
+    pub rate_per_account: u32,
+    /// Sign-in calls (login, MFA verify, refresh, key validation) allowed per client address per minute.
+    #[arg(long, env = "SHOPCELL_RATE_ADDRESS", default_value_t = 60)]
+    pub rate_per_address: u32,
+}
+
+impl Default for AuthArgs {
+    /// The flags' defaults, for processes built in code (tests, benchmarks).
+    fn default() -> Self {
+        AuthArgs { cors_origins: Vec::new(), oidc_config: None, rate_per_account: 10, rate_per_address: 60 }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -103,6 +147,29 @@ pub enum AdminCommand {
     },
     /// Opens every database under a data directory and reports its format and tables.
     Check {
+        #[arg(long, default_value = "./shopcell-data")]
+        data: PathBuf,
+    },
+    /// Rebuilds the search index of every cell (or of one) from its redb data. Offline: stop the
+    /// process that serves the cells first (it holds their databases).
+    Reindex {
+        #[arg(long, default_value = "./shopcell-data")]
+        data: PathBuf,
+        /// Only this cell.
+        #[arg(long)]
+        cell: Option<String>,
+    },
+    /// The global product-category taxonomy.
+    #[command(subcommand)]
+    Taxonomy(TaxonomyCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TaxonomyCommand {
+    /// Validates FILE (format: `data-format/taxonomy.md`) and installs it as
+    /// `<data>/taxonomy.json`; every process on that data directory serves it from its next start.
+    Import {
+        file: PathBuf,
         #[arg(long, default_value = "./shopcell-data")]
         data: PathBuf,
     },

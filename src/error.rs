@@ -32,12 +32,17 @@ error_table! {
     INVALID_TOKEN => 401, "the access token is invalid";
     TOKEN_EXPIRED => 401, "the access token has expired";
     INVALID_CREDENTIALS => 401, "the email or password is wrong";
+    INVALID_PUBLISHABLE_KEY => 401, "the publishable key is invalid or revoked";
+    INVALID_MFA_CODE => 401, "the verification code is wrong or was already used";
     FORBIDDEN => 403, "you are not allowed to do this";
     NOT_FOUND => 404, "not found";
     METHOD_NOT_ALLOWED => 405, "this method is not allowed on this path";
     CONFLICT => 409, "the request conflicts with the current state";
     EMAIL_TAKEN => 409, "an account with this email already exists";
     HANDLE_TAKEN => 409, "another record already uses this handle";
+    COUNTRY_TAKEN => 409, "a country belongs to another market of this store";
+    DISCOUNT_CODE_TAKEN => 409, "another discount of this store already has this code";
+    DISCOUNT_USAGE_LIMIT_REACHED => 409, "the discount has reached its usage limit";
     PAYLOAD_TOO_LARGE => 413, "the request body is too large";
     UNSUPPORTED_MEDIA_TYPE => 415, "the request body must be application/json";
     BUSINESS_RULE => 422, "the request breaks a business rule";

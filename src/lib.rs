@@ -10,6 +10,7 @@ pub mod error;
 pub mod http;
 pub mod node;
 pub mod run;
+pub mod search;
 pub mod server;
 pub mod storage;
 pub mod util;

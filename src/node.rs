@@ -15,6 +15,7 @@ use hyper::{Method, Request};
 use serde::Deserialize;
 use uuid::Uuid;
 
+use crate::account::publishable::{KEY_HEADER, KeyCache, KeyGrant, Shopper};
 use crate::account::{AccountService, Role};
 use crate::cells::Cell;
 use crate::cells::forward::{Body, SERVICE_HEADER, Upstream};
@@ -22,7 +23,9 @@ use crate::cells::link::CellLink;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::auth::{Principal, TokenVerifier, bearer};
 use crate::http::context::{Ctx, StoreScope, parse_path_id};
+use crate::http::cors::Cors;
 use crate::http::query::Query;
+use crate::http::ratelimit::RateLimits;
 use crate::http::route::{Access, Matched, Route, RouteTable, Service};
 use crate::http::{self, Resp};
 
@@ -65,6 +68,15 @@ pub struct Node {
     pub shutting_down: AtomicBool,
     placement: RwLock<HashMap<Uuid, String>>,
     access: RwLock<HashMap<AccessKey, AccessEntry>>,
+    /// The global category taxonomy (`GET /categories…`): the starter until `run` loads the
+    /// data directory's `taxonomy.json`; replaced whole, never edited in place.
+    pub taxonomy: RwLock<Arc<crate::domain::taxonomy::Taxonomy>>,
+    /// Recent publishable-key answers of a remote account service (storefront routes).
+    pub key_cache: KeyCache,
+    /// Browser origins allowed to call with credentials (set after construction from flags).
+    pub cors: Cors,
+    /// Sign-in rate limits (set after construction from flags).
+    pub limits: RateLimits,
 }
 
 #[derive(Deserialize)]
@@ -104,6 +116,10 @@ impl Node {
             shutting_down: AtomicBool::new(false),
             placement: RwLock::new(HashMap::new()),
             access: RwLock::new(HashMap::new()),
+            taxonomy: RwLock::new(crate::api::categories::starter()),
+            key_cache: KeyCache::default(),
+            cors: Cors::default(),
+            limits: RateLimits::default(),
         })
     }
 
@@ -153,6 +169,9 @@ impl Node {
     async fn access(&self, p: &Principal, store: Option<Uuid>) -> ApiResult<(bool, Option<Role>)> {
         if let Some(a) = &self.account {
             let active = a.session_active(p.session_id)?;
+            if active {
+                a.touch(p.session_id);
+            }
             let role = match store {
                 Some(s) if active => a.role(s, p.user_id)?,
                 _ => None,
@@ -188,6 +207,10 @@ impl Node {
         let started = Instant::now();
         let method = req.method().clone();
         let path = req.uri().path().to_string();
+        if let Some(preflight) = self.cors.preflight(req.method(), req.headers()) {
+            return preflight;
+        }
+        let origin = req.headers().get(hyper::header::ORIGIN).cloned();
         let request_id = req
             .headers()
             .get("x-request-id")
@@ -202,6 +225,11 @@ impl Node {
         if let Ok(v) = HeaderValue::from_str(&request_id) {
             resp.headers_mut().insert("x-request-id", v);
         }
+        let mut origin_only = hyper::HeaderMap::new();
+        if let Some(o) = origin {
+            origin_only.insert(hyper::header::ORIGIN, o);
+        }
+        self.cors.decorate(&origin_only, &mut resp);
         let status = resp.status().as_u16();
         let class = (status / 100).clamp(1, 5) as usize - 1;
         self.metrics.requests[class].fetch_add(1, Ordering::Relaxed);
@@ -238,7 +266,7 @@ impl Node {
             return Err(ApiError::new(Code::UNSUPPORTED_MEDIA_TYPE));
         }
 
-        let principal = match (route.access, bearer(&parts.headers)) {
+        let mut principal = match (route.access, bearer(&parts.headers)) {
             (Access::Public | Access::Internal, _) | (_, None) => None,
             (_, Some(token)) => Some(self.verifier.verify_access(token)?),
         };
@@ -247,12 +275,24 @@ impl Node {
             None => None,
         };
         let mut store = None;
+        let mut shopper = None;
         match route.access {
             Access::Public => {}
             Access::Internal => {
                 if !service_call {
                     return Err(ApiError::not_found());
                 }
+            }
+            Access::Storefront => {
+                let s = store_id.ok_or_else(|| ApiError::internal("a storefront route without {storeId}"))?;
+                let (role, grant) = self.storefront_access(principal.as_ref(), s, &parts.headers).await?;
+                let Some(cell) = self.local_cell_for(s).await? else { return Ok(not_here(service_call)) };
+                if let Some(g) = grant {
+                    // A shopper is anonymous, whatever token came along with the key.
+                    principal = None;
+                    shopper = Some(Shopper { key_id: g.id, environment: g.environment });
+                }
+                store = Some(StoreScope { id: s, cell, role });
             }
             Access::Member | Access::Admin => {
                 let p = principal.as_ref().ok_or_else(|| ApiError::new(Code::UNAUTHORIZED))?;
@@ -271,7 +311,9 @@ impl Node {
                 }
             }
         }
+        let client = client_address(&parts.headers, client, service_call);
         let cx = Ctx {
+            client,
             node: self.clone(),
             query: Query::parse(parts.uri.query()),
             method: parts.method,
@@ -281,8 +323,38 @@ impl Node {
             body,
             principal,
             store,
+            shopper,
         };
         (route.handler)(cx).await
+    }
+
+    /// Who may use a storefront route of `store`: a member by their token (with their role), or
+    /// else an anonymous shopper by the store's publishable key. Another store's key is a 404,
+    /// exactly like a store that does not exist; an unknown, revoked or malformed key is a 401.
+    async fn storefront_access(
+        &self,
+        p: Option<&Principal>,
+        store: Uuid,
+        headers: &hyper::HeaderMap,
+    ) -> ApiResult<(Option<Role>, Option<KeyGrant>)> {
+        if let Some(p) = p {
+            let (active, role) = self.access(p, Some(store)).await?;
+            if !active {
+                return Err(ApiError::msg(Code::INVALID_TOKEN, "the session has ended"));
+            }
+            if role.is_some() {
+                return Ok((role, None));
+            }
+        }
+        let Some(raw) = headers.get(KEY_HEADER) else {
+            return Err(if p.is_some() { ApiError::not_found() } else { ApiError::new(Code::UNAUTHORIZED) });
+        };
+        let grant = self.publishable_key(raw.to_str().unwrap_or("")).await?;
+        let grant = grant.ok_or_else(|| ApiError::new(Code::INVALID_PUBLISHABLE_KEY))?;
+        if grant.store_id != store {
+            return Err(ApiError::not_found());
+        }
+        Ok((None, Some(grant)))
     }
 
     /// The cell of this process that serves `store`, if any.
@@ -344,6 +416,16 @@ fn clone_request(req: &Request<Full<Bytes>>) -> Request<Full<Bytes>> {
         *h = req.headers().clone();
     }
     b.body(req.body().clone()).unwrap_or_default()
+}
+
+/// The client's address. A router (which carries the service key) appends the address it saw to
+/// `X-Forwarded-For`; anyone else could write that header, so it is believed only from routers.
+fn client_address(headers: &hyper::HeaderMap, peer: Option<IpAddr>, service_call: bool) -> Option<IpAddr> {
+    if !service_call {
+        return peer;
+    }
+    let forwarded = headers.get("x-forwarded-for").and_then(|v| v.to_str().ok());
+    forwarded.and_then(|v| v.rsplit(',').next()).and_then(|ip| ip.trim().parse().ok()).or(peer)
 }
 
 fn is_json(headers: &hyper::HeaderMap) -> bool {

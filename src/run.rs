@@ -14,10 +14,13 @@ use tokio::task::JoinHandle;
 
 use crate::account::AccountService;
 use crate::account::keys::{public_keys_from_jwks, read_service_key};
+use crate::account::oidc::Social;
 use crate::cells::Cell;
 use crate::cells::forward::{Body, Upstream};
-use crate::cli::{AccountArgs, CellArgs, RouterArgs, ServeArgs};
+use crate::cli::{AccountArgs, AuthArgs, CellArgs, RouterArgs, ServeArgs};
 use crate::http::auth::TokenVerifier;
+use crate::http::cors::Cors;
+use crate::http::ratelimit::RateLimits;
 use crate::node::{Mode, Node};
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -46,25 +49,38 @@ pub fn cell_dir(data: &Path, name: &str) -> PathBuf {
     data.join("cells").join(name)
 }
 
+/// Serves the taxonomy imported into `data` (`taxonomy.json`), when there is one.
+fn load_taxonomy(node: &Node, data: &Path) -> Result<(), BoxError> {
+    let taxonomy = crate::api::categories::load(data)?;
+    if let Ok(mut t) = node.taxonomy.write() {
+        *t = taxonomy;
+    }
+    Ok(())
+}
+
 /// `shopcell serve`: account, router and cells in one process.
 pub fn build_serve(args: &ServeArgs) -> Result<Node, BoxError> {
     if args.cells.is_empty() {
         return Err("at least one cell is needed".into());
     }
-    let account = Arc::new(AccountService::open(&account_dir(&args.data))?);
+    let account = Arc::new(open_account(&args.data, &args.auth)?.with_plans(plans(args.plans.as_deref())?));
     let verifier = TokenVerifier::new(vec![account.key.public_key()]);
     let cells = open_cells(&args.data, &args.cells)?;
     let key = account.service_key.clone();
-    Ok(Node::new(Mode::Serve, crate::api::routes(), verifier, Some(account), None, cells, BTreeMap::new(), key)?)
+    let node = Node::new(Mode::Serve, crate::api::routes(), verifier, Some(account), None, cells, BTreeMap::new(), key)?;
+    load_taxonomy(&node, &args.data)?;
+    Ok(with_auth(node, &args.auth))
 }
 
 /// `shopcell account`.
 pub fn build_account(args: &AccountArgs) -> Result<Node, BoxError> {
-    let account = Arc::new(AccountService::open(&account_dir(&args.data))?);
+    let account = Arc::new(open_account(&args.data, &args.auth)?.with_plans(plans(args.plans.as_deref())?));
     let verifier = TokenVerifier::new(vec![account.key.public_key()]);
     let key = account.service_key.clone();
     let remote = args.cells.iter().map(|(n, u)| (n.clone(), Upstream::new(u, &key))).collect();
-    Ok(Node::new(Mode::Account, crate::api::routes(), verifier, Some(account), None, BTreeMap::new(), remote, key)?)
+    let node = Node::new(Mode::Account, crate::api::routes(), verifier, Some(account), None, BTreeMap::new(), remote, key)?;
+    load_taxonomy(&node, &args.data)?;
+    Ok(with_auth(node, &args.auth))
 }
 
 /// `shopcell cell`: fetches the token issuer's public keys from the account service.
@@ -73,7 +89,9 @@ pub async fn build_cell(args: &CellArgs) -> Result<Node, BoxError> {
     let account = Upstream::new(&args.account, &key);
     let verifier = TokenVerifier::new(fetch_keys(&account).await?);
     let cells = open_cells(&args.data, std::slice::from_ref(&args.name))?;
-    Ok(Node::new(Mode::Cell, crate::api::routes(), verifier, None, Some(account), cells, BTreeMap::new(), key)?)
+    let node = Node::new(Mode::Cell, crate::api::routes(), verifier, None, Some(account), cells, BTreeMap::new(), key)?;
+    load_taxonomy(&node, &args.data)?;
+    Ok(node)
 }
 
 /// `shopcell router`.
@@ -82,7 +100,30 @@ pub fn build_router(args: &RouterArgs) -> Result<Node, BoxError> {
     let account = Upstream::new(&args.account, &key);
     let remote = args.cells.iter().map(|(n, u)| (n.clone(), Upstream::new(u, &key))).collect();
     let verifier = TokenVerifier::new(Vec::new());
-    Ok(Node::new(Mode::Router, crate::api::routes(), verifier, None, Some(account), BTreeMap::new(), remote, key)?)
+    let node = Node::new(Mode::Router, crate::api::routes(), verifier, None, Some(account), BTreeMap::new(), remote, key)?;
+    Ok(with_auth(node, &args.auth))
+}
+
+/// The plan catalogue: the `--plans` file, or the built-in one.
+fn plans(path: Option<&Path>) -> Result<crate::account::plans::Catalogue, BoxError> {
+    match path {
+        Some(p) => Ok(crate::account::plans::Catalogue::load(p)?),
+        None => Ok(crate::account::plans::Catalogue::default()),
+    }
+}
+
+/// Opens the account service with its social sign-in configuration.
+fn open_account(data: &Path, auth: &AuthArgs) -> Result<AccountService, BoxError> {
+    let mut account = AccountService::open(&account_dir(data))?;
+    account.social = Social::load(auth.oidc_config.as_deref())?;
+    Ok(account)
+}
+
+/// Applies the sign-in flags every HTTP-facing role shares: CORS origins and rate limits.
+fn with_auth(mut node: Node, auth: &AuthArgs) -> Node {
+    node.cors = Cors::new(&auth.cors_origins);
+    node.limits = RateLimits::new(auth.rate_per_account, auth.rate_per_address);
+    node
 }
 
 /// Reads the JWKS of the account service, waiting for it to come up (30 s at most).

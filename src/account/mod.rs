@@ -2,8 +2,15 @@
 //! cell holds which store, and who is a member with which role).
 
 pub mod keys;
+pub mod members;
+pub mod mfa;
 pub mod model;
+pub mod oidc;
+pub mod plans;
+pub mod publishable;
+pub mod sessions;
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -34,6 +41,12 @@ pub struct AccountService {
     pub service_key: String,
     /// A real hash verified when an email is unknown, so failures take the same time.
     dummy_hash: String,
+    /// When each session's `lastActive` was last written (see [`AccountService::touch`]).
+    touched: Mutex<HashMap<Uuid, i64>>,
+    /// Social sign-in: providers, their keys, the HTTP client.
+    pub social: oidc::Social,
+    /// The platform plan catalogue (built in, or from `--plans`).
+    plans: Arc<plans::Catalogue>,
 }
 
 impl AccountService {
@@ -45,7 +58,23 @@ impl AccountService {
         let key = SigningKey::load_or_create(dir)?;
         let service_key = keys::load_or_create_service_key(dir)?;
         let dummy_hash = hash_password("shopcell-timing-equalizer")?;
-        Ok(AccountService { db, writer, thread: Mutex::new(Some(thread)), key, service_key, dummy_hash })
+        Ok(AccountService {
+            db,
+            writer,
+            thread: Mutex::new(Some(thread)),
+            key,
+            service_key,
+            dummy_hash,
+            touched: Mutex::new(HashMap::new()),
+            social: oidc::Social::default(),
+            plans: Arc::new(plans::Catalogue::default()),
+        })
+    }
+
+    /// Replaces the built-in plan catalogue (the `--plans` file).
+    pub fn with_plans(mut self, catalogue: plans::Catalogue) -> Self {
+        self.plans = Arc::new(catalogue);
+        self
     }
 
     /// Waits until every queued write is committed (shutdown).
@@ -89,25 +118,26 @@ impl AccountService {
                 Ok(())
             })
             .await?;
+        self.note_touched(session.id, session.last_active);
         let (access, refresh) = self.issue(&session)?;
         Ok((user, access, refresh))
     }
 
-    pub async fn login(&self, l: Login, device: String) -> ApiResult<(User, String, String)> {
+    /// Checks a password; answers tokens, or an MFA challenge when the user has MFA on.
+    pub async fn login(&self, l: Login, device: String) -> ApiResult<sessions::LoginOutcome> {
         let email = normalize_email(&l.email);
         let user = self.user_by_email(&email)?;
-        let hash = user.as_ref().map(|u| u.password_hash.clone()).unwrap_or_else(|| self.dummy_hash.clone());
+        // Users without a password (created by social sign-in) are checked against the dummy
+        // hash too, so their failures take as long as everyone's.
+        let hash =
+            user.as_ref().map(|u| u.password_hash.clone()).filter(|h| !h.is_empty()).unwrap_or_else(|| self.dummy_hash.clone());
         let password = l.password;
         let ok = tokio::task::spawn_blocking(move || verify_password(&password, &hash)).await.map_err(ApiError::internal)?;
         let user = match user {
-            Some(u) if ok => u,
+            Some(u) if ok && !u.password_hash.is_empty() => u,
             _ => return Err(ApiError::new(Code::INVALID_CREDENTIALS)),
         };
-        let session = new_session(user.id, device, now_ms());
-        let s = session.clone();
-        self.writer.write(None, move |tx| put_session(tx.raw(), &s)).await?;
-        let (access, refresh) = self.issue(&session)?;
-        Ok((user, access, refresh))
+        self.complete_login(user, device).await
     }
 
     /// Rotates a refresh token. Presenting one that was already rotated revokes the session:
@@ -141,7 +171,10 @@ impl AccountService {
             })
             .await?;
         match session {
-            Some(s) => self.issue(&s),
+            Some(s) => {
+                self.note_touched(s.id, s.last_active);
+                self.issue(&s)
+            }
             None => Err(ApiError::msg(Code::INVALID_TOKEN, "this refresh token was already used; the session is revoked")),
         }
     }
@@ -236,16 +269,18 @@ impl AccountService {
         best.map(|(_, c)| c.clone()).ok_or_else(|| ApiError::msg(Code::UNAVAILABLE, "no cell is configured"))
     }
 
-    /// Records a new store: directory entry, owner membership, cell load.
+    /// Records a new store: directory entry, owner membership, cell load. The owner's plan
+    /// limit is checked again here, under the writer, so concurrent creations cannot pass it.
     pub async fn add_store(&self, entry: StoreEntry) -> ApiResult<()> {
+        let catalogue = self.plans.clone();
         self.writer
             .write(None, move |tx| {
                 let txn = tx.raw();
                 let now = entry.created_at;
+                plans::ensure_room(txn, &catalogue, entry.owner_id, now, "you own")?;
                 txn.open_table(STORE_DIRECTORY)?.insert(entry.id.as_u128(), encode(&entry)?.as_slice())?;
                 let m = Membership { role: Role::Owner, added_at: now };
-                txn.open_table(MEMBERS)?.insert((entry.id.as_u128(), entry.owner_id.as_u128()), encode(&m)?.as_slice())?;
-                txn.open_table(USER_STORES)?.insert((entry.owner_id.as_u128(), entry.id.as_u128()), ())?;
+                members::put_membership(txn, entry.id, entry.owner_id, Some(&m))?;
                 let mut load = txn.open_table(CELL_LOAD)?;
                 let n = load.get(entry.cell.as_str())?.map(|v| v.value()).unwrap_or(0);
                 load.insert(entry.cell.as_str(), n + 1)?;

@@ -1,26 +1,89 @@
-//! `/auth/*`: registration, login, token refresh, the current user.
+//! `/auth/*`: registration, login (with MFA), social sign-in, token refresh (body or cookie),
+//! the cross-origin cookie exchange, sessions, the current user.
 
 use hyper::StatusCode;
+use hyper::header::{HeaderValue, LOCATION, SET_COOKIE};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use crate::account::AccountService;
-use crate::account::model::{Login, LoginResult, Refresh, Register};
+use crate::account::model::{Login, LoginResult, Refresh, Register, normalize_email};
+use crate::account::oidc::CallbackOutcome;
+use crate::account::sessions::LoginOutcome;
+use crate::account::{AccountService, REFRESH_TTL_SECS};
 use crate::api::device;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
 use crate::http::auth::ACCESS_TTL_SECS;
 use crate::http::context::Ctx;
 use crate::http::route::{Access, Route, Service};
-use crate::http::{Resp, json, ok};
+use crate::http::{Resp, json, no_content, ok};
+
+/// The cookie `POST /auth/exchange` sets and `POST /auth/refresh` reads.
+pub const REFRESH_COOKIE: &str = "refresh_token";
+/// The cookie is sent back only to the auth routes.
+const COOKIE_PATH: &str = "/api/v1/auth";
+/// Form bodies of the `form_post` callback (Apple) are small.
+const CALLBACK_BODY_LIMIT: usize = 64 * 1024;
 
 pub fn routes() -> Vec<Route> {
     use Access::*;
     use Service::Account;
     vec![
         Route::post("/auth/register", Account, Public, handler!(register), "Create an account and sign in").body::<Register>(),
-        Route::post("/auth/login", Account, Public, handler!(login), "Sign in with email and password").body::<Login>(),
-        Route::post("/auth/refresh", Account, Public, handler!(refresh), "Exchange a refresh token for a new pair")
-            .body::<Refresh>(),
+        Route::post("/auth/login", Account, Public, handler!(login), "Sign in with email and password (may ask for MFA)")
+            .body::<Login>(),
+        Route::post("/auth/mfa/verify", Account, Public, handler!(mfa_verify), "Complete an MFA sign-in with a code")
+            .body::<MfaVerify>(),
+        Route::post("/auth/mfa/setup", Account, Member, handler!(mfa_setup), "Start MFA enrolment: a TOTP secret"),
+        Route::post("/auth/mfa/enable", Account, Member, handler!(mfa_enable), "Confirm MFA with a code; recovery codes")
+            .body::<MfaCode>(),
+        Route::post("/auth/mfa/disable", Account, Member, handler!(mfa_disable), "Turn MFA off with a code").body::<MfaCode>(),
+        Route::post("/auth/native", Account, Public, handler!(native), "Sign in with a provider's native ID token")
+            .body::<Native>(),
+        Route::get(
+            "/auth/social-accounts/connect/{provider}",
+            Account,
+            Public,
+            handler!(social_connect),
+            "Start social sign-in: redirect to the provider (state, PKCE, nonce)",
+        ),
+        Route::get(
+            "/auth/social-accounts/callback/{provider}",
+            Account,
+            Public,
+            handler!(social_callback),
+            "The provider's redirect back: `code` and `state`",
+        ),
+        Route::post(
+            "/auth/social-accounts/callback/{provider}",
+            Account,
+            Public,
+            handler!(social_callback),
+            "The provider's redirect back as a form post (Apple)",
+        )
+        .raw(CALLBACK_BODY_LIMIT),
+        Route::post(
+            "/auth/social-accounts/exchange",
+            Account,
+            Public,
+            handler!(social_exchange),
+            "Trade the callback's one-time code for tokens",
+        )
+        .body::<SocialExchange>(),
+        Route::post(
+            "/auth/refresh",
+            Account,
+            Public,
+            handler!(refresh),
+            "Exchange a refresh token (body or cookie) for a new pair",
+        )
+        .body::<Refresh>(),
+        Route::post("/auth/exchange", Account, Member, handler!(exchange), "Set a refresh-token cookie for a new session here"),
+        Route::post("/auth/logout", Account, Member, handler!(logout), "End the current session"),
         Route::get("/auth/me", Account, Member, handler!(me), "The signed-in user"),
+        Route::get("/auth/sessions", Account, Member, handler!(sessions), "The caller's sessions"),
+        Route::delete("/auth/sessions", Account, Member, handler!(revoke_others), "End every session but the current one"),
+        Route::delete("/auth/sessions/{sessionId}", Account, Member, handler!(revoke_one), "End one of the caller's sessions"),
     ]
 }
 
@@ -29,33 +92,258 @@ pub fn account(cx: &Ctx) -> ApiResult<&AccountService> {
     cx.node.account.as_deref().ok_or_else(ApiError::not_found)
 }
 
+/// Spends one call of the client address's allowance for `what` (login, mfa, refresh, keys):
+/// 429 `RATE_LIMITED` with `Retry-After` when it is used up.
+pub fn limit_address(cx: &Ctx, what: &str) -> ApiResult<()> {
+    cx.node.limits.address(what, cx.client)
+}
+
+/// Runs a sign-in step under the per-account limit `key`: refused while the account's failure
+/// allowance is used up; a failure with `failure` spends from it.
+async fn limit_account<T>(cx: &Ctx, key: &str, failure: Code, step: impl Future<Output = ApiResult<T>>) -> ApiResult<T> {
+    cx.node.limits.account.check(key)?;
+    let out = step.await;
+    if out.as_ref().is_err_and(|e| e.code == failure) {
+        // Already refused or not: the failure is answered as it is; the next attempt sees the limit.
+        let _ = cx.node.limits.account.take(key);
+    }
+    out
+}
+
+fn login_answer(status: StatusCode, outcome: LoginOutcome) -> Resp {
+    match outcome {
+        LoginOutcome::Tokens { user, access, refresh } => json(
+            status,
+            &LoginResult { user: user.view(), access_token: access, refresh_token: refresh, expires_in: ACCESS_TTL_SECS },
+        ),
+        LoginOutcome::Mfa { token } => json(status, &serde_json::json!({ "requiresMfa": true, "mfaToken": token })),
+    }
+}
+
 async fn register(cx: Ctx) -> ApiResult<Resp> {
     let body: Register = cx.json()?;
-    let (user, access_token, refresh_token) = account(&cx)?.register(body, device(&cx)).await?;
-    let result = LoginResult { user: user.view(), access_token, refresh_token, expires_in: ACCESS_TTL_SECS };
-    Ok(json(StatusCode::CREATED, &result))
+    let (user, access, refresh) = account(&cx)?.register(body, device(&cx)).await?;
+    Ok(login_answer(StatusCode::CREATED, LoginOutcome::Tokens { user, access, refresh }))
 }
 
 async fn login(cx: Ctx) -> ApiResult<Resp> {
+    limit_address(&cx, "login")?;
     let body: Login = cx.json()?;
-    let (user, access_token, refresh_token) = account(&cx)?.login(body, device(&cx)).await?;
-    Ok(ok(&LoginResult { user: user.view(), access_token, refresh_token, expires_in: ACCESS_TTL_SECS }))
+    let key = format!("login:{}", normalize_email(&body.email));
+    let a = account(&cx)?;
+    let outcome = limit_account(&cx, &key, Code::INVALID_CREDENTIALS, a.login(body, device(&cx))).await?;
+    Ok(login_answer(StatusCode::OK, outcome))
+}
+
+/// `POST /auth/mfa/verify`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MfaVerify {
+    pub mfa_token: String,
+    /// A 6-digit TOTP code or a recovery code.
+    pub code: String,
+}
+
+/// `POST /auth/mfa/enable` and `/disable`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MfaCode {
+    pub code: String,
+}
+
+async fn mfa_verify(cx: Ctx) -> ApiResult<Resp> {
+    limit_address(&cx, "mfa")?;
+    let body: MfaVerify = cx.json()?;
+    let claims = cx.node.verifier.verify(&body.mfa_token, "mfa")?;
+    let key = format!("mfa:{}", claims.sub);
+    let a = account(&cx)?;
+    let (user, access, refresh) =
+        limit_account(&cx, &key, Code::INVALID_MFA_CODE, a.mfa_verify(claims, body.code, device(&cx))).await?;
+    Ok(login_answer(StatusCode::OK, LoginOutcome::Tokens { user, access, refresh }))
+}
+
+async fn mfa_setup(cx: Ctx) -> ApiResult<Resp> {
+    let a = account(&cx)?;
+    let user = a.user(cx.user()?.user_id)?.ok_or_else(ApiError::not_found)?;
+    let setup = a.mfa_setup(&user).await?;
+    Ok(ok(&serde_json::json!({ "secret": setup.secret, "otpauthUrl": setup.otpauth_url })))
+}
+
+async fn mfa_enable(cx: Ctx) -> ApiResult<Resp> {
+    let body: MfaCode = cx.json()?;
+    let user = cx.user()?.user_id;
+    // Wrong codes count against the same allowance as MFA verify: a stolen access token must not
+    // be a way to guess codes.
+    let key = format!("mfa:{user}");
+    let codes = limit_account(&cx, &key, Code::VALIDATION_FAILED, account(&cx)?.mfa_enable(user, body.code)).await?;
+    Ok(ok(&serde_json::json!({ "enabled": true, "recoveryCodes": codes })))
+}
+
+async fn mfa_disable(cx: Ctx) -> ApiResult<Resp> {
+    let body: MfaCode = cx.json()?;
+    let user = cx.user()?.user_id;
+    let key = format!("mfa:{user}");
+    limit_account(&cx, &key, Code::VALIDATION_FAILED, account(&cx)?.mfa_disable(user, body.code)).await?;
+    Ok(ok(&serde_json::json!({ "enabled": false })))
+}
+
+/// `POST /auth/native`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Native {
+    /// `google` or `apple`.
+    pub provider: String,
+    pub id_token: String,
+}
+
+/// `POST /auth/social-accounts/exchange`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SocialExchange {
+    pub code: String,
+}
+
+async fn native(cx: Ctx) -> ApiResult<Resp> {
+    limit_address(&cx, "login")?;
+    let body: Native = cx.json()?;
+    let a = account(&cx)?;
+    let user = a.social_native(&body.provider, &body.id_token).await?;
+    Ok(login_answer(StatusCode::OK, a.complete_login(user, device(&cx)).await?))
+}
+
+async fn social_connect(cx: Ctx) -> ApiResult<Resp> {
+    let a = account(&cx)?;
+    let base = match &a.social.redirect_base {
+        Some(b) => b.clone(),
+        None => format!("http://{}", cx.header("host").ok_or_else(|| ApiError::field("host", "is required"))?),
+    };
+    let url = a.social_connect(cx.param("provider"), &base).await?;
+    redirect(&url)
+}
+
+async fn social_callback(cx: Ctx) -> ApiResult<Resp> {
+    limit_address(&cx, "login")?;
+    // The provider answers in the query (GET) or as a form (POST, `response_mode=form_post`).
+    let form: Vec<(String, String)> = if cx.method == hyper::Method::POST {
+        form_urlencoded::parse(&cx.body).into_owned().collect()
+    } else {
+        form_urlencoded::parse(cx.uri.query().unwrap_or("").as_bytes()).into_owned().collect()
+    };
+    let get = |k: &str| form.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    if let Some(error) = get("error") {
+        return Err(ApiError::msg(Code::UNAUTHORIZED, format!("the provider did not sign you in: {error}")));
+    }
+    let code = get("code").ok_or_else(|| ApiError::field("code", "is required"))?;
+    let state = get("state").ok_or_else(|| ApiError::field("state", "is required"))?;
+    let a = account(&cx)?;
+    match a.social_callback(cx.param("provider"), code, state).await? {
+        CallbackOutcome::Redirect(url) => redirect(&url),
+        CallbackOutcome::User(user) => Ok(login_answer(StatusCode::OK, a.complete_login(user, device(&cx)).await?)),
+    }
+}
+
+async fn social_exchange(cx: Ctx) -> ApiResult<Resp> {
+    limit_address(&cx, "login")?;
+    let body: SocialExchange = cx.json()?;
+    let a = account(&cx)?;
+    let user = a.social_exchange(&body.code).await?;
+    Ok(login_answer(StatusCode::OK, a.complete_login(user, device(&cx)).await?))
+}
+
+fn redirect(url: &str) -> ApiResult<Resp> {
+    let mut r = no_content();
+    *r.status_mut() = StatusCode::FOUND;
+    r.headers_mut().insert(LOCATION, HeaderValue::from_str(url).map_err(ApiError::internal)?);
+    Ok(r)
+}
+
+/// The `refresh_token` cookie of a request, if any.
+fn cookie_token(cx: &Ctx) -> Option<String> {
+    cx.headers
+        .get_all(hyper::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(name, value)| *name == REFRESH_COOKIE && !value.is_empty())
+        .map(|(_, value)| value.to_string())
+}
+
+/// `Set-Cookie` for the refresh token: httpOnly (scripts never see it), Secure, SameSite=Lax
+/// (no cross-site POST carries it), scoped to the auth routes. `None` clears it.
+fn refresh_cookie(token: Option<&str>) -> ApiResult<HeaderValue> {
+    let (value, max_age) = match token {
+        Some(t) => (t, REFRESH_TTL_SECS),
+        None => ("", 0),
+    };
+    HeaderValue::from_str(&format!(
+        "{REFRESH_COOKIE}={value}; HttpOnly; Secure; SameSite=Lax; Path={COOKIE_PATH}; Max-Age={max_age}"
+    ))
+    .map_err(ApiError::internal)
 }
 
 async fn refresh(cx: Ctx) -> ApiResult<Resp> {
+    limit_address(&cx, "refresh")?;
     let body: Refresh = cx.json_or_default()?;
-    let token = body.refresh_token.ok_or_else(|| ApiError::field("refreshToken", "is required"))?;
+    let (token, from_cookie) = match body.refresh_token {
+        Some(t) => (t, false),
+        None => (cookie_token(&cx).ok_or_else(|| ApiError::field("refreshToken", "is required"))?, true),
+    };
     let claims = cx.node.verifier.verify(&token, "refresh")?;
-    let (access_token, refresh_token) = account(&cx)?.refresh(claims).await?;
-    Ok(ok(&serde_json::json!({
+    let key = format!("refresh:{}", claims.sub);
+    let a = account(&cx)?;
+    let (access_token, refresh_token) = limit_account(&cx, &key, Code::INVALID_TOKEN, a.refresh(claims)).await?;
+    let mut resp = ok(&serde_json::json!({
         "accessToken": access_token,
         "refreshToken": refresh_token,
         "expiresIn": ACCESS_TTL_SECS,
-    })))
+    }));
+    if from_cookie {
+        resp.headers_mut().insert(SET_COOKIE, refresh_cookie(Some(&refresh_token))?);
+    }
+    Ok(resp)
+}
+
+async fn exchange(cx: Ctx) -> ApiResult<Resp> {
+    let user = cx.user()?.user_id;
+    let (_, refresh) = account(&cx)?.start_session(user, device(&cx)).await?;
+    let mut resp = no_content();
+    resp.headers_mut().insert(SET_COOKIE, refresh_cookie(Some(&refresh))?);
+    Ok(resp)
+}
+
+async fn logout(cx: Ctx) -> ApiResult<Resp> {
+    let p = cx.user()?;
+    account(&cx)?.revoke_session(p.user_id, p.session_id).await?;
+    let mut resp = no_content();
+    if cookie_token(&cx).is_some() {
+        resp.headers_mut().insert(SET_COOKIE, refresh_cookie(None)?);
+    }
+    Ok(resp)
 }
 
 async fn me(cx: Ctx) -> ApiResult<Resp> {
     let p = cx.user()?;
     let user = account(&cx)?.user(p.user_id)?.ok_or_else(ApiError::not_found)?;
     Ok(ok(&user.view()))
+}
+
+async fn sessions(cx: Ctx) -> ApiResult<Resp> {
+    let p = cx.user()?;
+    let list = account(&cx)?.sessions_of(p.user_id)?;
+    let views: Vec<_> = list.iter().map(|s| s.view(p.session_id)).collect();
+    Ok(ok(&views))
+}
+
+async fn revoke_one(cx: Ctx) -> ApiResult<Resp> {
+    let p = cx.user()?;
+    let sid = cx.path_id("sessionId")?;
+    account(&cx)?.revoke_session(p.user_id, sid).await?;
+    Ok(no_content())
+}
+
+async fn revoke_others(cx: Ctx) -> ApiResult<Resp> {
+    let p = cx.user()?;
+    account(&cx)?.revoke_other_sessions(p.user_id, p.session_id).await?;
+    Ok(no_content())
 }

@@ -89,6 +89,10 @@ async fn access(cx: Ctx) -> ApiResult<Resp> {
     let user = cx.query.uuid("user")?.ok_or_else(|| ApiError::field("user", "is required"))?;
     let session = cx.query.uuid("session")?.ok_or_else(|| ApiError::field("session", "is required"))?;
     let active = a.session_active(session)?;
+    if active {
+        // A cell asking on the caller's behalf is a use of the session.
+        a.touch(session);
+    }
     let role = match cx.query.uuid("store")? {
         Some(store) if active => a.role(store, user)?,
         _ => None,

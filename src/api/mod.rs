@@ -1,16 +1,47 @@
 //! The one list that mounts every area's routes.
 
 pub mod auth;
+pub mod calculate;
+pub mod catalogs;
+pub mod categories;
+pub mod collections;
+pub mod discounts;
 pub mod internal;
+pub mod markets;
+pub mod members;
 pub mod products;
+pub mod publishable_keys;
+pub mod search;
+pub mod selection;
+pub mod shipping;
 pub mod stores;
+pub mod subscriptions;
 pub mod system;
 
 use crate::http::route::Route;
 
 /// Every served route.
 pub fn routes() -> Vec<Route> {
-    [system::routes(), auth::routes(), stores::routes(), products::routes(), internal::routes()].concat()
+    [
+        system::routes(),
+        auth::routes(),
+        stores::routes(),
+        products::routes(),
+        search::routes(),
+        selection::routes(),
+        categories::routes(),
+        collections::routes(),
+        markets::routes(),
+        catalogs::routes(),
+        discounts::routes(),
+        shipping::routes(),
+        calculate::routes(),
+        members::routes(),
+        publishable_keys::routes(),
+        subscriptions::routes(),
+        internal::routes(),
+    ]
+    .concat()
 }
 
 /// Who is calling, for the session's device label: the User-Agent, shortened.

@@ -18,13 +18,19 @@ const LIST_PARAMS: &[Param] = &[
 ];
 
 pub fn routes() -> Vec<Route> {
-    use Access::Member;
+    use Access::{Member, Storefront};
     use Service::Cell;
     let p = "/stores/{storeId}/products";
     vec![
-        Route::get(p, Cell, Member, handler!(list), "List products").query(LIST_PARAMS),
+        Route::get(p, Cell, Storefront, handler!(list), "List products (shoppers: ACTIVE ones only)").query(LIST_PARAMS),
         Route::post(p, Cell, Member, handler!(create), "Create a product").body::<CreateProduct>(),
-        Route::get("/stores/{storeId}/products/{productId}", Cell, Member, handler!(get), "One product with its variants"),
+        Route::get(
+            "/stores/{storeId}/products/{productId}",
+            Cell,
+            Storefront,
+            handler!(get),
+            "One product with its variants (shoppers: ACTIVE ones only)",
+        ),
         Route::patch("/stores/{storeId}/products/{productId}", Cell, Member, handler!(update), "Change a product")
             .body::<UpdateProduct>(),
         Route::delete("/stores/{storeId}/products/{productId}", Cell, Member, handler!(delete), "Delete a product"),
@@ -66,6 +72,8 @@ async fn list(cx: Ctx) -> ApiResult<Resp> {
     let s = cx.scope()?;
     let paging = Paging::from_query(&cx.query, SORT_FIELDS, "created_at")?;
     let status = match cx.query.one_of("status", Status::NAMES)? {
+        // Shoppers see only what the store sells, whatever they ask for.
+        _ if cx.is_shopper() => Some(Status::Active),
         Some(name) => Status::parse(name),
         None => None,
     };
@@ -84,6 +92,9 @@ async fn create(cx: Ctx) -> ApiResult<Resp> {
 async fn get(cx: Ctx) -> ApiResult<Resp> {
     let s = cx.scope()?;
     let p = s.cell.product(s.id, cx.path_id("productId")?)?;
+    if cx.is_shopper() && p.status != Status::Active {
+        return Err(ApiError::not_found());
+    }
     Ok(ok(&p.view()))
 }
 

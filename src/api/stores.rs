@@ -39,6 +39,7 @@ async fn create(cx: Ctx) -> ApiResult<Resp> {
     let body: CreateStore = cx.json()?;
     let currency = validate_create(&body)?;
     let account = account(&cx)?;
+    account.ensure_store_allowed(owner)?;
     let now = now_ms();
     let settings = StoreSettings {
         id: Uuid::now_v7(),

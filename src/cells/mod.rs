@@ -2,11 +2,18 @@
 //! cell and keeps the set of stores it serves; `products` and `moves` work on its records,
 //! `link` and `forward` reach a cell in this process or over HTTP.
 
+pub mod calculate;
+pub mod catalogs;
+pub mod collections;
+pub mod discounts;
 pub mod forward;
 pub mod link;
+pub mod markets;
 pub mod moves;
 pub mod products;
+pub mod shipping;
 pub mod stores;
+pub mod taxes;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -46,6 +53,10 @@ pub struct Cell {
     pub db: Arc<Database>,
     pub writer: Writer,
     thread: Mutex<Option<WriterThread>>,
+    /// The product index of the cell's stores (`<dir>/search/`), kept in step by its indexer.
+    pub search: Arc<crate::search::Search>,
+    /// Publishes scheduled collections when they fall due.
+    pub publisher: collections::Publisher,
     states: RwLock<HashMap<Uuid, StoreState>>,
 }
 
@@ -95,7 +106,17 @@ impl Cell {
         txn.open_table(MOVE_LOG)?.retain(|_, _| false)?;
         txn.commit()?;
         let (writer, thread) = Writer::start(db.clone(), name)?;
-        Ok(Cell { name: name.to_string(), db, writer, thread: Mutex::new(Some(thread)), states: RwLock::new(states) })
+        let search = crate::search::Search::start(&dir.join("search"), db.clone(), writer.clone(), name)?;
+        let publisher = collections::Publisher::start(db.clone(), writer.clone(), name)?;
+        Ok(Cell {
+            name: name.to_string(),
+            db,
+            writer,
+            thread: Mutex::new(Some(thread)),
+            search,
+            publisher,
+            states: RwLock::new(states),
+        })
     }
 
     /// Whether this cell serves `store`.
@@ -124,6 +145,10 @@ impl Cell {
 
     /// Stops the writer after the queued jobs and waits for it.
     pub fn close(&self) {
+        // The indexer first: its last pass deletes drained outbox entries through the writer.
+        self.search.stop();
+        // Before the writer: a publish under way still commits.
+        self.publisher.stop();
         self.writer.stop();
         if let Some(t) = self.thread.lock().ok().and_then(|mut t| t.take()) {
             t.join();

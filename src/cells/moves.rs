@@ -126,6 +126,8 @@ impl Cell {
             .write(Some(store), move |tx| {
                 apply_rows(tx, &rows)?;
                 tx.raw().open_table(STORE_STATE)?.insert(store.as_u128(), StoreState::Active as u8)?;
+                // Searchable here from now on: the indexer picks every product up from the outbox.
+                crate::search::outbox_enqueue_store(tx, store)?;
                 Ok(())
             })
             .await?;
@@ -184,6 +186,14 @@ impl Cell {
             })
             .await?;
         self.set_state(store, None);
+        // The copy's search documents go too. A failure is only logged: the indexer drops the
+        // documents of stores the cell does not serve on its next start.
+        let search = self.search.clone();
+        match tokio::task::spawn_blocking(move || search.purge_store(store).map_err(|e| e.to_string())).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(%store, error = %e, "search documents of a discarded store not deleted"),
+            Err(e) => tracing::warn!(%store, error = %e, "search purge task failed"),
+        }
         Ok(())
     }
 }

@@ -66,6 +66,13 @@ fn handle_key(store: Uuid, handle: &str) -> Vec<u8> {
 
 /// Writes `new` in place of `old` (either may be absent: create, delete) with every secondary row.
 pub fn write_product(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Option<&Product>) -> ApiResult<()> {
+    // The search document follows through the outbox, committed with the row itself.
+    if let Some(id) = new.or(old).map(|p| p.id) {
+        crate::search::outbox_append(tx, store, id)?;
+    }
+    // Smart collections, collection orders and catalog counts follow in the same transaction.
+    crate::cells::collections::on_product_write(tx, store, old, new)?;
+    crate::cells::catalogs::on_product_write(tx, store, old, new)?;
     if let Some(o) = old {
         for k in order_keys(store, o) {
             tx.delete(PRODUCT_ORDER, &k)?;

@@ -36,6 +36,20 @@ impl Cell {
         read::get(&self.read()?, STORES, Key::store(store).bytes())?.ok_or_else(ApiError::not_found)
     }
 
+    /// Follows an ownership transfer made in the directory (the owner `GET S` shows).
+    pub async fn set_store_owner(&self, store: Uuid, owner: Uuid) -> ApiResult<()> {
+        self.writer
+            .write(Some(store), move |tx| {
+                let key = Key::store(store).into_vec();
+                let current = tx.get(STORES, &key)?.ok_or_else(ApiError::not_found)?;
+                let mut settings: StoreSettings = crate::storage::codec::decode(&current)?;
+                settings.owner_id = owner;
+                settings.updated_at = now_ms();
+                tx.put(STORES, &key, &encode(&settings)?)
+            })
+            .await
+    }
+
     pub async fn update_store(&self, store: Uuid, update: UpdateStore) -> ApiResult<StoreSettings> {
         let update = std::sync::Arc::new(update);
         self.writer

@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
 use crate::account::Role;
+use crate::account::publishable::Shopper;
 use crate::cells::Cell;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::auth::Principal;
@@ -19,7 +20,7 @@ use crate::node::Node;
 pub struct StoreScope {
     pub id: Uuid,
     pub cell: Arc<Cell>,
-    /// The caller's role; `None` for internal calls.
+    /// The caller's role; `None` for internal calls and for shoppers.
     pub role: Option<Role>,
 }
 
@@ -33,6 +34,11 @@ pub struct Ctx {
     pub body: Bytes,
     pub principal: Option<Principal>,
     pub store: Option<StoreScope>,
+    /// An anonymous shopper admitted to a storefront route by the store's publishable key
+    /// (then `store.role` is `None` and there is no principal).
+    pub shopper: Option<Shopper>,
+    /// The client's address: the peer, or the address a router appended to `X-Forwarded-For`.
+    pub client: Option<std::net::IpAddr>,
 }
 
 impl Ctx {
@@ -54,6 +60,12 @@ impl Ctx {
     /// The store of a cell route.
     pub fn scope(&self) -> ApiResult<&StoreScope> {
         self.store.as_ref().ok_or_else(|| ApiError::internal("cell route without a store scope"))
+    }
+
+    /// Whether the caller is an anonymous shopper (storefront routes only): shoppers see only
+    /// what a store publishes.
+    pub fn is_shopper(&self) -> bool {
+        self.shopper.is_some()
     }
 
     /// The JSON body as `T`; errors name the offending field.

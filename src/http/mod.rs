@@ -3,8 +3,10 @@
 
 pub mod auth;
 pub mod context;
+pub mod cors;
 pub mod openapi;
 pub mod query;
+pub mod ratelimit;
 pub mod route;
 
 use bytes::Bytes;

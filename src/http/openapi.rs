@@ -32,10 +32,15 @@ pub fn document(routes: &[Route]) -> Value {
         if matches!(r.access, Access::Member | Access::Admin) {
             op.insert("security".into(), json!([{"bearer": []}]));
         }
+        if r.access == Access::Storefront {
+            // Either scheme admits: a member's token, or the store's publishable key.
+            op.insert("security".into(), json!([{"bearer": []}, {"publishableKey": []}]));
+        }
         let access = match r.access {
             Access::Public => "public",
             Access::Member => "member",
             Access::Admin => "owner or admin",
+            Access::Storefront => "storefront: a member, or a shopper with the store's publishable key",
             Access::Internal => "internal",
         };
         op.insert("x-access".into(), access.into());
@@ -71,7 +76,15 @@ pub fn document(routes: &[Route]) -> Value {
         "paths": paths,
         "components": {
             "schemas": schemas,
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}}
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
+                "publishableKey": {
+                    "type": "apiKey",
+                    "in": "header",
+                    "name": "X-Publishable-Key",
+                    "description": "a store's pk_live_… or pk_test_… key: identifies the store for anonymous shoppers"
+                }
+            }
         }
     })
 }

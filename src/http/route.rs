@@ -44,6 +44,9 @@ pub enum Access {
     Member,
     /// A store owner or admin.
     Admin,
+    /// A member (Bearer token), or an anonymous shopper presenting the store's publishable key
+    /// in `X-Publishable-Key`.
+    Storefront,
     /// Services of the platform and operators (the service key).
     Internal,
 }

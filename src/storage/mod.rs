@@ -111,10 +111,19 @@ fn create_tables(txn: &WriteTransaction, kind: DbKind) -> Result<(), redb::Error
             txn.open_table(MEMBERS)?;
             txn.open_table(USER_STORES)?;
             txn.open_table(CELL_LOAD)?;
+            txn.open_table(SUBSCRIPTIONS)?;
+            txn.open_table(PUBLISHABLE_KEYS)?;
+            txn.open_table(STORE_PUBLISHABLE_KEYS)?;
+            txn.open_table(MFA)?;
+            txn.open_table(MFA_CHALLENGES)?;
+            txn.open_table(OIDC_STATES)?;
+            txn.open_table(SOCIAL_LINKS)?;
+            txn.open_table(SOCIAL_CODES)?;
         }
         DbKind::Cell => {
             txn.open_table(STORE_STATE)?;
             txn.open_table(MOVE_LOG)?;
+            txn.open_table(OUTBOX)?;
             for t in STORE_TABLES {
                 txn.open_table(t.def)?;
             }
@@ -127,4 +136,50 @@ fn create_tables(txn: &WriteTransaction, kind: DbKind) -> Result<(), redb::Error
 pub fn table_names(db: &Database) -> Result<Vec<String>, redb::Error> {
     let txn = db.begin_read()?;
     Ok(txn.list_tables()?.map(|t| t.name().to_string()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set_version(path: &Path, v: u32) {
+        let db = Database::create(path).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(META).unwrap().insert("format_version", v.to_le_bytes().as_slice()).unwrap();
+        txn.commit().unwrap();
+    }
+
+    #[test]
+    fn a_newer_format_is_refused_and_left_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cell.redb");
+        drop(open(&path, DbKind::Cell).unwrap());
+        set_version(&path, FORMAT_VERSION + 1);
+        match open(&path, DbKind::Cell) {
+            Err(OpenError::NewerFormat { found, supported }) => assert_eq!((found, supported), (FORMAT_VERSION + 1, FORMAT_VERSION)),
+            other => panic!("expected a refusal, got {:?}", other.map(|_| ())),
+        }
+        // Refusing wrote nothing: the version is still the newer one.
+        let db = Database::create(&path).unwrap();
+        let v = db.begin_read().unwrap().open_table(META).unwrap().get("format_version").unwrap().unwrap().value().to_vec();
+        assert_eq!(u32::from_le_bytes(v.try_into().unwrap()), FORMAT_VERSION + 1);
+    }
+
+    #[test]
+    fn a_database_of_the_other_kind_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.redb");
+        drop(open(&path, DbKind::Account).unwrap());
+        assert!(matches!(open(&path, DbKind::Cell), Err(OpenError::WrongKind { .. })));
+    }
+
+    #[test]
+    fn every_table_exists_after_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(&dir.path().join("c.redb"), DbKind::Cell).unwrap();
+        let names = table_names(&db).unwrap();
+        for t in STORE_TABLES {
+            assert!(names.iter().any(|n| n == t.def.name()), "{} missing", t.def.name());
+        }
+    }
 }

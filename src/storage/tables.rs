@@ -26,6 +26,22 @@ pub const MEMBERS: TableDefinition<(u128, u128), &[u8]> = TableDefinition::new("
 pub const USER_STORES: TableDefinition<(u128, u128), ()> = TableDefinition::new("user_stores");
 /// `cell name → number of stores placed there`: placement picks the emptiest cell.
 pub const CELL_LOAD: TableDefinition<&str, u64> = TableDefinition::new("cell_load");
+/// `user id → MfaState`: the TOTP secret (pending or enabled), last accepted step, hashed recovery codes.
+pub const MFA: TableDefinition<u128, &[u8]> = TableDefinition::new("mfa");
+/// `mfaToken jti → MfaChallenge`: password-verified logins waiting for a code; removed when used.
+pub const MFA_CHALLENGES: TableDefinition<u128, &[u8]> = TableDefinition::new("mfa_challenges");
+/// `OAuth state → OidcPending`: provider, PKCE verifier and nonce of a social sign-in under way (10 min).
+pub const OIDC_STATES: TableDefinition<&str, &[u8]> = TableDefinition::new("oidc_states");
+/// `provider ‖ ':' ‖ subject → user id`: social accounts linked to users.
+pub const SOCIAL_LINKS: TableDefinition<&str, u128> = TableDefinition::new("social_links");
+/// `sha256(one-time code) → SocialGrant`: a finished social sign-in waiting for its exchange (5 min).
+pub const SOCIAL_CODES: TableDefinition<&[u8], &[u8]> = TableDefinition::new("social_codes");
+/// `user id → Subscription`: a user's platform plan; no row means the default plan.
+pub const SUBSCRIPTIONS: TableDefinition<u128, &[u8]> = TableDefinition::new("subscriptions");
+/// `sha256(publishable key) → PublishableKey`: store, id, environment, last 4, created, revokedAt.
+pub const PUBLISHABLE_KEYS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("publishable_keys");
+/// `(store id, key id) → sha256(key)`: a store's publishable keys, for listing and revoking.
+pub const STORE_PUBLISHABLE_KEYS: TableDefinition<(u128, u128), &[u8]> = TableDefinition::new("store_publishable_keys");
 
 // ---- cell.redb: the stores a cell holds -----------------------------------------------------
 
@@ -35,6 +51,10 @@ pub const STORE_STATE: TableDefinition<u128, u8> = TableDefinition::new("store_s
 /// `store ‖ seq → table index ‖ key`: keys written while the store is being moved, replayed
 /// to the target in the final step. Local to the cell.
 pub const MOVE_LOG: TableDefinition<&[u8], &[u8]> = TableDefinition::new("move_log");
+/// `store ‖ seq u64 → product id`: products whose search document is stale, appended in the
+/// product write's transaction and deleted once the indexer has committed them to tantivy.
+/// Local to the cell: never exported with the store (a moved store is re-queued on arrival).
+pub const OUTBOX: TableDefinition<&[u8], &[u8]> = TableDefinition::new("search_outbox");
 
 /// A byte-keyed table whose keys all start with a store id: one contiguous range per store.
 #[derive(Clone, Copy)]
@@ -63,8 +83,89 @@ pub const VARIANTS: StoreTable = StoreTable::new(4, "variants");
 /// `store ‖ counter name → u64 little-endian`: totals for list envelopes.
 pub const COUNTERS: StoreTable = StoreTable::new(5, "counters");
 
+// ---- merchandising: collections, markets, catalogs (see data-format/README.md) ----------------
+
+/// `store ‖ collection id → Collection` (soft-deleted ones too, with `deletedAt`).
+pub const COLLECTIONS: StoreTable = StoreTable::new(6, "collections");
+/// `store ‖ sort field u8 ‖ scope u8 [‖ parent id] ‖ sort value ‖ collection id → filter summary`:
+/// the collection list orders; the value (type, status, deleted, lower-cased title) filters a walk.
+pub const COLLECTION_ORDER: StoreTable = StoreTable::new(7, "collection_order");
+/// `store ‖ handle → collection id`: collection handles are unique per store.
+pub const COLLECTION_HANDLES: StoreTable = StoreTable::new(8, "collection_handles");
+/// `store ‖ collection id → SmartRules`: the rules of every live smart collection, read on each
+/// product write.
+pub const COLLECTION_RULES: StoreTable = StoreTable::new(9, "collection_rules");
+/// `store ‖ collection id ‖ sort segment ‖ product id → ()`: a collection's products in order.
+pub const COLLECTION_PRODUCTS: StoreTable = StoreTable::new(10, "collection_products");
+/// `store ‖ product id ‖ collection id → sort kind u8 ‖ sort segment`: a product's collections.
+pub const PRODUCT_COLLECTIONS: StoreTable = StoreTable::new(11, "product_collections");
+/// `store ‖ publishAt i64 ‖ collection id → ()`: scheduled collections, for the publish task.
+pub const COLLECTION_SCHEDULE: StoreTable = StoreTable::new(12, "collection_schedule");
+/// `store ‖ market id → Market`.
+pub const MARKETS: StoreTable = StoreTable::new(13, "markets");
+/// `store ‖ sort field u8 ‖ sort value ‖ market id → ()`: the market list orders.
+pub const MARKET_ORDER: StoreTable = StoreTable::new(14, "market_order");
+/// `store ‖ country code → market id`: a country belongs to at most one market of a store.
+pub const MARKET_COUNTRIES: StoreTable = StoreTable::new(15, "market_countries");
+/// `store ‖ catalog id → Catalog`.
+pub const CATALOGS: StoreTable = StoreTable::new(16, "catalogs");
+/// `store ‖ sort field u8 ‖ scope u8 [‖ market id] ‖ sort value ‖ catalog id → filter summary`:
+/// the catalog list orders; the value (status, selection, lower-cased name) filters a walk.
+pub const CATALOG_ORDER: StoreTable = StoreTable::new(17, "catalog_order");
+/// `store ‖ catalog id ‖ product id → ()`: inclusion entries of a SPECIFIC catalog, exclusion
+/// entries of an ALL catalog.
+pub const CATALOG_PRODUCTS: StoreTable = StoreTable::new(18, "catalog_products");
+
+// ---- selling: discounts, shipping, tax (see docs-selling.md) ----------------------------------
+
+/// `store ‖ discount id → Discount`.
+pub const DISCOUNTS: StoreTable = StoreTable::new(19, "discounts");
+/// `store ‖ lower-cased code → discount id`: codes are unique per store without regard to case.
+pub const DISCOUNT_CODES: StoreTable = StoreTable::new(20, "discount_codes");
+/// `store ‖ sort field u8 ‖ sort value ‖ discount id → ()`: the discount list orders.
+pub const DISCOUNT_ORDER: StoreTable = StoreTable::new(21, "discount_order");
+/// `store ‖ discount id → ()`: the automatic discounts every calculation considers.
+pub const DISCOUNT_AUTOMATIC: StoreTable = StoreTable::new(22, "discount_automatic");
+/// `store ‖ discount id ‖ 0 → u64` total uses, `store ‖ discount id ‖ 1 ‖ customer key → u64`
+/// uses by one customer; written only when an order is created.
+pub const DISCOUNT_USAGE: StoreTable = StoreTable::new(23, "discount_usage");
+/// `store ‖ discount id ‖ comment id → DiscountComment`.
+pub const DISCOUNT_COMMENTS: StoreTable = StoreTable::new(24, "discount_comments");
+/// `store ‖ zone id → ShippingZone` (rates inline).
+pub const SHIPPING_ZONES: StoreTable = StoreTable::new(25, "shipping_zones");
+/// `store ‖ tax rate id → TaxRate`.
+pub const TAX_RATES: StoreTable = StoreTable::new(26, "tax_rates");
+
 /// Every store-scoped table, in index order: exporting a store copies exactly these ranges.
-pub const STORE_TABLES: &[StoreTable] = &[STORES, PRODUCTS, PRODUCT_ORDER, PRODUCT_HANDLES, VARIANTS, COUNTERS];
+pub const STORE_TABLES: &[StoreTable] = &[
+    STORES,
+    PRODUCTS,
+    PRODUCT_ORDER,
+    PRODUCT_HANDLES,
+    VARIANTS,
+    COUNTERS,
+    COLLECTIONS,
+    COLLECTION_ORDER,
+    COLLECTION_HANDLES,
+    COLLECTION_RULES,
+    COLLECTION_PRODUCTS,
+    PRODUCT_COLLECTIONS,
+    COLLECTION_SCHEDULE,
+    MARKETS,
+    MARKET_ORDER,
+    MARKET_COUNTRIES,
+    CATALOGS,
+    CATALOG_ORDER,
+    CATALOG_PRODUCTS,
+    DISCOUNTS,
+    DISCOUNT_CODES,
+    DISCOUNT_ORDER,
+    DISCOUNT_AUTOMATIC,
+    DISCOUNT_USAGE,
+    DISCOUNT_COMMENTS,
+    SHIPPING_ZONES,
+    TAX_RATES,
+];
 
 #[cfg(test)]
 mod tests {

@@ -83,6 +83,9 @@ impl MoveGate {
 pub struct Writer {
     sender: mpsc::Sender<Msg>,
     pub gate: Arc<MoveGate>,
+    /// Signalled after every committed transaction: derived data (the search indexer) wakes on
+    /// it instead of polling.
+    pub committed: Arc<tokio::sync::Notify>,
 }
 
 /// The writer thread; joining it waits until every queued job has been answered.
@@ -100,9 +103,12 @@ impl Writer {
         let (sender, receiver) = mpsc::channel::<Msg>();
         let gate = Arc::new(MoveGate::default());
         let thread_gate = gate.clone();
-        let handle =
-            std::thread::Builder::new().name(format!("writer-{name}")).spawn(move || run(&db, &receiver, &thread_gate))?;
-        Ok((Writer { sender, gate }, WriterThread(handle)))
+        let committed = Arc::new(tokio::sync::Notify::new());
+        let thread_committed = committed.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("writer-{name}"))
+            .spawn(move || run(&db, &receiver, &thread_gate, &thread_committed))?;
+        Ok((Writer { sender, gate, committed }, WriterThread(handle)))
     }
 
     /// Runs `job` in the next batch and waits until its transaction is durable.
@@ -136,7 +142,7 @@ fn moving() -> ApiError {
     ApiError::new(Code::STORE_MOVING).retry_after(1)
 }
 
-fn run(db: &Database, receiver: &mpsc::Receiver<Msg>, gate: &MoveGate) {
+fn run(db: &Database, receiver: &mpsc::Receiver<Msg>, gate: &MoveGate, committed: &tokio::sync::Notify) {
     let seq = AtomicU64::new(now_micros());
     let mut stopping = false;
     while !stopping {
@@ -153,6 +159,7 @@ fn run(db: &Database, receiver: &mpsc::Receiver<Msg>, gate: &MoveGate) {
             }
         }
         commit_batch(db, batch, gate, &seq);
+        committed.notify_one();
     }
 }
 

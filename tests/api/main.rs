@@ -1,10 +1,29 @@
 //! The one integration-test binary: every module starts real servers and talks HTTP to them.
 
 mod accounts;
+mod auth_cookies;
+mod auth_mfa;
+mod auth_ratelimit;
+mod auth_sessions;
+mod auth_social;
+mod auth_support;
+mod auth_tokens;
+mod calculate;
+mod catalogs;
+mod categories;
+mod collections;
 mod crash;
+mod discounts;
+mod markets;
+mod members;
 mod multiprocess;
 mod products;
+mod publishable_keys;
+mod roles;
 mod scenarios;
+mod search;
+mod shipping_tax;
 mod stores;
+mod subscriptions;
 mod support;
 mod system;

@@ -25,12 +25,26 @@ pub async fn spawn_app() -> TestApp {
     spawn_app_with_cells(&["cell-1"]).await
 }
 
+/// Starts `shopcell serve` again on an existing data directory (a restart). The returned app
+/// does not own the directory: the caller's app keeps it alive.
+pub async fn spawn_app_in(data: &std::path::Path) -> TestApp {
+    spawn_with(data, &["cell-1"], tempfile::tempdir().expect("temp dir")).await
+}
+
 pub async fn spawn_app_with_cells(cells: &[&str]) -> TestApp {
     let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().to_path_buf();
+    spawn_with(&data, cells, dir).await
+}
+
+/// Serves `data`; `dir` is kept alive by the app (the data directory itself, or a spare).
+async fn spawn_with(data: &std::path::Path, cells: &[&str], dir: tempfile::TempDir) -> TestApp {
     let args = ServeArgs {
-        data: dir.path().to_path_buf(),
+        data: data.to_path_buf(),
         listen: "127.0.0.1:0".parse().expect("address"),
         cells: cells.iter().map(|c| c.to_string()).collect(),
+        plans: None,
+        auth: Default::default(),
     };
     let listen = args.listen;
     let node = run::build_serve(&args).expect("build serve");
@@ -169,17 +183,22 @@ pub async fn create_user(c: &HttpClient) -> User {
     }
 }
 
-/// Creates a USD store owned by `user`; returns its id.
+/// Creates a USD store owned by `user`; returns its id. A user at their plan's store limit is
+/// moved to the pro plan first, so tests of any area can create several stores; the limits
+/// themselves are tested in `subscriptions.rs`, without this helper.
 pub async fn create_store(c: &HttpClient, user: &User) -> String {
-    let a = c
-        .post(
-            "/api/v1/stores",
-            Some(&user.token),
-            json!({"name": "Test Store", "currency": "USD", "country": "US", "timezone": "UTC"}),
-        )
-        .await
-        .expect(201);
-    a.body["id"].as_str().expect("store id").to_string()
+    let body = json!({"name": "Test Store", "currency": "USD", "country": "US", "timezone": "UTC"});
+    let mut a = c.post("/api/v1/stores", Some(&user.token), body.clone()).await;
+    if a.status == StatusCode::UNPROCESSABLE_ENTITY && a.code() == "BUSINESS_RULE" {
+        subscribe(c, user, "pro").await;
+        a = c.post("/api/v1/stores", Some(&user.token), body).await;
+    }
+    a.expect(201).body["id"].as_str().expect("store id").to_string()
+}
+
+/// Subscribes `user` to a platform plan (the default plan allows one store per owner).
+pub async fn subscribe(c: &HttpClient, user: &User, plan: &str) {
+    c.post("/api/v1/subscriptions", Some(&user.token), json!({"planId": plan})).await.expect(200);
 }
 
 /// Creates a product priced `amount` cents; returns the product JSON.

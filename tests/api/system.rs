@@ -46,3 +46,27 @@ async fn unknown_paths_and_internal_routes_are_plain_404s() {
     assert!(String::from_utf8_lossy(&metrics.raw).contains("shopcell_requests_total{class=\"4xx\"}"));
     assert_eq!(metrics.body, Value::Null);
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn secrets_are_written_readable_by_the_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let app = spawn_app().await;
+    for file in ["jwt-rs256.pem", "service.key"] {
+        let path = app.dir.path().join("account").join(file);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{file}");
+    }
+    let pem = std::fs::read_to_string(app.dir.path().join("account/jwt-rs256.pem")).unwrap();
+    assert!(pem.starts_with("-----BEGIN PRIVATE KEY-----"));
+}
+
+#[tokio::test]
+async fn the_signing_key_survives_a_restart() {
+    let mut app = spawn_app().await;
+    let u = create_user(&app.client).await;
+    app.stop().await;
+    let again = spawn_app_in(app.dir.path()).await;
+    // A token issued before the restart still verifies.
+    again.client.get("/api/v1/auth/me", Some(&u.token)).await.expect(200);
+}

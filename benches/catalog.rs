@@ -1,0 +1,421 @@
+//! Catalog benchmark: a store of 100,000 products created through the API, then product search
+//! measured in-process and over HTTP, and the price-sorted list page, against the bare-hyper
+//! baseline of the same run.
+//!
+//! `cargo bench --bench catalog`. Environment: `BENCH_PRODUCTS` (products created, default
+//! 100000), `BENCH_SECONDS` (measured seconds per scenario, default 5).
+//!
+//! The server runs in this process (its own multi-threaded runtime, as `shopcell serve` has), so
+//! search can also be timed without HTTP: the in-process figures call the cell directly, the
+//! way the route handler does, and are the ones the latency targets are about. The HTTP figures
+//! at concurrency 1 add the request, JSON rendering and loopback round trip. Timings are reported,
+//! never asserted; a missed target prints FAIL.
+
+mod common;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use common::{
+    BareServer, BenchRequest, BoxError, Client, Endpoint, LoadReport, Settings, expect_json, run_batch, run_load, runtime,
+    start_bare_hyper,
+};
+use hyper::StatusCode;
+use serde_json::{Value, json};
+use shopcell::cells::Cell;
+use shopcell::cli::{Cli, Command};
+use shopcell::run::{self, Running};
+use shopcell::search::query::{SearchBy, SearchRequest, Sort, fingerprint};
+use uuid::Uuid;
+
+/// Requests in flight while creating products.
+const SEED_CONCURRENCY: usize = 64;
+const DEFAULT_PRODUCTS: usize = 100_000;
+const ADJECTIVES: [&str; 8] = ["Red", "Blue", "Vintage", "Organic", "Classic", "Wireless", "Compact", "Linen"];
+const NOUNS: [&str; 8] = ["Mug", "Lamp", "Chair", "Shirt", "Headphones", "Backpack", "Notebook", "Bottle"];
+/// Typo-tolerant queries: each word one or two edits from a title word.
+const TYPO_QUERIES: [&str; 8] = [
+    "wireles headphnes",
+    "vintge lamp",
+    "orgnic botle",
+    "clasic notebok",
+    "compct backpak",
+    "linen shrit",
+    "blue chiar",
+    "red mugg",
+];
+
+fn main() -> ExitCode {
+    match bench() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("catalog benchmark aborted: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Product number `n`: a searchable title, one variant with a unique sku and barcode, a spread of
+/// prices.
+fn product_body(n: u64) -> Value {
+    json!({
+        "title": format!("Product {n} {} {}", ADJECTIVES[(n % 8) as usize], NOUNS[(n / 8 % 8) as usize]),
+        "status": "ACTIVE",
+        "variants": [{
+            "title": "Default",
+            "sku": sku(n),
+            "barcode": format!("{:013}", 4_000_000_000_000u64 + n),
+            "price": {"amount": 100 + (n * 7919) % 99_900, "currency": "USD"},
+        }],
+    })
+}
+
+fn sku(n: u64) -> String {
+    format!("SKU-{n:06}")
+}
+
+/// A spread of numbers over `0..count` without a random generator: a multiplicative walk.
+fn spread(i: u64, count: u64) -> u64 {
+    i.wrapping_mul(2_654_435_761) % count.max(1)
+}
+
+fn bench() -> Result<(), BoxError> {
+    let settings = Settings::from_env()?;
+    let products = match std::env::var("BENCH_PRODUCTS") {
+        Ok(_) => settings.products,
+        Err(_) => DEFAULT_PRODUCTS,
+    };
+    println!(
+        "catalog: {products} products, {} connections, {:.1} s warm-up + {:.1} s per scenario",
+        settings.connections,
+        settings.warmup.as_secs_f64(),
+        settings.duration.as_secs_f64(),
+    );
+    let bare = start_bare_hyper()?;
+    let load = runtime("load-gen")?;
+    let server_rt = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("server").build()?;
+    let data = tempfile::Builder::new().prefix("shopcell-catalog-").tempdir()?;
+    let running = start_server(&server_rt, data.path())?;
+    let result = scenarios(&settings, products, &load, &bare, &running);
+    server_rt.block_on(running.stop());
+    result
+}
+
+fn start_server(rt: &tokio::runtime::Runtime, data: &std::path::Path) -> Result<Running, BoxError> {
+    let data = data.to_str().ok_or("temp dir is not UTF-8")?;
+    let cli = Cli::try_parse_from(["shopcell", "serve", "--data", data, "--listen", "127.0.0.1:0"])?;
+    let Command::Serve(args) = cli.command else { return Err("not a serve command".into()) };
+    rt.block_on(async {
+        let node = run::build_serve(&args)?;
+        run::spawn(node, args.listen).await
+    })
+}
+
+/// Everything measured, for the summary.
+struct Figures {
+    seed: Duration,
+    catch_up: Duration,
+    sku_in_process: Percentiles,
+    typo_in_process: Percentiles,
+    sku_http: Percentiles,
+    typo_http: Percentiles,
+    bare: LoadReport,
+    search_sku: LoadReport,
+    search_typo: LoadReport,
+    list: LoadReport,
+}
+
+fn scenarios(
+    settings: &Settings,
+    products: usize,
+    load: &tokio::runtime::Runtime,
+    bare: &BareServer,
+    running: &Running,
+) -> Result<(), BoxError> {
+    let endpoint = Endpoint::new(running.addr);
+    let (token, store) = load.block_on(owner_and_store(&endpoint))?;
+    let authed = endpoint.with_bearer(&token)?;
+    let store_path = format!("/api/v1/stores/{store}");
+    let store_id = Uuid::parse_str(&store)?;
+
+    // Creating the catalog through the API.
+    let create_path = format!("{store_path}/products");
+    let creator = authed.clone();
+    let (outcomes, seed) = load.block_on(run_batch(running.addr, SEED_CONCURRENCY, products, move |n| {
+        creator.post_json(&create_path, &product_body(n))
+    }));
+    let failed = outcomes.iter().filter(|o| !matches!(o, Ok((s, _)) if *s == StatusCode::CREATED)).count();
+    if failed > 0 {
+        return Err(format!("{failed} of {products} creates failed").into());
+    }
+    println!(
+        "created {products} products in {:.2} s ({:.0}/s, {SEED_CONCURRENCY} in flight)",
+        seed.as_secs_f64(),
+        products as f64 / seed.as_secs_f64()
+    );
+
+    // The index catching up after the last acknowledged create.
+    let catch_up = load.block_on(wait_indexed(&authed, &store_path, products))?;
+    println!("search index complete {:.0} ms after the last create", catch_up.as_secs_f64() * 1e3);
+
+    let cell = running.node.cells.values().next().cloned().ok_or("no cell")?;
+    let sku_request = move |i: u64| request(store_id, &sku(spread(i, products as u64)), SearchBy::Sku);
+    let typo_request = move |i: u64| request(store_id, TYPO_QUERIES[i as usize % TYPO_QUERIES.len()], SearchBy::All);
+    check_answers(&cell, store_id, products)?;
+
+    let sku_in_process = in_process(&cell, settings.duration, sku_request);
+    println!("in-process sku search: {sku_in_process}");
+    let typo_in_process = in_process(&cell, settings.duration, typo_request);
+    println!("in-process typo search: {typo_in_process}");
+
+    let sku_path = {
+        let store_path = store_path.clone();
+        move |i: u64| format!("{store_path}/products/search?searchBy=sku&q={}", sku(spread(i, products as u64)))
+    };
+    let typo_path = {
+        let store_path = store_path.clone();
+        move |i: u64| {
+            let q = TYPO_QUERIES[i as usize % TYPO_QUERIES.len()].replace(' ', "%20");
+            format!("{store_path}/products/search?q={q}")
+        }
+    };
+    let sku_http = load.block_on(sequential_http(&authed, settings.duration, &sku_path))?;
+    println!("HTTP sku search, 1 connection: {sku_http}");
+    let typo_http = load.block_on(sequential_http(&authed, settings.duration, &typo_path))?;
+    println!("HTTP typo search, 1 connection: {typo_http}");
+
+    let bare_endpoint = Endpoint::new(bare.addr).with_bearer(&token)?;
+    let bare_report = measure(load, "bare hyper GET /", bare.addr, settings, move |_| bare_endpoint.get("/"));
+    let a = authed.clone();
+    let search_sku = measure(load, "search sku", running.addr, settings, move |i| a.get(&sku_path(i)));
+    let a = authed.clone();
+    let search_typo = measure(load, "search typo (all)", running.addr, settings, move |i| a.get(&typo_path(i)));
+    let pages = products.div_ceil(20).min(50) as u64;
+    let a = authed.clone();
+    let list = measure(load, "list by price", running.addr, settings, move |i| {
+        a.get(&format!("{store_path}/products?limit=20&sortBy=price&sortOrder=asc&page={}", i % pages + 1))
+    });
+
+    summary(&Figures {
+        seed,
+        catch_up,
+        sku_in_process,
+        typo_in_process,
+        sku_http,
+        typo_http,
+        bare: bare_report,
+        search_sku,
+        search_typo,
+        list,
+    });
+    Ok(())
+}
+
+fn request(store: Uuid, q: &str, by: SearchBy) -> SearchRequest {
+    SearchRequest {
+        store,
+        terms: vec![(q.to_string(), by)],
+        status: None,
+        product_type: None,
+        allowed: None,
+        sort: Sort::Relevance,
+        offset: 0,
+        limit: 20,
+        after: None,
+    }
+}
+
+async fn owner_and_store(endpoint: &Endpoint) -> Result<(String, String), BoxError> {
+    let mut client = Client::new(endpoint.addr);
+    let email = format!("catalog-{}@example.com", Uuid::now_v7().simple());
+    let register = endpoint
+        .post_json("/api/v1/auth/register", &json!({"email": email, "password": "bench-password-1234", "name": "Bench Owner"}));
+    let login = expect_json(client.send(register).await?, StatusCode::CREATED, "register")?;
+    let token = login["accessToken"].as_str().ok_or("register: no accessToken")?.to_string();
+    let create = endpoint
+        .with_bearer(&token)?
+        .post_json("/api/v1/stores", &json!({"name": "Catalog", "currency": "USD", "country": "US", "timezone": "UTC"}));
+    let store = expect_json(client.send(create).await?, StatusCode::CREATED, "create store")?;
+    let id = store["id"].as_str().ok_or("create store: no id")?.to_string();
+    Ok((token, id))
+}
+
+/// Polls until every product is searchable; answers how long that took.
+async fn wait_indexed(endpoint: &Endpoint, store_path: &str, products: usize) -> Result<Duration, BoxError> {
+    let started = Instant::now();
+    let mut client = Client::new(endpoint.addr);
+    let last = format!("{store_path}/products/search?searchBy=sku&q={}", sku(products as u64 - 1));
+    let every = format!("{store_path}/products/search?searchBy=title&q=product&limit=1");
+    loop {
+        let found = expect_json(client.send(endpoint.get(&last)).await?, StatusCode::OK, "search")?;
+        if found["total"] == 1 {
+            let all = expect_json(client.send(endpoint.get(&every)).await?, StatusCode::OK, "search")?;
+            if all["total"].as_u64() == Some(products as u64) {
+                return Ok(started.elapsed());
+            }
+        }
+        if started.elapsed() > Duration::from_secs(120) {
+            return Err("the index did not catch up within 120 s".into());
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// One-off checks that the timed queries answer what they should.
+fn check_answers(cell: &Cell, store: Uuid, products: usize) -> Result<(), BoxError> {
+    let n = spread(7, products as u64);
+    let (found, hits) = cell.search_products(&request(store, &sku(n), SearchBy::Sku), fingerprint(&[]))?;
+    if hits.total != 1 || found.first().and_then(|p| p.variants.first()).and_then(|v| v.sku.clone()) != Some(sku(n)) {
+        println!("WARNING sku search for {} found {} products", sku(n), hits.total);
+    }
+    for q in TYPO_QUERIES {
+        let (found, hits) = cell.search_products(&request(store, q, SearchBy::All), fingerprint(&[]))?;
+        if hits.total == 0 || found.is_empty() {
+            println!("WARNING typo search {q:?} found nothing");
+        }
+    }
+    println!("check  search answers: ok");
+    Ok(())
+}
+
+/// Latency percentiles of one scenario.
+struct Percentiles {
+    samples: usize,
+    p50: Duration,
+    p99: Duration,
+}
+
+impl Percentiles {
+    fn of(mut samples: Vec<Duration>) -> Self {
+        samples.sort_unstable();
+        let at = |p: f64| {
+            let rank = ((p * samples.len() as f64).ceil() as usize).clamp(1, samples.len().max(1));
+            samples.get(rank - 1).copied().unwrap_or_default()
+        };
+        Percentiles { samples: samples.len(), p50: at(0.50), p99: at(0.99) }
+    }
+}
+
+impl std::fmt::Display for Percentiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "p50 {} p99 {} ({} queries)", micros(self.p50), micros(self.p99), self.samples)
+    }
+}
+
+/// Runs queries back to back on this thread for `duration`: search, then the product rows of
+/// the page, as the route handler does before rendering.
+fn in_process(cell: &Arc<Cell>, duration: Duration, make: impl Fn(u64) -> SearchRequest) -> Percentiles {
+    let mut samples = Vec::new();
+    let end = Instant::now() + duration;
+    let mut i = 0u64;
+    while Instant::now() < end {
+        let req = make(i);
+        let started = Instant::now();
+        let ok = cell.search_products(&req, 0).is_ok();
+        let took = started.elapsed();
+        if ok {
+            samples.push(took);
+        }
+        i += 1;
+    }
+    Percentiles::of(samples)
+}
+
+/// The same queries over HTTP from one connection, one at a time.
+async fn sequential_http(endpoint: &Endpoint, duration: Duration, path: &dyn Fn(u64) -> String) -> Result<Percentiles, BoxError> {
+    let mut client = Client::new(endpoint.addr);
+    let mut samples = Vec::new();
+    let end = Instant::now() + duration;
+    let mut i = 0u64;
+    while Instant::now() < end {
+        let request: BenchRequest = endpoint.get(&path(i));
+        let started = Instant::now();
+        let (status, _) = client.send(request).await?;
+        let took = started.elapsed();
+        if status != StatusCode::OK {
+            return Err(format!("search answered {status}").into());
+        }
+        samples.push(took);
+        i += 1;
+    }
+    Ok(Percentiles::of(samples))
+}
+
+fn measure<F>(load: &tokio::runtime::Runtime, name: &str, addr: std::net::SocketAddr, settings: &Settings, make: F) -> LoadReport
+where
+    F: Fn(u64) -> BenchRequest + Send + Sync + 'static,
+{
+    let report = load.block_on(run_load(addr, settings, make));
+    println!("measured {name}: {:.0} req/s, p99 {}", report.requests_per_second(), micros(report.latencies.percentile(0.99)));
+    if let Some(first) = &report.first_error {
+        println!("  ERRORS in {name}: {} failed requests; first: {first}", report.errors);
+    }
+    report
+}
+
+fn verdict(ok: bool, errors: u64) -> &'static str {
+    match (errors, ok) {
+        (0, true) => "PASS",
+        _ => "FAIL",
+    }
+}
+
+fn summary(f: &Figures) {
+    println!();
+    println!("{:<44} {:>12} {:>12}  result", "target", "measured", "required");
+    let seed_ok = f.seed < Duration::from_secs(30);
+    println!(
+        "{:<44} {:>12} {:>12}  {}",
+        "create 100,000 products through the API",
+        format!("{:.1} s", f.seed.as_secs_f64()),
+        "< 30 s",
+        verdict(seed_ok, 0)
+    );
+    println!(
+        "{:<44} {:>12} {:>12}  (for reference)",
+        "index complete after the last create",
+        format!("{:.0} ms", f.catch_up.as_secs_f64() * 1e3),
+        "—"
+    );
+    for (name, p, limit) in [
+        ("in-process search p99, searchBy=sku", &f.sku_in_process, Duration::from_millis(1)),
+        ("in-process search p99, typo searchBy=all", &f.typo_in_process, Duration::from_millis(5)),
+    ] {
+        println!("{name:<44} {:>12} {:>12}  {}", micros(p.p99), format!("< {}", micros(limit)), verdict(p.p99 < limit, 0));
+    }
+    for (name, p) in [("HTTP search p99, sku, 1 connection", &f.sku_http), ("HTTP search p99, typo, 1 connection", &f.typo_http)]
+    {
+        println!("{name:<44} {:>12} {:>12}  (in-process + HTTP and JSON)", micros(p.p99), "—");
+    }
+    let bare = f.bare.requests_per_second();
+    for (name, report, required) in [
+        ("search sku / bare hyper (64 conns)", &f.search_sku, 0.25),
+        ("search typo all / bare hyper (64 conns)", &f.search_typo, 0.25),
+        ("list sorted by price / bare hyper", &f.list, 0.30),
+    ] {
+        let ratio = report.requests_per_second() / bare;
+        println!(
+            "{name:<44} {:>12} {:>12}  {}",
+            format!("{:.1} %", ratio * 100.0),
+            format!("≥ {:.0} %", required * 100.0),
+            verdict(ratio >= required, report.errors)
+        );
+    }
+    println!(
+        "(bare hyper {:.0} req/s; search sku {:.0}, search typo {:.0}, list {:.0} req/s)",
+        bare,
+        f.search_sku.requests_per_second(),
+        f.search_typo.requests_per_second(),
+        f.list.requests_per_second()
+    );
+}
+
+fn micros(d: Duration) -> String {
+    if d >= Duration::from_millis(1) {
+        format!("{:.2} ms", d.as_secs_f64() * 1e3)
+    } else {
+        format!("{:.0} µs", d.as_secs_f64() * 1e6)
+    }
+}

@@ -1,0 +1,200 @@
+//! Sessions: one per sign-in, listed and revoked by their user. A revoked session's refresh
+//! token stops working at once; its access tokens are refused by `serve` at once (every request
+//! checks [`AccountService::session_active`]) and by separate cells within their access-cache TTL.
+
+use redb::{ReadableDatabase, ReadableTable};
+use uuid::Uuid;
+
+use super::model::{Session, User};
+use super::{AccountService, new_session, put_session};
+use crate::domain::time::now_ms;
+use crate::error::{ApiError, ApiResult};
+use crate::storage::codec::{decode, encode};
+use crate::storage::tables::{SESSIONS, USER_SESSIONS};
+
+/// `lastActive` is written at most this often per session: requests only note the time in
+/// memory, so using a token never waits for a disk write.
+pub const TOUCH_INTERVAL_MS: i64 = 60_000;
+/// Entries of the in-memory touch map before it is cleared (sessions are then written once more).
+const TOUCH_MAP_MAX: usize = 100_000;
+
+/// What a successful password (or social) check leads to.
+pub enum LoginOutcome {
+    /// A new session and its tokens.
+    Tokens { user: User, access: String, refresh: String },
+    /// The user has MFA on: a short-lived, single-use token to complete with a code.
+    Mfa { token: String },
+}
+
+impl AccountService {
+    /// Finishes a sign-in whose first factor is proven: tokens, or an MFA challenge.
+    pub async fn complete_login(&self, user: User, device: String) -> ApiResult<LoginOutcome> {
+        if self.mfa_enabled(user.id)? {
+            let token = self.mfa_challenge(&user).await?;
+            return Ok(LoginOutcome::Mfa { token });
+        }
+        let (access, refresh) = self.start_session(user.id, device).await?;
+        Ok(LoginOutcome::Tokens { user, access, refresh })
+    }
+
+    /// Creates a session for `user` and answers its (access, refresh) tokens.
+    pub async fn start_session(&self, user: Uuid, device: String) -> ApiResult<(String, String)> {
+        let session = new_session(user, device, now_ms());
+        let s = session.clone();
+        self.writer.write(None, move |tx| put_session(tx.raw(), &s)).await?;
+        self.note_touched(session.id, session.last_active);
+        self.issue(&session)
+    }
+
+    /// The user's live sessions, most recently active first.
+    pub fn sessions_of(&self, user: Uuid) -> ApiResult<Vec<Session>> {
+        let txn = self.db.begin_read()?;
+        let links = txn.open_table(USER_SESSIONS)?;
+        let sessions = txn.open_table(SESSIONS)?;
+        let mut out = Vec::new();
+        for item in links.range((user.as_u128(), 0)..=(user.as_u128(), u128::MAX))? {
+            let (k, _) = item?;
+            let Some(v) = sessions.get(k.value().1)? else { continue };
+            let s: Session = decode(v.value())?;
+            if s.revoked_at.is_none() {
+                out.push(s);
+            }
+        }
+        out.sort_by(|a, b| b.last_active.cmp(&a.last_active).then(b.id.cmp(&a.id)));
+        Ok(out)
+    }
+
+    /// Revokes one of `user`'s live sessions; another user's or an ended one is a 404.
+    pub async fn revoke_session(&self, user: Uuid, sid: Uuid) -> ApiResult<()> {
+        let now = now_ms();
+        self.writer
+            .write(None, move |tx| {
+                let mut sessions = tx.raw().open_table(SESSIONS)?;
+                let mut s: Session = match sessions.get(sid.as_u128())? {
+                    Some(v) => decode(v.value())?,
+                    None => return Err(ApiError::not_found()),
+                };
+                if s.user_id != user || s.revoked_at.is_some() {
+                    return Err(ApiError::not_found());
+                }
+                s.revoked_at = Some(now);
+                sessions.insert(sid.as_u128(), encode(&s)?.as_slice())?;
+                Ok(())
+            })
+            .await
+    }
+
+    /// Revokes every live session of `user` but `keep`; answers how many ended.
+    pub async fn revoke_other_sessions(&self, user: Uuid, keep: Uuid) -> ApiResult<u64> {
+        let now = now_ms();
+        self.writer
+            .write(None, move |tx| {
+                let txn = tx.raw();
+                let links = txn.open_table(USER_SESSIONS)?;
+                let mut sessions = txn.open_table(SESSIONS)?;
+                let mut ended = 0;
+                for item in links.range((user.as_u128(), 0)..=(user.as_u128(), u128::MAX))? {
+                    let sid = item?.0.value().1;
+                    if sid == keep.as_u128() {
+                        continue;
+                    }
+                    let Some(v) = sessions.get(sid)? else { continue };
+                    let mut s: Session = decode(v.value())?;
+                    drop(v);
+                    if s.revoked_at.is_none() {
+                        s.revoked_at = Some(now);
+                        sessions.insert(sid, encode(&s)?.as_slice())?;
+                        ended += 1;
+                    }
+                }
+                Ok(ended)
+            })
+            .await
+    }
+
+    /// Notes that a session was just used. At most once a [`TOUCH_INTERVAL_MS`] per session this
+    /// queues a write of `lastActive` that nobody waits for.
+    pub fn touch(&self, sid: Uuid) {
+        let now = now_ms();
+        {
+            let Ok(mut touched) = self.touched.lock() else { return };
+            if touched.get(&sid).is_some_and(|&at| now - at < TOUCH_INTERVAL_MS) {
+                return;
+            }
+            if touched.len() >= TOUCH_MAP_MAX {
+                touched.clear();
+            }
+            touched.insert(sid, now);
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
+        let writer = self.writer.clone();
+        rt.spawn(async move {
+            let written = writer
+                .write(None, move |tx| {
+                    let mut sessions = tx.raw().open_table(SESSIONS)?;
+                    let Some(v) = sessions.get(sid.as_u128())? else { return Ok(()) };
+                    let mut s: Session = decode(v.value())?;
+                    drop(v);
+                    if s.revoked_at.is_none() && s.last_active < now {
+                        s.last_active = now;
+                        sessions.insert(sid.as_u128(), encode(&s)?.as_slice())?;
+                    }
+                    Ok(())
+                })
+                .await;
+            if let Err(e) = written {
+                tracing::debug!(error = %e, "lastActive not recorded");
+            }
+        });
+    }
+
+    /// Records that `sid`'s `lastActive` was just written by someone else (login, refresh).
+    pub(super) fn note_touched(&self, sid: Uuid, at: i64) {
+        if let Ok(mut touched) = self.touched.lock() {
+            if touched.len() >= TOUCH_MAP_MAX {
+                touched.clear();
+            }
+            touched.insert(sid, at);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::account::model::Register;
+
+    #[tokio::test]
+    async fn use_writes_last_active_at_most_once_per_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = AccountService::open(dir.path()).unwrap();
+        let r = Register { email: "touch@example.com".into(), password: "correct horse battery".into(), name: "T".into() };
+        let (user, _, _) = a.register(r, "test".into()).await.unwrap();
+        let last = |a: &AccountService| a.sessions_of(user.id).unwrap()[0].last_active;
+        let sid = a.sessions_of(user.id).unwrap()[0].id;
+        let created = last(&a);
+        // Just written by the sign-in itself: use within the interval writes nothing.
+        a.touch(sid);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(last(&a), created);
+        // Once the interval has passed, the next use writes, without the caller waiting.
+        a.touched.lock().unwrap().insert(sid, now_ms() - TOUCH_INTERVAL_MS - 1);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        a.touch(sid);
+        for _ in 0..100 {
+            if last(&a) > created {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(last(&a) > created);
+        // And not again right after.
+        let written = last(&a);
+        a.touch(sid);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(last(&a), written);
+        a.close();
+    }
+}

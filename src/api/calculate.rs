@@ -1,0 +1,43 @@
+//! `POST S/calculate`: the cart/order calculation. A hot read path: one read transaction, no
+//! writes (discount usage is read, never consumed).
+
+use crate::cells::calculate::{CalcRequest, CalculateBody};
+use crate::domain::time::now_ms;
+use crate::error::{ApiError, ApiResult, Code};
+use crate::handler;
+use crate::http::context::Ctx;
+use crate::http::route::{Access, Route, Service};
+use crate::http::{Resp, ok};
+
+pub fn routes() -> Vec<Route> {
+    vec![
+        Route::post(
+            "/stores/{storeId}/calculate",
+            Service::Cell,
+            Access::Storefront,
+            handler!(calculate),
+            "Calculate a cart or order: subtotal, discount, shipping, tax, total, taxLines, appliedDiscountCodes, \
+             warnings, lineItems",
+        )
+        .body::<CalculateBody>(),
+    ]
+}
+
+async fn calculate(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let body: CalculateBody = cx.json()?;
+    let shopper = cx.is_shopper();
+    if shopper {
+        // Manual discounts are the merchant's; and nothing proves an anonymous caller is the
+        // customer they name, whose customer-only discounts would then apply.
+        let manual = body.order_discounts.len() + body.line_items.iter().filter(|l| l.discount.is_some()).count();
+        if manual > 0 {
+            return Err(ApiError::msg(Code::FORBIDDEN, "only store members may set manual discounts"));
+        }
+        if body.customer_id.is_some() {
+            return Err(ApiError::msg(Code::FORBIDDEN, "customerId needs a signed-in store member"));
+        }
+    }
+    let priced = s.cell.price(s.id, &CalcRequest::from_body(body, shopper), now_ms())?;
+    Ok(ok(&priced.calculation))
+}

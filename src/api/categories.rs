@@ -1,0 +1,155 @@
+//! `GET /categories…`: the global product taxonomy, answered by every host from memory.
+//!
+//! The taxonomy is loaded at start from `<data>/taxonomy.json` when that file exists (written by
+//! `shopcell admin taxonomy import`), else the starter taxonomy built into the binary. A router
+//! has no data directory and serves the starter.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use crate::domain::taxonomy::{
+    LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, ListQuery, MAX_LEVEL, ParentFilter, TREE_DEPTH_DEFAULT, TREE_DEPTH_MAX, Taxonomy,
+    TreeQuery,
+};
+use crate::error::{ApiError, ApiResult};
+use crate::handler;
+use crate::http::context::Ctx;
+use crate::http::query::Query;
+use crate::http::route::{Access, Param, Route, Service, param};
+use crate::http::{Page, Resp, ok};
+
+const LIST_PARAMS: &[Param] = &[
+    param("page", "integer", "1-based page, default 1"),
+    param("limit", "integer", "page size, 1..100, default 50"),
+    param("search", "string", "case-insensitive part of the name"),
+    param("level", "integer", "hierarchy level, 0 is the root level"),
+    param("parentId", "string", "a category id, or null for root categories; absent means any"),
+];
+
+const TREE_PARAMS: &[Param] = &[
+    param("childrenDepth", "integer", "levels of children under each node, 0..5, default 1"),
+    param("page", "integer", "1-based page of top nodes, default 1"),
+    param("limit", "integer", "top nodes per page, 1..100, default 50"),
+    param("search", "string", "case-insensitive part of the name of the top nodes"),
+    param("parentId", "string", "top nodes are this category's children; null for roots (the default)"),
+];
+
+const ATTRIBUTE_PARAMS: &[Param] = &[param("includeInherited", "boolean", "add the attributes of ancestors, default true")];
+
+pub fn routes() -> Vec<Route> {
+    use Access::Public;
+    use Service::Global;
+    vec![
+        Route::get("/categories", Global, Public, handler!(list), "Product categories, paginated").query(LIST_PARAMS),
+        Route::get("/categories/tree", Global, Public, handler!(tree), "Product categories with nested children")
+            .query(TREE_PARAMS),
+        Route::get("/categories/{id}", Global, Public, handler!(get), "One product category"),
+        Route::get("/categories/{id}/attributes", Global, Public, handler!(attributes), "A category's attributes with defaults")
+            .query(ATTRIBUTE_PARAMS),
+    ]
+}
+
+/// The file an imported taxonomy lives in.
+pub fn taxonomy_path(data: &Path) -> PathBuf {
+    data.join("taxonomy.json")
+}
+
+/// The starter taxonomy, parsed once per process and shared.
+pub fn starter() -> Arc<Taxonomy> {
+    static STARTER: OnceLock<Arc<Taxonomy>> = OnceLock::new();
+    STARTER.get_or_init(|| Arc::new(Taxonomy::starter())).clone()
+}
+
+/// The taxonomy a process with data directory `data` serves: the imported file, or the starter.
+/// An imported file that no longer validates stops the start rather than silently serving
+/// another taxonomy.
+pub fn load(data: &Path) -> Result<Arc<Taxonomy>, String> {
+    let path = taxonomy_path(data);
+    match std::fs::read_to_string(&path) {
+        Ok(json) => Taxonomy::from_json(&json).map(Arc::new).map_err(|e| format!("{}: {e}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(starter()),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// `shopcell admin taxonomy import FILE`: validates `file` and installs it as `<data>/taxonomy.json`
+/// (temp file, fsync, rename, so a crash never leaves half a file). Served from the next start.
+pub fn import(file: &Path, data: &Path) -> Result<usize, String> {
+    let json = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let taxonomy = Taxonomy::from_json(&json).map_err(|e| format!("{}: {e}", file.display()))?;
+    std::fs::create_dir_all(data).map_err(|e| format!("{}: {e}", data.display()))?;
+    let target = taxonomy_path(data);
+    let temp = data.join("taxonomy.json.tmp");
+    let write = || -> std::io::Result<()> {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&temp)?;
+        f.write_all(json.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&temp, &target)?;
+        // The rename itself is durable once the directory is synced.
+        std::fs::File::open(data)?.sync_all()
+    };
+    write().map_err(|e| format!("{}: {e}", target.display()))?;
+    Ok(taxonomy.len())
+}
+
+fn taxonomy(cx: &Ctx) -> Arc<Taxonomy> {
+    cx.node.taxonomy.read().map(|t| t.clone()).unwrap_or_else(|_| starter())
+}
+
+fn parent(q: &Query) -> ParentFilter {
+    match q.str("parentId") {
+        None => ParentFilter::Any,
+        Some("null") => ParentFilter::Root,
+        Some(id) => ParentFilter::Id(id.to_string()),
+    }
+}
+
+fn paging(q: &Query) -> ApiResult<(usize, usize)> {
+    let page = q.int("page", 1, 1, i64::from(u32::MAX))? as usize;
+    let limit = q.int("limit", LIST_LIMIT_DEFAULT as i64, 1, LIST_LIMIT_MAX as i64)? as usize;
+    Ok((page, limit))
+}
+
+fn search(q: &Query) -> ApiResult<Option<String>> {
+    match q.str("search") {
+        Some(s) if s.chars().count() > 200 => Err(ApiError::field("search", "must be at most 200 characters")),
+        s => Ok(s.map(str::to_string)),
+    }
+}
+
+async fn list(cx: Ctx) -> ApiResult<Resp> {
+    let q = &cx.query;
+    let (page, limit) = paging(q)?;
+    let level = match q.str("level") {
+        Some(_) => Some(q.int("level", 0, 0, MAX_LEVEL as i64)? as usize),
+        None => None,
+    };
+    let query = ListQuery { page, limit, search: search(q)?, level, parent: parent(q) };
+    let t = taxonomy(&cx);
+    let (data, total) = t.list(&query);
+    Ok(ok(&Page::new(data, total as u64, page as u32, limit as u32)))
+}
+
+async fn tree(cx: Ctx) -> ApiResult<Resp> {
+    let q = &cx.query;
+    let (page, limit) = paging(q)?;
+    let children_depth = q.int("childrenDepth", TREE_DEPTH_DEFAULT as i64, 0, TREE_DEPTH_MAX as i64)? as usize;
+    let query = TreeQuery { children_depth, page, limit, search: search(q)?, parent: parent(q) };
+    let t = taxonomy(&cx);
+    let (data, total) = t.tree(&query);
+    Ok(ok(&Page::new(data, total as u64, page as u32, limit as u32)))
+}
+
+async fn get(cx: Ctx) -> ApiResult<Resp> {
+    let t = taxonomy(&cx);
+    let c = t.get(cx.param("id")).ok_or_else(ApiError::not_found)?;
+    Ok(ok(c))
+}
+
+async fn attributes(cx: Ctx) -> ApiResult<Resp> {
+    let inherited = cx.query.bool("includeInherited", true)?;
+    let t = taxonomy(&cx);
+    let data = t.attributes(cx.param("id"), inherited).ok_or_else(ApiError::not_found)?;
+    Ok(ok(&data))
+}

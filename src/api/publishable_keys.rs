@@ -1,0 +1,189 @@
+//! `S/publishable-keys` (create, list masked, revoke), `POST /auth/publishable-keys/validate`,
+//! and the key lookup storefront routes are admitted by. Like members, the keys live in the
+//! directory; a cell reaches them through the account service.
+
+use hyper::Method;
+use uuid::Uuid;
+
+use crate::account::publishable::{
+    CreateKey, CreatedKey, Environment, KeyGrant, KeyView, ValidateKey, digest_hex, key_digest, parse_digest_hex, well_formed,
+};
+use crate::api::auth::account;
+use crate::api::members::{Acting, directory, page_of};
+use crate::cells::forward::Body;
+use crate::error::{ApiError, ApiResult, Code};
+use crate::handler;
+use crate::http::context::{Ctx, parse_json};
+use crate::http::query::Paging;
+use crate::http::route::{Access, Param, Route, Service, param};
+use crate::http::{Resp, created, no_content, ok};
+use crate::node::Node;
+
+const LIST_PARAMS: &[Param] = &[
+    param("page", "integer", "1-based page, default 1"),
+    param("limit", "integer", "page size, 1..250, default 20"),
+    param("sortBy", "string", "created_at (default)"),
+    param("sortOrder", "string", "asc or desc (default)"),
+];
+
+pub fn routes() -> Vec<Route> {
+    use Access::*;
+    use Service::*;
+    let keys = "/stores/{storeId}/publishable-keys";
+    let internal = "/internal/v1/stores/{storeId}/publishable-keys";
+    vec![
+        Route::get(keys, Cell, Member, handler!(list), "The store's publishable keys, masked").query(LIST_PARAMS),
+        Route::post(keys, Cell, Admin, handler!(create), "Create a publishable key; the full key is shown only in this answer")
+            .body::<CreateKey>(),
+        Route::delete("/stores/{storeId}/publishable-keys/{keyId}", Cell, Admin, handler!(revoke), "Revoke a publishable key"),
+        Route::post(
+            "/auth/publishable-keys/validate",
+            Account,
+            Public,
+            handler!(validate),
+            "Check a publishable key: {valid, storeId, type, environment}, or {valid: false}",
+        )
+        .body::<ValidateKey>(),
+        Route::get(internal, Account, Internal, handler!(internal_list), "A store's publishable keys"),
+        Route::post(internal, Account, Internal, handler!(internal_create), "Create a key on behalf of `actor`"),
+        Route::delete(
+            "/internal/v1/stores/{storeId}/publishable-keys/{keyId}",
+            Account,
+            Internal,
+            handler!(internal_revoke),
+            "Revoke a key on behalf of `?actor`",
+        ),
+        Route::get(
+            "/internal/v1/publishable-keys/{digest}",
+            Account,
+            Internal,
+            handler!(internal_resolve),
+            "The store an unrevoked key (by SHA-256 hex) admits to",
+        ),
+    ]
+}
+
+async fn list(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let paging = Paging::from_query(&cx.query, &["created_at"], "created_at")?;
+    let mut keys = cx.node.store_publishable_keys(s.id).await?;
+    if paging.desc {
+        keys.reverse();
+    }
+    Ok(ok(&page_of(keys, &paging)))
+}
+
+async fn create(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let body: CreateKey = cx.json()?;
+    Environment::parse(&body.environment).ok_or_else(|| ApiError::field("environment", "must be live or test"))?;
+    let k = cx.node.create_publishable_key(s.id, cx.user()?.user_id, body).await?;
+    Ok(created(&k))
+}
+
+async fn revoke(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let id = cx.path_id("keyId")?;
+    cx.node.revoke_publishable_key(s.id, cx.user()?.user_id, id).await?;
+    Ok(no_content())
+}
+
+/// Always 200: `{valid: true, storeId, type: "PUBLISHABLE", environment: "LIVE" | "TEST"}` for a
+/// key in force, `{valid: false}` for a revoked, unknown or malformed one — the answer never
+/// tells which.
+async fn validate(cx: Ctx) -> ApiResult<Resp> {
+    // Guessing keys is limited per client address like the other sign-in calls.
+    crate::api::auth::limit_address(&cx, "keys")?;
+    let body: ValidateKey = cx.json()?;
+    let grant = match well_formed(&body.key) {
+        Some(_) => account(&cx)?.resolve_publishable_key(&key_digest(&body.key))?,
+        None => None,
+    };
+    Ok(ok(&match grant {
+        Some(g) => serde_json::json!({
+            "valid": true,
+            "storeId": g.store_id,
+            "type": "PUBLISHABLE",
+            "environment": g.environment.upper(),
+        }),
+        None => serde_json::json!({ "valid": false }),
+    }))
+}
+
+// ---- the directory side ---------------------------------------------------------------------
+
+async fn internal_list(cx: Ctx) -> ApiResult<Resp> {
+    let keys = account(&cx)?.publishable_keys(cx.path_id("storeId")?)?;
+    Ok(ok(&keys.iter().map(|k| k.view()).collect::<Vec<_>>()))
+}
+
+async fn internal_create(cx: Ctx) -> ApiResult<Resp> {
+    let a: Acting<CreateKey> = parse_json(&cx.body)?;
+    Ok(created(&account(&cx)?.create_publishable_key(cx.path_id("storeId")?, a.actor, a.body).await?))
+}
+
+async fn internal_revoke(cx: Ctx) -> ApiResult<Resp> {
+    let actor = cx.query.uuid("actor")?.ok_or_else(|| ApiError::field("actor", "is required"))?;
+    account(&cx)?.revoke_publishable_key(cx.path_id("storeId")?, actor, cx.path_id("keyId")?).await?;
+    Ok(no_content())
+}
+
+async fn internal_resolve(cx: Ctx) -> ApiResult<Resp> {
+    let digest = parse_digest_hex(cx.param("digest")).ok_or_else(|| ApiError::field("digest", "must be 64 hex digits"))?;
+    let grant = account(&cx)?.resolve_publishable_key(&digest)?.ok_or_else(ApiError::not_found)?;
+    Ok(ok(&grant))
+}
+
+/// Publishable keys through the directory, wherever it runs.
+impl Node {
+    /// A store's keys, masked, oldest first.
+    pub async fn store_publishable_keys(&self, store: Uuid) -> ApiResult<Vec<KeyView>> {
+        if let Some(a) = &self.account {
+            return Ok(a.publishable_keys(store)?.iter().map(|k| k.view()).collect());
+        }
+        directory(self)?.call(Method::GET, &format!("/internal/v1/stores/{store}/publishable-keys"), Body::Empty).await
+    }
+
+    /// Creates a key on behalf of `actor` (an owner or admin, re-checked by the directory).
+    pub async fn create_publishable_key(&self, store: Uuid, actor: Uuid, body: CreateKey) -> ApiResult<CreatedKey> {
+        if let Some(a) = &self.account {
+            return a.create_publishable_key(store, actor, body).await;
+        }
+        let body = Body::json(&Acting { actor, body })?;
+        directory(self)?.call(Method::POST, &format!("/internal/v1/stores/{store}/publishable-keys"), body).await
+    }
+
+    /// Revokes a key on behalf of `actor`.
+    pub async fn revoke_publishable_key(&self, store: Uuid, actor: Uuid, key: Uuid) -> ApiResult<()> {
+        if let Some(a) = &self.account {
+            return a.revoke_publishable_key(store, actor, key).await;
+        }
+        let path = format!("/internal/v1/stores/{store}/publishable-keys/{key}?actor={actor}");
+        directory(self)?.call_raw(Method::DELETE, &path, Body::Empty).await.map(|_| ())
+    }
+
+    /// What a presented key admits to, on the storefront hot path: a point read of the directory
+    /// in `serve`; in a cell of its own, one internal call per key per
+    /// [`KEY_CACHE_TTL`](crate::account::publishable::KEY_CACHE_TTL), so a revocation reaches
+    /// every cell within that time. Malformed keys are refused without a lookup.
+    pub async fn publishable_key(&self, key: &str) -> ApiResult<Option<KeyGrant>> {
+        if well_formed(key).is_none() {
+            return Ok(None);
+        }
+        let digest = key_digest(key);
+        if let Some(a) = &self.account {
+            return a.resolve_publishable_key(&digest);
+        }
+        if let Some(hit) = self.key_cache.get(&digest) {
+            return Ok(hit);
+        }
+        let path = format!("/internal/v1/publishable-keys/{}", digest_hex(&digest));
+        let grant = match directory(self)?.call::<KeyGrant>(Method::GET, &path, Body::Empty).await {
+            Ok(g) => Some(g),
+            Err(e) if e.code == Code::NOT_FOUND => None,
+            Err(e) => return Err(e),
+        };
+        self.key_cache.put(digest, grant);
+        Ok(grant)
+    }
+}

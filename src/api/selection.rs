@@ -1,0 +1,128 @@
+//! `GET S/products/selection`: the simplified product list used to pick products for a catalog
+//! or collection, offset style, newest first.
+//!
+//! It reads the search index, so its filters combine in one pass at any store size; like search
+//! it trails writes by well under a second.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::cells::Cell;
+use crate::domain::money::Money;
+use crate::domain::product::Status;
+use crate::error::{ApiError, ApiResult, Code};
+use crate::handler;
+use crate::http::context::Ctx;
+use crate::http::query::{LIMIT_DEFAULT, LIMIT_MAX};
+use crate::http::route::{Access, Param, Route, Service, param};
+use crate::http::{Resp, ok};
+use crate::search::MAX_OFFSET;
+use crate::search::query::{SearchBy, SearchRequest, Sort, fingerprint};
+
+const PARAMS: &[Param] = &[
+    param("offset", "integer", "products skipped, default 0 (offset + limit at most 10000)"),
+    param("limit", "integer", "page size, 1..250, default 20"),
+    param("status", "string", "DRAFT, ACTIVE or ARCHIVED (any case)"),
+    param("productType", "string", "exact product type, any case"),
+    param("collection", "string", "a collection id: only its products"),
+    param("search", "string", "part of the product name (typo-tolerant) or a SKU (exact or prefix)"),
+];
+
+pub fn routes() -> Vec<Route> {
+    vec![
+        Route::get(
+            "/stores/{storeId}/products/selection",
+            Service::Cell,
+            Access::Member,
+            handler!(selection),
+            "Products for catalog selection (simplified)",
+        )
+        .query(PARAMS),
+    ]
+}
+
+/// One product as the selection list shows it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SelectionItem<'a> {
+    pub id: Uuid,
+    pub title: &'a str,
+    pub status: &'static str,
+    pub product_type: &'a str,
+    pub price: Money,
+    /// Media are not attached to products yet; always `null` until they are.
+    pub image_url: Option<&'a str>,
+    pub variants_count: usize,
+}
+
+/// The offset-style envelope: `page = floor(offset / limit) + 1`, `offset` echoed.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OffsetPage<T: Serialize> {
+    pub data: Vec<T>,
+    pub total: u64,
+    pub page: u64,
+    pub limit: u64,
+    pub total_pages: u64,
+    pub offset: u64,
+}
+
+/// The `collection` filter: the ids of the collection's products. An unknown collection is a
+/// 400 naming the parameter (it is a filter value, not the resource addressed).
+fn collection_members(cell: &Cell, store: Uuid, collection: Uuid) -> ApiResult<Arc<HashSet<u128>>> {
+    match cell.collection_product_ids(store, collection, 0, usize::MAX) {
+        Ok(ids) => Ok(Arc::new(ids.into_iter().map(|id| id.as_u128()).collect())),
+        Err(e) if e.code == Code::NOT_FOUND => Err(ApiError::field("collection", "no such collection in this store")),
+        Err(e) => Err(e),
+    }
+}
+
+async fn selection(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let q = &cx.query;
+    let limit = q.int("limit", LIMIT_DEFAULT.into(), 1, LIMIT_MAX.into())? as usize;
+    let offset = q.int("offset", 0, 0, (MAX_OFFSET - limit) as i64)? as usize;
+    let status = q.one_of("status", Status::NAMES)?.and_then(Status::parse);
+    let product_type = match q.str("productType").map(str::trim) {
+        Some(t) if t.chars().count() > 255 => return Err(ApiError::field("productType", "must be at most 255 characters")),
+        t => t.filter(|t| !t.is_empty()).map(str::to_string),
+    };
+    let allowed = q.uuid("collection")?.map(|c| collection_members(&s.cell, s.id, c)).transpose()?;
+    let search = crate::api::search::term(&cx, "search")?;
+    let req = SearchRequest {
+        store: s.id,
+        terms: search.map(|t| vec![(t.to_string(), SearchBy::All)]).unwrap_or_default(),
+        status,
+        product_type,
+        allowed,
+        sort: Sort::CreatedDesc,
+        offset,
+        limit,
+        after: None,
+    };
+    let (products, hits) = s.cell.search_products(&req, fingerprint(&[]))?;
+    let data: Vec<SelectionItem<'_>> = products
+        .iter()
+        .map(|p| SelectionItem {
+            id: p.id,
+            title: &p.title,
+            status: p.status.name(),
+            product_type: &p.product_type,
+            price: Money { amount: p.price(), currency: p.currency },
+            image_url: None,
+            variants_count: p.variants.len(),
+        })
+        .collect();
+    let limit = limit as u64;
+    Ok(ok(&OffsetPage {
+        data,
+        total: hits.total,
+        page: offset as u64 / limit + 1,
+        limit,
+        total_pages: hits.total.div_ceil(limit),
+        offset: offset as u64,
+    }))
+}

@@ -1,0 +1,934 @@
+//! Collections in a cell.
+//!
+//! [`write_collection`] is the one function that writes a collection row and its secondary rows
+//! (list orders, handle, smart rules, schedule, counters); [`set_member`] is the one writer of a
+//! membership (the ordered row and its reverse row). Smart collections follow product writes
+//! through [`on_product_write`], called by `products::write_product` in the same transaction.
+//! The [`Publisher`] publishes scheduled collections when they are due.
+
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redb::{Database, ReadableDatabase, ReadableTable};
+use tokio::sync::Notify;
+use uuid::Uuid;
+
+use crate::cells::{Cell, StoreState};
+use crate::domain::collection::*;
+use crate::domain::product::{Product, slugify};
+use crate::domain::time::now_ms;
+use crate::error::{ApiError, ApiResult, Check, Code};
+use crate::http::query::Paging;
+use crate::storage::codec::{decode, encode};
+use crate::storage::keys::{Key, leading_store, prefix_range, trailing_id};
+use crate::storage::read;
+use crate::storage::tables::*;
+use crate::storage::writer::{Tx, Writer};
+
+/// The sortable fields of the collection list, in index-field order.
+pub const SORT_FIELDS: &[&str] = &["title", "productCount", "createdAt", "updatedAt", "position"];
+
+/// Index scopes: every live collection; every collection (with the deleted ones); and the same
+/// two per parent (root = the nil id), so `parentId` filters are one prefix each.
+const LIVE: u8 = 0;
+const ALL: u8 = 1;
+const LIVE_CHILDREN: u8 = 2;
+const ALL_CHILDREN: u8 = 3;
+
+/// Products embedded per collection by `includeProducts=true`.
+pub const EMBEDDED_PRODUCTS: usize = 5;
+/// Parent chains longer than this are refused (and cycle checks stay bounded).
+const MAX_DEPTH: usize = 64;
+/// Sort keys longer than this are cut: order among such titles falls back to the id.
+const TITLE_KEY_BYTES: usize = 64;
+/// Products read per chunk while a smart collection evaluates the whole store.
+const CHUNK: usize = 1024;
+
+fn title_key(title: &str) -> String {
+    let lower = title.to_lowercase();
+    let mut end = lower.len().min(TITLE_KEY_BYTES);
+    while !lower.is_char_boundary(end) {
+        end -= 1;
+    }
+    lower[..end].to_string()
+}
+
+// ---- rows -----------------------------------------------------------------------------------
+
+fn row_key(store: Uuid, id: Uuid) -> Vec<u8> {
+    Key::store(store).id(id).into_vec()
+}
+
+fn counter_key(store: Uuid, scope: u8) -> Vec<u8> {
+    Key::store(store).str("collections").u8(scope).into_vec()
+}
+
+fn handle_key(store: Uuid, handle: &str) -> Vec<u8> {
+    Key::store(store).str(handle).into_vec()
+}
+
+fn schedule_key(store: Uuid, at: i64, id: Uuid) -> Vec<u8> {
+    Key::store(store).i64(at).id(id).into_vec()
+}
+
+fn scope_prefix(store: Uuid, field: u8, scope: u8, parent: Option<Uuid>) -> Key {
+    let k = Key::store(store).u8(field).u8(scope);
+    match scope {
+        LIVE_CHILDREN | ALL_CHILDREN => k.id(parent.unwrap_or(Uuid::nil())),
+        _ => k,
+    }
+}
+
+/// The filter summary carried by every list row: type, status, deleted, lower-cased title.
+fn summary(c: &Collection) -> Vec<u8> {
+    let mut v = vec![c.collection_type as u8, c.status as u8, u8::from(c.deleted_at.is_some())];
+    v.extend_from_slice(c.title.to_lowercase().as_bytes());
+    v
+}
+
+/// Every list row of a collection with its value.
+fn order_rows(store: Uuid, c: &Collection) -> Rows {
+    let live = c.deleted_at.is_none();
+    let scopes: &[u8] = if live { &[LIVE, ALL, LIVE_CHILDREN, ALL_CHILDREN] } else { &[ALL, ALL_CHILDREN] };
+    let value = summary(c);
+    let mut rows = Vec::with_capacity(SORT_FIELDS.len() * scopes.len());
+    for &scope in scopes {
+        for field in 0..SORT_FIELDS.len() as u8 {
+            let k = scope_prefix(store, field, scope, c.parent_id);
+            let k = match field {
+                0 => k.str(&title_key(&c.title)),
+                1 => k.u64(c.product_count),
+                2 => k.i64(c.created_at),
+                3 => k.i64(c.updated_at),
+                _ => k.i64(c.position),
+            };
+            rows.push((k.id(c.id).into_vec(), value.clone()));
+        }
+    }
+    rows
+}
+
+/// Index rows of one record: key and value.
+pub(crate) type Rows = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Brings `table` from the `old` rows to the `new` ones, touching only rows that differ (a
+/// product count change rewrites two rows, not twenty).
+pub(crate) fn sync_rows(tx: &mut Tx, table: StoreTable, old: &[(Vec<u8>, Vec<u8>)], new: &[(Vec<u8>, Vec<u8>)]) -> ApiResult<()> {
+    for (k, _) in old {
+        if !new.iter().any(|(nk, _)| nk == k) {
+            tx.delete(table, k)?;
+        }
+    }
+    for (k, v) in new {
+        if !old.iter().any(|(ok, ov)| ok == k && ov == v) {
+            tx.put(table, k, v)?;
+        }
+    }
+    Ok(())
+}
+
+/// The rows of `table` under `prefix` (after `after`, at most `take`), read inside a write job.
+pub(crate) fn tx_scan(tx: &Tx, table: StoreTable, prefix: &[u8], after: Option<&[u8]>, take: usize) -> ApiResult<Rows> {
+    let t = tx.raw().open_table(table.def)?;
+    let (start, end) = prefix_range(prefix);
+    let lo = match after {
+        Some(a) => Bound::Excluded(a),
+        None => Bound::Included(start.as_slice()),
+    };
+    let hi = match &end {
+        Some(e) => Bound::Excluded(e.as_slice()),
+        None => Bound::Unbounded,
+    };
+    let mut out = Vec::new();
+    for item in t.range::<&[u8]>((lo, hi))?.take(take) {
+        let (k, v) = item?;
+        out.push((k.value().to_vec(), v.value().to_vec()));
+    }
+    Ok(out)
+}
+
+/// Writes `new` in place of `old` (either may be absent) with every secondary row.
+pub fn write_collection(tx: &mut Tx, store: Uuid, old: Option<&Collection>, new: Option<&Collection>) -> ApiResult<()> {
+    let rows = |c: Option<&Collection>| c.map(|c| order_rows(store, c)).unwrap_or_default();
+    sync_rows(tx, COLLECTION_ORDER, &rows(old), &rows(new))?;
+
+    let handle = |c: Option<&Collection>| {
+        c.filter(|c| c.deleted_at.is_none())
+            .map(|c| vec![(handle_key(store, &c.handle), c.id.as_bytes().to_vec())])
+            .unwrap_or_default()
+    };
+    sync_rows(tx, COLLECTION_HANDLES, &handle(old), &handle(new))?;
+
+    let rules = |c: Option<&Collection>| -> ApiResult<Rows> {
+        match c.filter(|c| c.is_live_smart()) {
+            Some(c) => Ok(vec![(row_key(store, c.id), encode(&c.rules)?)]),
+            None => Ok(Vec::new()),
+        }
+    };
+    sync_rows(tx, COLLECTION_RULES, &rules(old)?, &rules(new)?)?;
+
+    let schedule = |c: Option<&Collection>| match c {
+        Some(c) if c.deleted_at.is_none() && c.status == CollectionStatus::Scheduled => {
+            c.publish_at.map(|at| vec![(schedule_key(store, at, c.id), Vec::new())]).unwrap_or_default()
+        }
+        _ => Vec::new(),
+    };
+    sync_rows(tx, COLLECTION_SCHEDULE, &schedule(old), &schedule(new))?;
+
+    let live = |c: Option<&Collection>| c.is_some_and(|c| c.deleted_at.is_none());
+    match (live(old), live(new)) {
+        (true, false) => tx.bump(COUNTERS, &counter_key(store, LIVE), -1)?,
+        (false, true) => tx.bump(COUNTERS, &counter_key(store, LIVE), 1)?,
+        _ => {}
+    }
+    match (old.is_some(), new.is_some()) {
+        (true, false) => tx.bump(COUNTERS, &counter_key(store, ALL), -1)?,
+        (false, true) => tx.bump(COUNTERS, &counter_key(store, ALL), 1)?,
+        _ => {}
+    }
+    match new {
+        Some(n) => tx.put(COLLECTIONS, &row_key(store, n.id), &encode(n)?),
+        None => match old {
+            Some(o) => tx.delete(COLLECTIONS, &row_key(store, o.id)),
+            None => Ok(()),
+        },
+    }
+}
+
+// ---- membership -----------------------------------------------------------------------------
+
+fn member_key(store: Uuid, collection: Uuid, segment: &[u8], product: Uuid) -> Vec<u8> {
+    let mut k = Key::store(store).id(collection).into_vec();
+    k.extend_from_slice(segment);
+    k.extend_from_slice(product.as_bytes());
+    k
+}
+
+fn reverse_key(store: Uuid, product: Uuid, collection: Uuid) -> Vec<u8> {
+    Key::store(store).id(product).id(collection).into_vec()
+}
+
+/// The sort segment of a membership row.
+fn segment(kind: SortKind, p: Option<&Product>, position: i64) -> Vec<u8> {
+    match (kind, p) {
+        (SortKind::Title, Some(p)) => Key::default().str(&title_key(&p.title)).into_vec(),
+        (SortKind::Price, Some(p)) => Key::default().i64(p.price()).into_vec(),
+        (SortKind::Created, Some(p)) => Key::default().i64(p.created_at).into_vec(),
+        _ => Key::default().i64(position).into_vec(),
+    }
+}
+
+/// A membership as recorded in its reverse row: the sort kind and segment of the ordered row.
+type Placement = (SortKind, Vec<u8>);
+
+fn placement_of(bytes: &[u8]) -> ApiResult<Placement> {
+    let (&kind, segment) = bytes.split_first().ok_or_else(|| ApiError::internal("empty membership row"))?;
+    let kind = SortKind::from_u8(kind).ok_or_else(|| ApiError::internal("unknown membership sort kind"))?;
+    Ok((kind, segment.to_vec()))
+}
+
+/// Writes a membership from `old` to `new` placement (absent: not a member).
+fn set_member(
+    tx: &mut Tx,
+    store: Uuid,
+    collection: Uuid,
+    product: Uuid,
+    old: Option<&Placement>,
+    new: Option<&Placement>,
+) -> ApiResult<()> {
+    if let Some((_, seg)) = old {
+        tx.delete(COLLECTION_PRODUCTS, &member_key(store, collection, seg, product))?;
+    }
+    match new {
+        Some((kind, seg)) => {
+            tx.put(COLLECTION_PRODUCTS, &member_key(store, collection, seg, product), &[])?;
+            let mut v = vec![*kind as u8];
+            v.extend_from_slice(seg);
+            tx.put(PRODUCT_COLLECTIONS, &reverse_key(store, product, collection), &v)
+        }
+        None => tx.delete(PRODUCT_COLLECTIONS, &reverse_key(store, product, collection)),
+    }
+}
+
+fn placement(tx: &Tx, store: Uuid, collection: Uuid, product: Uuid) -> ApiResult<Option<Placement>> {
+    tx.get(PRODUCT_COLLECTIONS, &reverse_key(store, product, collection))?.map(|b| placement_of(&b)).transpose()
+}
+
+/// Adds `p` at the end of `c` (or in its sort place); `false` when it already was a member.
+fn add_member(tx: &mut Tx, store: Uuid, c: &mut Collection, p: &Product) -> ApiResult<bool> {
+    if placement(tx, store, c.id, p.id)?.is_some() {
+        return Ok(false);
+    }
+    let kind = c.sort_order.kind().0;
+    let at = (kind, segment(kind, Some(p), c.next_position));
+    c.next_position += 1;
+    set_member(tx, store, c.id, p.id, None, Some(&at))?;
+    c.product_count += 1;
+    Ok(true)
+}
+
+/// Removes `product` from `c`; `false` when it was not a member.
+fn remove_member(tx: &mut Tx, store: Uuid, c: &mut Collection, product: Uuid) -> ApiResult<bool> {
+    let Some(at) = placement(tx, store, c.id, product)? else { return Ok(false) };
+    set_member(tx, store, c.id, product, Some(&at), None)?;
+    c.product_count = c.product_count.saturating_sub(1);
+    Ok(true)
+}
+
+/// The members of `c` in its current display order.
+fn members_in_order(tx: &Tx, store: Uuid, c: &Collection) -> ApiResult<Vec<Uuid>> {
+    let rows = tx_scan(tx, COLLECTION_PRODUCTS, &row_key(store, c.id), None, usize::MAX)?;
+    let mut ids: Vec<Uuid> = rows.iter().filter_map(|(k, _)| trailing_id(k)).collect();
+    if c.sort_order.kind().1 {
+        ids.reverse();
+    }
+    Ok(ids)
+}
+
+fn load(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<Collection> {
+    let bytes = tx.get(COLLECTIONS, &row_key(store, id))?.ok_or_else(ApiError::not_found)?;
+    decode(&bytes)
+}
+
+fn load_live(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<Collection> {
+    let c = load(tx, store, id)?;
+    if c.deleted_at.is_some() { Err(ApiError::not_found()) } else { Ok(c) }
+}
+
+fn load_product(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<Option<Product>> {
+    tx.get(PRODUCTS, &row_key(store, id))?.map(|b| decode(&b)).transpose()
+}
+
+/// Re-keys every membership row of `c` for `order`: manual keeps the current display order as
+/// positions 0..n, the other orders take their key from each product.
+fn resort(tx: &mut Tx, store: Uuid, c: &mut Collection, order: ProductOrder) -> ApiResult<()> {
+    let ids = members_in_order(tx, store, c)?;
+    let kind = order.kind().0;
+    for (i, pid) in ids.iter().enumerate() {
+        let old = placement(tx, store, c.id, *pid)?;
+        let p = if kind == SortKind::Position { None } else { load_product(tx, store, *pid)? };
+        let new = (kind, segment(kind, p.as_ref(), i as i64));
+        set_member(tx, store, c.id, *pid, old.as_ref(), Some(&new))?;
+    }
+    c.next_position = ids.len() as i64;
+    c.sort_order = order;
+    Ok(())
+}
+
+/// Evaluates every product of the store against a smart collection's rules (creation, rule
+/// change): matching products join, the others leave. Products are read in chunks so a large
+/// store never sits in memory at once.
+fn refresh_smart(tx: &mut Tx, store: Uuid, c: &mut Collection) -> ApiResult<()> {
+    let prefix = Key::store(store).into_vec();
+    let mut after: Option<Vec<u8>> = None;
+    loop {
+        let chunk = tx_scan(tx, PRODUCTS, &prefix, after.as_deref(), CHUNK)?;
+        let Some((last, _)) = chunk.last() else { break };
+        after = Some(last.clone());
+        for (_, bytes) in &chunk {
+            let p: Product = decode(bytes)?;
+            if c.rules.matches(&p) {
+                add_member(tx, store, c, &p)?;
+            } else {
+                remove_member(tx, store, c, p.id)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Keeps collections in step with a product write (`old`/`new` as in `write_product`): a
+/// deleted product leaves every collection, a changed one moves in title/price/created orders,
+/// and every live smart collection re-evaluates it.
+pub fn on_product_write(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Option<&Product>) -> ApiResult<()> {
+    let Some(pid) = old.or(new).map(|p| p.id) else { return Ok(()) };
+    let Some(n) = new else {
+        for (k, v) in tx_scan(tx, PRODUCT_COLLECTIONS, &row_key(store, pid), None, usize::MAX)? {
+            let Some(cid) = trailing_id(&k) else { continue };
+            let Some(bytes) = tx.get(COLLECTIONS, &row_key(store, cid))? else {
+                // A membership without its collection must not block the product's delete.
+                set_member(tx, store, cid, pid, Some(&placement_of(&v)?), None)?;
+                continue;
+            };
+            let before: Collection = decode(&bytes)?;
+            let mut c = before.clone();
+            remove_member(tx, store, &mut c, pid)?;
+            write_collection(tx, store, Some(&before), Some(&c))?;
+        }
+        return Ok(());
+    };
+    if let Some(o) = old
+        && (title_key(&o.title) != title_key(&n.title) || o.price() != n.price() || o.created_at != n.created_at)
+    {
+        for (k, v) in tx_scan(tx, PRODUCT_COLLECTIONS, &row_key(store, pid), None, usize::MAX)? {
+            let Some(cid) = trailing_id(&k) else { continue };
+            let at = placement_of(&v)?;
+            let moved = (at.0, segment(at.0, Some(n), 0));
+            if at.0 != SortKind::Position && moved != at {
+                set_member(tx, store, cid, pid, Some(&at), Some(&moved))?;
+            }
+        }
+    }
+    for (k, v) in tx_scan(tx, COLLECTION_RULES, &Key::store(store).into_vec(), None, usize::MAX)? {
+        let Some(cid) = trailing_id(&k) else { continue };
+        let rules: SmartRules = decode(&v)?;
+        let belongs = rules.matches(n);
+        if belongs == placement(tx, store, cid, pid)?.is_some() {
+            continue;
+        }
+        let before = load(tx, store, cid)?;
+        let mut c = before.clone();
+        if belongs {
+            add_member(tx, store, &mut c, n)?;
+        } else {
+            remove_member(tx, store, &mut c, pid)?;
+        }
+        write_collection(tx, store, Some(&before), Some(&c))?;
+    }
+    Ok(())
+}
+
+// ---- checks inside the writer ---------------------------------------------------------------
+
+/// The parent must be a live collection of the store, and the chain above it must not lead
+/// back to `id`.
+fn check_parent(tx: &Tx, store: Uuid, id: Uuid, parent: Option<Uuid>) -> ApiResult<()> {
+    let Some(mut cur) = parent else { return Ok(()) };
+    if cur == id {
+        return Err(ApiError::field("parentId", "a collection cannot be its own parent"));
+    }
+    for depth in 0..MAX_DEPTH {
+        let c = match tx.get(COLLECTIONS, &row_key(store, cur))? {
+            Some(b) => decode::<Collection>(&b)?,
+            None => return Err(ApiError::field("parentId", "no such collection in this store")),
+        };
+        if c.deleted_at.is_some() {
+            return Err(ApiError::field("parentId", "no such collection in this store"));
+        }
+        match c.parent_id {
+            Some(next) if next == id => {
+                return Err(ApiError::field("parentId", "would make a cycle: the parent is inside this collection"));
+            }
+            Some(next) => cur = next,
+            None => return Ok(()),
+        }
+        if depth + 1 == MAX_DEPTH {
+            break;
+        }
+    }
+    Err(ApiError::field("parentId", format!("collections nest at most {MAX_DEPTH} deep")))
+}
+
+/// Picks the collection's handle: the requested one must be free; a generated one gets the first
+/// free numeric suffix (`summer`, `summer-2`, …).
+fn resolve_handle(tx: &Tx, store: Uuid, id: Uuid, requested: Option<&str>, title: &str) -> ApiResult<String> {
+    let owner = |h: &str| -> ApiResult<Option<Uuid>> {
+        Ok(tx.get(COLLECTION_HANDLES, &handle_key(store, h))?.and_then(|b| Uuid::from_slice(&b).ok()))
+    };
+    if let Some(h) = requested {
+        return match owner(h)? {
+            Some(other) if other != id => {
+                Err(ApiError::field("handle", "is already used by another collection").with_code(Code::HANDLE_TAKEN))
+            }
+            _ => Ok(h.to_string()),
+        };
+    }
+    let base = match slugify(title).as_str() {
+        "product" => "collection".to_string(),
+        s => s.to_string(),
+    };
+    for n in 1u32.. {
+        let candidate = if n == 1 { base.clone() } else { format!("{base}-{n}") };
+        match owner(&candidate)? {
+            Some(other) if other != id => {}
+            _ => return Ok(candidate),
+        }
+    }
+    Err(ApiError::internal("handle space exhausted"))
+}
+
+/// Every id must name a product of this store; each one that does not is named `productIds[i]`,
+/// so an id of another store is refused like an unknown one.
+pub(crate) fn check_products_exist(tx: &Tx, store: Uuid, ids: &[Uuid]) -> ApiResult<()> {
+    let mut c = Check::new();
+    for (i, id) in ids.iter().enumerate() {
+        if tx.get(PRODUCTS, &row_key(store, *id))?.is_none() {
+            c.fail(&format!("productIds[{i}]"), "no such product in this store");
+        }
+    }
+    c.finish()
+}
+
+fn manual_only(c: &Collection) -> ApiResult<()> {
+    if c.collection_type == CollectionType::Smart {
+        return Err(ApiError::msg(
+            Code::BUSINESS_RULE,
+            "the products of a smart collection follow its rules; change the rules instead",
+        ));
+    }
+    Ok(())
+}
+
+// ---- list filters ---------------------------------------------------------------------------
+
+/// The filters of `GET S/collections`.
+#[derive(Debug, Default, Clone)]
+pub struct CollectionFilter {
+    /// Lower-cased substring of the title.
+    pub search: Option<String>,
+    pub collection_type: Option<CollectionType>,
+    pub status: Option<CollectionStatus>,
+    /// `Some(None)`: root collections only; `Some(Some(id))`: children of `id`.
+    pub parent: Option<Option<Uuid>>,
+    pub include_deleted: bool,
+}
+
+impl CollectionFilter {
+    fn filters_rows(&self) -> bool {
+        self.search.is_some() || self.collection_type.is_some() || self.status.is_some()
+    }
+
+    fn accepts(&self, value: &[u8]) -> bool {
+        let [ty, status, _, title @ ..] = value else { return false };
+        self.collection_type.is_none_or(|t| t as u8 == *ty)
+            && self.status.is_none_or(|s| s as u8 == *status)
+            && self.search.as_deref().is_none_or(|q| String::from_utf8_lossy(title).contains(q))
+    }
+}
+
+// ---- the cell's operations ------------------------------------------------------------------
+
+impl Cell {
+    /// Creates a collection; a smart one is filled from every product of the store at once.
+    pub async fn create_collection(&self, store: Uuid, input: CreateCollection) -> ApiResult<Collection> {
+        let draft = build(&input, now_ms())?;
+        let requested = input.handle;
+        let position = input.position;
+        let c = self
+            .writer
+            .write(Some(store), move |tx| {
+                let mut c = draft.clone();
+                check_parent(tx, store, c.id, c.parent_id)?;
+                c.handle = resolve_handle(tx, store, c.id, requested.as_deref(), &c.title)?;
+                if position.is_none() {
+                    // After every collection ever made: a new one lands last in `sortBy=position`.
+                    let all =
+                        tx.get(COUNTERS, &counter_key(store, ALL))?.map(|b| crate::storage::writer::read_u64(&b)).unwrap_or(0);
+                    c.position = i64::try_from(all).unwrap_or(MAX_POSITION).min(MAX_POSITION);
+                }
+                if c.collection_type == CollectionType::Smart {
+                    refresh_smart(tx, store, &mut c)?;
+                }
+                write_collection(tx, store, None, Some(&c))?;
+                Ok(c)
+            })
+            .await?;
+        if c.status == CollectionStatus::Scheduled {
+            self.publisher.wake();
+        }
+        Ok(c)
+    }
+
+    /// One collection; a deleted one only when `include_deleted`.
+    pub fn collection(&self, store: Uuid, id: Uuid, include_deleted: bool) -> ApiResult<Collection> {
+        let c: Collection = read::get(&self.read()?, COLLECTIONS, &row_key(store, id))?.ok_or_else(ApiError::not_found)?;
+        if c.deleted_at.is_some() && !include_deleted {
+            return Err(ApiError::not_found());
+        }
+        Ok(c)
+    }
+
+    /// A page of collections in the requested order, with the total, from the order index. The
+    /// unfiltered totals come from counters; filters are applied to the index rows' summaries,
+    /// so a filtered page reads index rows of the store's collections, never product rows.
+    pub fn list_collections(&self, store: Uuid, f: &CollectionFilter, paging: &Paging) -> ApiResult<(Vec<Collection>, u64)> {
+        let txn = self.read()?;
+        let field = SORT_FIELDS.iter().position(|s| *s == paging.sort_by).unwrap_or(2) as u8;
+        let (scope, parent) = match f.parent {
+            None => (if f.include_deleted { ALL } else { LIVE }, None),
+            Some(p) => (if f.include_deleted { ALL_CHILDREN } else { LIVE_CHILDREN }, p),
+        };
+        let prefix = scope_prefix(store, field, scope, parent);
+        let mut ids = Vec::with_capacity(paging.limit as usize);
+        let total = if f.parent.is_none() && !f.filters_rows() {
+            read::scan(&txn, COLLECTION_ORDER, prefix.bytes(), paging.desc, paging.offset(), paging.limit as usize, |k, _| {
+                ids.extend(trailing_id(k));
+                Ok(())
+            })?;
+            read::counter(&txn, COUNTERS, &counter_key(store, scope))?
+        } else {
+            let (from, to) = (paging.offset() as u64, paging.offset() as u64 + u64::from(paging.limit));
+            let mut n = 0u64;
+            read::scan(&txn, COLLECTION_ORDER, prefix.bytes(), paging.desc, 0, usize::MAX, |k, v| {
+                if f.accepts(v) {
+                    if (from..to).contains(&n) {
+                        ids.extend(trailing_id(k));
+                    }
+                    n += 1;
+                }
+                Ok(())
+            })?;
+            n
+        };
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(c) = read::get(&txn, COLLECTIONS, &row_key(store, id))? {
+                out.push(c);
+            }
+        }
+        Ok((out, total))
+    }
+
+    /// The products of a collection in its order: `skip` then `take`.
+    pub fn collection_products(&self, store: Uuid, c: &Collection, skip: usize, take: usize) -> ApiResult<Vec<Product>> {
+        let txn = self.read()?;
+        let mut ids = Vec::with_capacity(take.min(256));
+        read::scan(&txn, COLLECTION_PRODUCTS, &row_key(store, c.id), c.sort_order.kind().1, skip, take, |k, _| {
+            ids.extend(trailing_id(k));
+            Ok(())
+        })?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(p) = read::get(&txn, PRODUCTS, &row_key(store, id))? {
+                out.push(p);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether `product` is in `collection` (for the `collection` filter of product lists).
+    pub fn collection_contains(&self, store: Uuid, collection: Uuid, product: Uuid) -> ApiResult<bool> {
+        Ok(read::get_raw(&self.read()?, PRODUCT_COLLECTIONS, &reverse_key(store, product, collection))?.is_some())
+    }
+
+    /// The ids of a collection's products in its order, `skip` then `take`, from the index alone.
+    pub fn collection_product_ids(&self, store: Uuid, collection: Uuid, skip: usize, take: usize) -> ApiResult<Vec<Uuid>> {
+        let c = self.collection(store, collection, false)?;
+        let mut ids = Vec::with_capacity(take.min(256));
+        read::scan(&self.read()?, COLLECTION_PRODUCTS, &row_key(store, c.id), c.sort_order.kind().1, skip, take, |k, _| {
+            ids.extend(trailing_id(k));
+            Ok(())
+        })?;
+        Ok(ids)
+    }
+
+    pub async fn update_collection(&self, store: Uuid, id: Uuid, update: UpdateCollection) -> ApiResult<Collection> {
+        apply_update(&update, &self.collection(store, id, false)?, now_ms())?;
+        let update = Arc::new(update);
+        let c = self
+            .writer
+            .write(Some(store), move |tx| {
+                let old = load_live(tx, store, id)?;
+                let mut c = apply_update(&update, &old, now_ms())?;
+                if update.parent_id.is_some() {
+                    check_parent(tx, store, id, c.parent_id)?;
+                }
+                if let Some(h) = &update.handle {
+                    c.handle = resolve_handle(tx, store, id, Some(h), &c.title)?;
+                }
+                // Rows keyed by another kind are re-keyed, read in the old display order.
+                if c.sort_order.kind().0 != old.sort_order.kind().0 {
+                    let order = c.sort_order;
+                    c.sort_order = old.sort_order;
+                    resort(tx, store, &mut c, order)?;
+                }
+                if c.collection_type == CollectionType::Smart && c.rules != old.rules {
+                    refresh_smart(tx, store, &mut c)?;
+                }
+                write_collection(tx, store, Some(&old), Some(&c))?;
+                Ok(c)
+            })
+            .await?;
+        if c.status == CollectionStatus::Scheduled {
+            self.publisher.wake();
+        }
+        Ok(c)
+    }
+
+    /// Soft delete: the collection keeps its row with `deletedAt`, leaves the lists, frees its
+    /// handle, lets go of its products, and its children move up to its parent.
+    pub async fn delete_collection(&self, store: Uuid, id: Uuid) -> ApiResult<()> {
+        self.writer
+            .write(Some(store), move |tx| {
+                let old = load_live(tx, store, id)?;
+                let now = now_ms();
+                let mut c = old.clone();
+                for pid in members_in_order(tx, store, &old)? {
+                    remove_member(tx, store, &mut c, pid)?;
+                }
+                c.deleted_at = Some(now);
+                c.updated_at = now;
+                let children = scope_prefix(store, 2, LIVE_CHILDREN, Some(id)).into_vec();
+                for (k, _) in tx_scan(tx, COLLECTION_ORDER, &children, None, usize::MAX)? {
+                    let Some(child) = trailing_id(&k) else { continue };
+                    let before = load(tx, store, child)?;
+                    let mut moved = before.clone();
+                    moved.parent_id = old.parent_id;
+                    moved.updated_at = now;
+                    write_collection(tx, store, Some(&before), Some(&moved))?;
+                }
+                write_collection(tx, store, Some(&old), Some(&c))
+            })
+            .await
+    }
+
+    /// Adds products to a manual collection (at the end, or in its sort place). Ids already in
+    /// it are skipped; an id that is not a product of this store fails the whole request.
+    pub async fn add_collection_products(&self, store: Uuid, id: Uuid, ids: Vec<Uuid>) -> ApiResult<Collection> {
+        check_product_ids(&ids, Some(MAX_PRODUCT_IDS))?;
+        manual_only(&self.collection(store, id, false)?)?;
+        let ids = Arc::new(ids);
+        self.writer
+            .write(Some(store), move |tx| {
+                let old = load_live(tx, store, id)?;
+                manual_only(&old)?;
+                check_products_exist(tx, store, &ids)?;
+                let mut c = old.clone();
+                for pid in ids.iter() {
+                    if let Some(p) = load_product(tx, store, *pid)? {
+                        add_member(tx, store, &mut c, &p)?;
+                    }
+                }
+                if c.product_count != old.product_count {
+                    c.updated_at = now_ms();
+                }
+                write_collection(tx, store, Some(&old), Some(&c))?;
+                Ok(c)
+            })
+            .await
+    }
+
+    /// Removes products from a manual collection; products of the store that are not in it are
+    /// skipped, ids that are not products of this store fail the whole request.
+    pub async fn remove_collection_products(&self, store: Uuid, id: Uuid, ids: Vec<Uuid>) -> ApiResult<Collection> {
+        check_product_ids(&ids, Some(MAX_PRODUCT_IDS))?;
+        manual_only(&self.collection(store, id, false)?)?;
+        let ids = Arc::new(ids);
+        self.writer
+            .write(Some(store), move |tx| {
+                let old = load_live(tx, store, id)?;
+                manual_only(&old)?;
+                check_products_exist(tx, store, &ids)?;
+                let mut c = old.clone();
+                for pid in ids.iter() {
+                    remove_member(tx, store, &mut c, *pid)?;
+                }
+                if c.product_count != old.product_count {
+                    c.updated_at = now_ms();
+                }
+                write_collection(tx, store, Some(&old), Some(&c))?;
+                Ok(c)
+            })
+            .await
+    }
+
+    /// Sets the manual order: `ids` must be exactly the collection's products, in the new order.
+    pub async fn reorder_collection_products(&self, store: Uuid, id: Uuid, ids: Vec<Uuid>) -> ApiResult<Collection> {
+        check_product_ids(&ids, None)?;
+        let ids = Arc::new(ids);
+        self.writer
+            .write(Some(store), move |tx| {
+                let old = load_live(tx, store, id)?;
+                if old.sort_order != ProductOrder::Manual {
+                    return Err(ApiError::msg(
+                        Code::BUSINESS_RULE,
+                        format!(
+                            "the collection is sorted {}; set sortOrder to manual to order it by hand",
+                            old.sort_order.name()
+                        ),
+                    ));
+                }
+                let mut c = Check::new();
+                let mut places = Vec::with_capacity(ids.len());
+                for (i, pid) in ids.iter().enumerate() {
+                    match placement(tx, store, id, *pid)? {
+                        Some(at) => places.push(at),
+                        None => c.fail(&format!("productIds[{i}]"), "is not a product of this collection"),
+                    }
+                }
+                if places.len() == ids.len() && ids.len() as u64 != old.product_count {
+                    c.fail("productIds", format!("must list all {} products of the collection", old.product_count));
+                }
+                c.finish()?;
+                for (i, (pid, at)) in ids.iter().zip(&places).enumerate() {
+                    let new = (SortKind::Position, segment(SortKind::Position, None, i as i64));
+                    if &new != at {
+                        set_member(tx, store, id, *pid, Some(at), Some(&new))?;
+                    }
+                }
+                let mut next = old.clone();
+                next.next_position = ids.len() as i64;
+                next.updated_at = now_ms();
+                write_collection(tx, store, Some(&old), Some(&next))?;
+                Ok(next)
+            })
+            .await
+    }
+
+    /// Schedules publication at `publish_at` (RFC 3339, in the future).
+    pub async fn schedule_collection(&self, store: Uuid, id: Uuid, publish_at: String) -> ApiResult<Collection> {
+        schedule(&self.collection(store, id, false)?, &publish_at, now_ms())?;
+        let c = self
+            .writer
+            .write(Some(store), move |tx| {
+                let old = load_live(tx, store, id)?;
+                let c = schedule(&old, &publish_at, now_ms())?;
+                write_collection(tx, store, Some(&old), Some(&c))?;
+                Ok(c)
+            })
+            .await?;
+        self.publisher.wake();
+        Ok(c)
+    }
+}
+
+// ---- the publisher --------------------------------------------------------------------------
+
+/// Longest sleep between passes: also how soon a store moved in from another cell gets its
+/// due collections published.
+const MAX_WAIT: Duration = Duration::from_secs(10);
+/// Pause before retrying a publish that failed (a store frozen by a move, say).
+const RETRY: i64 = 1000;
+
+/// The per-cell task that publishes scheduled collections when they are due. It reads the
+/// `collection_schedule` table, so schedules survive restarts: the first pass after a start
+/// publishes everything that fell due while the cell was down.
+pub struct Publisher {
+    wake: Arc<Notify>,
+    stopping: Arc<AtomicBool>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Publisher {
+    /// Starts the task on its own thread (with a small runtime for its timer), like the writer.
+    pub fn start(db: Arc<Database>, writer: Writer, cell: &str) -> std::io::Result<Publisher> {
+        let wake = Arc::new(Notify::new());
+        let stopping = Arc::new(AtomicBool::new(false));
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+        let (w, s) = (wake.clone(), stopping.clone());
+        let handle = std::thread::Builder::new()
+            .name(format!("publisher-{cell}"))
+            .spawn(move || runtime.block_on(publish_loop(&db, &writer, &w, &s)))?;
+        Ok(Publisher { wake, stopping, thread: Mutex::new(Some(handle)) })
+    }
+
+    /// Makes the task look at the schedule now (a collection was scheduled).
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Stops the task and waits for it; a publish under way finishes first.
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.wake.notify_one();
+        if let Some(t) = self.thread.lock().ok().and_then(|mut t| t.take()) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Publisher {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+async fn publish_loop(db: &Database, writer: &Writer, wake: &Notify, stopping: &AtomicBool) {
+    while !stopping.load(Ordering::SeqCst) {
+        let next = match publish_due(db, writer, stopping).await {
+            Ok(next) => next,
+            Err(e) => {
+                tracing::warn!(error = %e, "publishing scheduled collections failed; retrying");
+                Some(now_ms() + RETRY)
+            }
+        };
+        let wait = next.map(|at| Duration::from_millis((at - now_ms()).max(0) as u64)).unwrap_or(MAX_WAIT).min(MAX_WAIT);
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = wake.notified() => {}
+        }
+    }
+}
+
+/// Publishes every due collection of the stores this cell serves; answers when the next one
+/// falls due.
+async fn publish_due(db: &Database, writer: &Writer, stopping: &AtomicBool) -> ApiResult<Option<i64>> {
+    let now = now_ms();
+    let mut due = Vec::new();
+    let mut next: Option<i64> = None;
+    {
+        let txn = db.begin_read()?;
+        let schedule = txn.open_table(COLLECTION_SCHEDULE.def)?;
+        let states = txn.open_table(STORE_STATE)?;
+        for item in schedule.iter()? {
+            let (k, _) = item?;
+            let k = k.value();
+            let (Some(store), Some(id), Some(at)) = (leading_store(k), trailing_id(k), k.get(16..24)) else { continue };
+            let at = (u64::from_be_bytes(at.try_into().unwrap_or_default()) ^ (1 << 63)) as i64;
+            // Incoming copies of a store being moved here are not ours to publish yet.
+            if states.get(store.as_u128())?.map(|s| s.value()) != Some(StoreState::Active as u8) {
+                continue;
+            }
+            if at <= now {
+                due.push((store, id, at));
+            } else {
+                next = Some(next.map_or(at, |n| n.min(at)));
+            }
+        }
+    }
+    for (store, id, at) in due {
+        if stopping.load(Ordering::SeqCst) {
+            break;
+        }
+        if let Err(e) = writer.write(Some(store), move |tx| publish(tx, store, id, at)).await {
+            tracing::warn!(%store, collection = %id, error = %e, "scheduled collection not published yet");
+            next = Some(now_ms() + RETRY);
+        }
+    }
+    Ok(next)
+}
+
+/// Publishes one due collection; a schedule row that no longer matches its collection (deleted,
+/// rescheduled, published by hand) is dropped.
+fn publish(tx: &mut Tx, store: Uuid, id: Uuid, at: i64) -> ApiResult<()> {
+    let old = match tx.get(COLLECTIONS, &row_key(store, id))? {
+        Some(b) => decode::<Collection>(&b)?,
+        None => return tx.delete(COLLECTION_SCHEDULE, &schedule_key(store, at, id)),
+    };
+    if old.deleted_at.is_some() || old.status != CollectionStatus::Scheduled || old.publish_at != Some(at) {
+        return tx.delete(COLLECTION_SCHEDULE, &schedule_key(store, at, id));
+    }
+    let mut c = old.clone();
+    c.status = CollectionStatus::Published;
+    c.published_at = Some(at);
+    c.publish_at = None;
+    c.updated_at = now_ms();
+    write_collection(tx, store, Some(&old), Some(&c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedule_keys_decode() {
+        let (store, id, at) = (Uuid::now_v7(), Uuid::now_v7(), 1_795_000_000_123);
+        let k = schedule_key(store, at, id);
+        assert_eq!(leading_store(&k), Some(store));
+        assert_eq!(trailing_id(&k), Some(id));
+        let raw = u64::from_be_bytes(k[16..24].try_into().unwrap());
+        assert_eq!((raw ^ (1 << 63)) as i64, at);
+    }
+
+    #[test]
+    fn summaries_filter() {
+        let f = CollectionFilter { search: Some("sum".into()), status: Some(CollectionStatus::Draft), ..Default::default() };
+        let mut v = vec![CollectionType::Smart as u8, CollectionStatus::Draft as u8, 0];
+        v.extend_from_slice(b"summer sale");
+        assert!(f.accepts(&v));
+        v[1] = CollectionStatus::Published as u8;
+        assert!(!f.accepts(&v));
+    }
+}

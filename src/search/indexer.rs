@@ -1,0 +1,150 @@
+//! The indexer of one cell: a thread that drains the outbox into tantivy.
+//!
+//! One pass reads a batch of outbox entries and, in the same read snapshot, the current row of
+//! each product named (the snapshot includes the write that appended the entry, so the row is
+//! at least as new). It replaces or deletes each product's document, commits tantivy, and then
+//! deletes exactly the drained keys through the cell writer. Entries appended meanwhile have
+//! other keys and wait for the next pass.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use redb::{Database, ReadableDatabase, ReadableTable};
+use tantivy::schema::Term;
+use uuid::Uuid;
+
+use crate::domain::product::Product;
+use crate::search::{BoxError, Search, TICK, active_stores, fill_from, outbox_store, schema};
+use crate::storage::codec::decode;
+use crate::storage::keys::Key;
+use crate::storage::tables::{OUTBOX, PRODUCTS};
+use crate::storage::writer::Writer;
+
+/// Most outbox entries one pass takes.
+const BATCH: usize = 5_000;
+/// Pause after a failed pass before trying again.
+const BACKOFF: Duration = Duration::from_secs(1);
+
+/// The thread's body: fills a new index, drops documents of stores the cell no longer serves,
+/// then drains the outbox until the cell closes (with a last pass, so a clean stop leaves the
+/// index current).
+pub fn run(search: &Arc<Search>, db: &Arc<Database>, writer: &Writer, fresh: bool) {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_time().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!(error = %e, "indexer cannot start; search stays as it is until restart");
+            return;
+        }
+    };
+    if fresh {
+        match fill_from(search, db) {
+            Ok(n) => tracing::info!(documents = n, "search index built from the cell's products"),
+            Err(e) => tracing::error!(error = %e, "building the search index failed"),
+        }
+    }
+    if let Err(e) = purge_unserved(search, db) {
+        tracing::warn!(error = %e, "could not drop search documents of stores this cell no longer serves");
+    }
+    rt.block_on(async {
+        loop {
+            let stopping = search.is_stopping();
+            match drain(search, db, writer).await {
+                Ok(n) if n >= BATCH && !stopping => continue,
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "indexer pass failed; retrying");
+                    if !stopping {
+                        tokio::time::sleep(BACKOFF).await;
+                    }
+                }
+            }
+            if stopping {
+                break;
+            }
+            tokio::select! {
+                _ = search.wake.notified() => {}
+                _ = tokio::time::sleep(TICK) => {}
+            }
+        }
+    });
+}
+
+/// One pass; answers how many outbox entries it drained.
+pub async fn drain(search: &Search, db: &Database, writer: &Writer) -> Result<usize, BoxError> {
+    let txn = db.begin_read()?;
+    let outbox = txn.open_table(OUTBOX)?;
+    let mut keys = Vec::new();
+    let mut products = Vec::new();
+    for item in outbox.iter()?.take(BATCH) {
+        let (k, v) = item?;
+        let (Some(store), Ok(id)) = (outbox_store(k.value()), Uuid::from_slice(v.value())) else {
+            // A malformed entry cannot name a document; it is dropped with the batch.
+            keys.push(k.value().to_vec());
+            continue;
+        };
+        keys.push(k.value().to_vec());
+        products.push((store, id));
+    }
+    if keys.is_empty() {
+        return Ok(0);
+    }
+    let table = txn.open_table(PRODUCTS.def)?;
+    search.write(|w, f| {
+        let mut seen = HashSet::with_capacity(products.len());
+        for (store, id) in &products {
+            if !seen.insert((*store, *id)) {
+                continue;
+            }
+            w.delete_term(Term::from_field_text(f.key, &schema::key(*store, *id)));
+            if let Some(row) = table.get(Key::store(*store).id(*id).bytes())? {
+                // A row that does not decode is logged (by the codec) and left unsearchable
+                // rather than holding up every entry queued behind it.
+                if let Ok(p) = decode::<Product>(row.value()) {
+                    w.add_document(schema::document(f, *store, &p))?;
+                }
+            }
+        }
+        Ok(())
+    })?;
+    drop(table);
+    drop(outbox);
+    drop(txn);
+    let n = keys.len();
+    let keys = Arc::new(keys);
+    writer
+        .write(None, move |tx| {
+            let mut t = tx.raw().open_table(OUTBOX)?;
+            for k in keys.iter() {
+                t.remove(k.as_slice())?;
+            }
+            Ok(())
+        })
+        .await?;
+    Ok(n)
+}
+
+/// Deletes the documents of stores this cell does not serve: a purge lost to a crash after a
+/// store moved away, or a discarded incoming copy.
+fn purge_unserved(search: &Search, db: &Database) -> Result<(), BoxError> {
+    let served = active_stores(db)?;
+    let searcher = search.reader.searcher();
+    let mut stale = HashSet::new();
+    for segment in searcher.segment_readers() {
+        let inverted = segment.inverted_index(search.fields.store)?;
+        let mut terms = inverted.terms().stream()?;
+        while terms.advance() {
+            let Ok(hex) = std::str::from_utf8(terms.key()) else { continue };
+            if let Ok(store) = Uuid::parse_str(hex)
+                && !served.contains(&store)
+            {
+                stale.insert(store);
+            }
+        }
+    }
+    for store in stale {
+        tracing::info!(%store, "dropping search documents of a store this cell does not serve");
+        search.purge_store(store)?;
+    }
+    Ok(())
+}

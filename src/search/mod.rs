@@ -1,0 +1,306 @@
+//! Product search: one tantivy index per cell in `<cell dir>/search/`, derived from redb.
+//!
+//! The index is never written by request handlers. A product write appends `store ‖ seq →
+//! product id` to the cell's outbox table in the same redb transaction ([`outbox_append`]); the
+//! cell's indexer thread drains the outbox into tantivy (reading each product's current row),
+//! commits tantivy, and only then deletes the drained entries through the cell writer. A crash
+//! at any point leaves the entries in place, and the next start replays them: every
+//! acknowledged write reaches the index, and no restart rebuilds it. Only a missing index (a new
+//! cell, or data from before search existed) and `shopcell admin reindex` build it from redb.
+//!
+//! The indexer wakes on every commit of the cell writer and at least every [`TICK`], so a
+//! product is searchable well within a second of its 2xx.
+
+pub mod indexer;
+pub mod query;
+pub mod schema;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use redb::{Database, ReadableDatabase, ReadableTable};
+use tantivy::schema::Term;
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
+use tokio::sync::Notify;
+use uuid::Uuid;
+
+use crate::domain::product::Product;
+use crate::error::{ApiError, ApiResult};
+use crate::search::query::{Hits, PageCollector, QueryBuilder, SearchRequest, page_of};
+use crate::search::schema::Fields;
+use crate::storage::codec::decode;
+use crate::storage::keys::{Key, leading_store, prefix_range, trailing_id};
+use crate::storage::tables::{OUTBOX, PRODUCTS, STORE_STATE};
+use crate::storage::writer::{Tx, Writer};
+
+/// The longest the indexer sleeps when no commit wakes it.
+pub const TICK: Duration = Duration::from_millis(250);
+/// Memory tantivy may buffer before it flushes a segment.
+const WRITER_MEMORY: usize = 64 << 20;
+/// Hits collected before a page when paging by number; deeper pages need the cursor.
+pub const MAX_OFFSET: usize = 10_000;
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Sequence numbers of outbox keys: increasing within a process, started above both the clock
+/// (in µs) and every key left in an opened outbox, so a restart never reuses a pending key.
+static OUTBOX_SEQ: LazyLock<AtomicU64> = LazyLock::new(|| {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64);
+    AtomicU64::new(now.unwrap_or(0))
+});
+
+/// Records, inside a product write's transaction, that the product's document must be
+/// refreshed. Called by the one product writer, `cells::products::write_product`.
+pub fn outbox_append(tx: &Tx, store: Uuid, product: Uuid) -> ApiResult<()> {
+    let seq = OUTBOX_SEQ.fetch_add(1, Ordering::Relaxed);
+    tx.raw().open_table(OUTBOX)?.insert(Key::store(store).u64(seq).bytes(), product.as_bytes().as_slice())?;
+    Ok(())
+}
+
+/// Queues every product of `store` for indexing (a store arriving by a move).
+pub fn outbox_enqueue_store(tx: &Tx, store: Uuid) -> ApiResult<u64> {
+    let products = tx.raw().open_table(PRODUCTS.def)?;
+    let prefix = Key::store(store).into_vec();
+    let (start, end) = prefix_range(&prefix);
+    let range = match &end {
+        Some(end) => products.range(start.as_slice()..end.as_slice())?,
+        None => products.range(start.as_slice()..)?,
+    };
+    let mut n = 0;
+    for item in range {
+        let (k, _) = item?;
+        if let Some(id) = trailing_id(k.value()) {
+            outbox_append(tx, store, id)?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// A cell's index: the reader queries use, the writer only the indexer (and purges) touch.
+pub struct Search {
+    index: Index,
+    pub fields: Fields,
+    reader: IndexReader,
+    writer: Mutex<Option<IndexWriter<TantivyDocument>>>,
+    /// Poked by the cell writer after every commit.
+    wake: Arc<Notify>,
+    stopping: AtomicBool,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// Opens the index in `dir`, or creates an empty one. `true` with it when it was created (or
+/// unreadable and replaced): the caller must then fill it from redb.
+fn open_index(dir: &Path) -> Result<(Index, bool), BoxError> {
+    let (schema, _) = schema::build();
+    if dir.join("meta.json").exists() {
+        match Index::open_in_dir(dir) {
+            Ok(index) if index.schema() == schema => return Ok((index, false)),
+            Ok(_) => tracing::warn!(dir = %dir.display(), "search index has another schema; rebuilding it"),
+            Err(e) => tracing::warn!(dir = %dir.display(), error = %e, "search index unreadable; rebuilding it"),
+        }
+        let aside = dir.with_extension(format!("broken-{}", Uuid::now_v7().simple()));
+        std::fs::rename(dir, &aside)?;
+    }
+    std::fs::create_dir_all(dir)?;
+    Ok((Index::create_in_dir(dir, schema)?, true))
+}
+
+impl Search {
+    fn new(index: Index, wake: Arc<Notify>) -> Result<Search, BoxError> {
+        schema::register_analyzers(&index);
+        let (_, fields) = schema::build();
+        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        let writer = index.writer_with_num_threads(1, WRITER_MEMORY)?;
+        Ok(Search {
+            index,
+            fields,
+            reader,
+            writer: Mutex::new(Some(writer)),
+            wake,
+            stopping: AtomicBool::new(false),
+            thread: Mutex::new(None),
+        })
+    }
+
+    /// Opens the index of a cell and starts its indexer, which first fills a new index from redb
+    /// and replays what is left in the outbox. `wake` is the cell writer's commit signal.
+    pub fn start(dir: &Path, db: Arc<Database>, writer: Writer, cell: &str) -> Result<Arc<Search>, BoxError> {
+        let (index, fresh) = open_index(dir)?;
+        let search = Arc::new(Search::new(index, writer.committed.clone())?);
+        seed_outbox_seq(&db)?;
+        let handle = {
+            let search = search.clone();
+            std::thread::Builder::new()
+                .name(format!("indexer-{cell}"))
+                .spawn(move || indexer::run(&search, &db, &writer, fresh))?
+        };
+        if let Ok(mut t) = search.thread.lock() {
+            *t = Some(handle);
+        }
+        Ok(search)
+    }
+
+    /// Asks the indexer to run now (it also wakes on every commit and every [`TICK`]).
+    pub fn poke(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Stops the indexer after its current pass and releases the index writer (and its lock).
+    /// Entries still in the outbox are replayed on the next start.
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.wake.notify_one();
+        if let Some(t) = self.thread.lock().ok().and_then(|mut t| t.take()) {
+            let _ = t.join();
+        }
+        if let Ok(mut w) = self.writer.lock() {
+            w.take();
+        }
+    }
+
+    fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+
+    /// Runs `f` with the index writer, then commits and makes the result visible to searches.
+    fn write<T>(&self, f: impl FnOnce(&IndexWriter<TantivyDocument>, &Fields) -> Result<T, BoxError>) -> Result<T, BoxError> {
+        let mut guard = self.writer.lock().map_err(|_| "index writer lock poisoned")?;
+        let writer = guard.as_mut().ok_or("the index is closed")?;
+        let out = match f(writer, &self.fields) {
+            Ok(out) => out,
+            Err(e) => {
+                // Pending operations of a failed pass must not ride along with the next commit.
+                let _ = writer.rollback();
+                return Err(e);
+            }
+        };
+        writer.commit()?;
+        drop(guard);
+        self.reader.reload()?;
+        Ok(out)
+    }
+
+    /// Deletes every document of `store` (the store moved away or its copy was discarded).
+    pub fn purge_store(&self, store: Uuid) -> Result<(), BoxError> {
+        self.write(|w, f| {
+            w.delete_term(Term::from_field_text(f.store, &schema::store_term(store)));
+            Ok(())
+        })
+    }
+
+    /// One page of products matching `req`.
+    pub fn search(&self, req: &SearchRequest, fingerprint: u32) -> ApiResult<Hits> {
+        let searcher = self.reader.searcher();
+        let words = self.index.tokenizer_for_field(self.fields.title).map_err(ApiError::internal)?;
+        let query = QueryBuilder { fields: &self.fields, words }.build(req);
+        let want = if req.after.is_some() { req.limit } else { req.offset + req.limit };
+        let collector =
+            PageCollector { fields: self.fields, sort: req.sort, want, after: req.after.clone(), allowed: req.allowed.clone() };
+        let found = searcher.search(query.as_ref(), &collector).map_err(ApiError::internal)?;
+        Ok(page_of(found, req, fingerprint))
+    }
+}
+
+/// Indexes every product of every store the cell serves into `search`, replacing what it held.
+pub fn fill_from(search: &Search, db: &Database) -> Result<u64, BoxError> {
+    let txn = db.begin_read()?;
+    let stores = active_stores(db)?;
+    let products = txn.open_table(PRODUCTS.def)?;
+    search.write(|w, f| {
+        w.delete_all_documents()?;
+        let mut n = 0;
+        for store in &stores {
+            let prefix = Key::store(*store).into_vec();
+            let (start, end) = prefix_range(&prefix);
+            let range = match &end {
+                Some(end) => products.range(start.as_slice()..end.as_slice())?,
+                None => products.range(start.as_slice()..)?,
+            };
+            for item in range {
+                let (_, v) = item?;
+                let p = decode(v.value())?;
+                w.add_document(schema::document(f, *store, &p))?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    })
+}
+
+/// The stores a cell serves, from its state table.
+fn active_stores(db: &Database) -> Result<HashSet<Uuid>, BoxError> {
+    let txn = db.begin_read()?;
+    let mut out = HashSet::new();
+    for item in txn.open_table(STORE_STATE)?.iter()? {
+        let (k, v) = item?;
+        if v.value() == crate::cells::StoreState::Active as u8 {
+            out.insert(Uuid::from_u128(k.value()));
+        }
+    }
+    Ok(out)
+}
+
+/// Starts the outbox sequence above every key already pending in `db`.
+fn seed_outbox_seq(db: &Database) -> Result<(), BoxError> {
+    let txn = db.begin_read()?;
+    let outbox = txn.open_table(OUTBOX)?;
+    let mut highest = 0;
+    for item in outbox.iter()? {
+        let (k, _) = item?;
+        if let Some(seq) = k.value().get(16..24).and_then(|b| b.try_into().ok()).map(u64::from_be_bytes) {
+            highest = highest.max(seq);
+        }
+    }
+    OUTBOX_SEQ.fetch_max(highest.saturating_add(1), Ordering::Relaxed);
+    Ok(())
+}
+
+/// `shopcell admin reindex`: rebuilds the index of the cell in `cell_dir` from its `cell.redb`,
+/// offline (a running cell holds the database lock, so this fails rather than race it). The new
+/// index is built beside the old one and swapped in by renames.
+pub fn reindex_offline(cell_dir: &Path) -> Result<u64, BoxError> {
+    let db = crate::storage::open(&cell_dir.join("cell.redb"), crate::storage::DbKind::Cell)?;
+    let target = cell_dir.join("search");
+    let fresh: PathBuf = cell_dir.join("search.new");
+    if fresh.exists() {
+        std::fs::remove_dir_all(&fresh)?;
+    }
+    std::fs::create_dir_all(&fresh)?;
+    let (schema, _) = schema::build();
+    let search = Search::new(Index::create_in_dir(&fresh, schema)?, Arc::new(Notify::new()))?;
+    let n = fill_from(&search, &db)?;
+    search.stop();
+    drop(search);
+    if target.exists() {
+        std::fs::remove_dir_all(&target)?;
+    }
+    std::fs::rename(&fresh, &target)?;
+    Ok(n)
+}
+
+/// The store a pending outbox key belongs to.
+fn outbox_store(key: &[u8]) -> Option<Uuid> {
+    leading_store(key)
+}
+
+impl crate::cells::Cell {
+    /// One page of a product search, with the products read from redb. A hit whose row is gone
+    /// (deleted, its document not yet dropped) is left out.
+    pub fn search_products(&self, req: &SearchRequest, fingerprint: u32) -> ApiResult<(Vec<Product>, Hits)> {
+        let hits = self.search.search(req, fingerprint)?;
+        let txn = self.read()?;
+        let table = txn.open_table(PRODUCTS.def)?;
+        let mut products = Vec::with_capacity(hits.ids.len());
+        for id in &hits.ids {
+            if let Some(row) = table.get(Key::store(req.store).id(*id).bytes())? {
+                products.push(decode(row.value())?);
+            }
+        }
+        Ok((products, hits))
+    }
+}

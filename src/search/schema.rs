@@ -1,0 +1,132 @@
+//! The tantivy schema of a cell's product index, its analyzers, and the document of a product.
+//!
+//! One document per product. Every query is filtered by the `store` term, so one index serves
+//! all the stores of a cell. Ids are kept in fast fields (two u64 halves) so a search answers ids
+//! without touching the document store; the product rows themselves are read from redb.
+
+use tantivy::schema::{FAST, Field, INDEXED, IndexRecordOption, STRING, Schema, SchemaBuilder, TextFieldIndexing, TextOptions};
+use tantivy::tokenizer::{AsciiFoldingFilter, LowerCaser, RawTokenizer, RemoveLongFilter, SimpleTokenizer, TextAnalyzer};
+use tantivy::{Index, TantivyDocument};
+use uuid::Uuid;
+
+use crate::domain::product::Product;
+
+/// Analyzer of titles and variant titles: words, lower-cased, accents folded (`Café` → `cafe`).
+pub const WORDS: &str = "shop_words";
+/// Analyzer of codes (sku, barcode, product type): the whole value, lower-cased.
+pub const CODE: &str = "shop_code";
+/// Bytes of the lower-cased title kept for sorting: the same cut as the product list's title key.
+const TITLE_SORT_BYTES: usize = 64;
+
+/// The fields of the schema, resolved once.
+#[derive(Debug, Clone, Copy)]
+pub struct Fields {
+    /// `store hex ‖ product hex`: the one term that names a product's document.
+    pub key: Field,
+    /// The store id (hex): the filter of every query and the purge of a moved store.
+    pub store: Field,
+    pub id_hi: Field,
+    pub id_lo: Field,
+    pub title: Field,
+    pub variant_title: Field,
+    pub sku: Field,
+    pub barcode: Field,
+    /// `DRAFT`, `ACTIVE` or `ARCHIVED`.
+    pub status: Field,
+    /// Lower-cased product type.
+    pub product_type: Field,
+    /// Lowest variant price, minor units.
+    pub price: Field,
+    /// Creation time, ms since the epoch.
+    pub created: Field,
+    /// Lower-cased title prefix, a string fast field for title sorts.
+    pub title_sort: Field,
+}
+
+/// The field names; changing any of them changes the index format (rebuild with `admin reindex`).
+pub fn build() -> (Schema, Fields) {
+    let mut b = SchemaBuilder::new();
+    let words = TextOptions::default()
+        .set_indexing_options(TextFieldIndexing::default().set_tokenizer(WORDS).set_index_option(IndexRecordOption::WithFreqs));
+    let code = TextOptions::default()
+        .set_indexing_options(TextFieldIndexing::default().set_tokenizer(CODE).set_index_option(IndexRecordOption::Basic));
+    let fields = Fields {
+        key: b.add_text_field("key", STRING),
+        store: b.add_text_field("store", STRING),
+        id_hi: b.add_u64_field("id_hi", FAST),
+        id_lo: b.add_u64_field("id_lo", FAST),
+        title: b.add_text_field("title", words.clone()),
+        variant_title: b.add_text_field("variant_title", words),
+        sku: b.add_text_field("sku", code.clone()),
+        barcode: b.add_text_field("barcode", code.clone()),
+        status: b.add_text_field("status", STRING),
+        product_type: b.add_text_field("product_type", code),
+        price: b.add_i64_field("price", FAST | INDEXED),
+        created: b.add_i64_field("created", FAST | INDEXED),
+        title_sort: b.add_text_field("title_sort", TextOptions::default().set_fast("raw")),
+    };
+    (b.build(), fields)
+}
+
+/// Registers the analyzers on an opened index (tantivy does not persist them).
+pub fn register_analyzers(index: &Index) {
+    let words = TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(40))
+        .filter(LowerCaser)
+        .filter(AsciiFoldingFilter)
+        .build();
+    let code = TextAnalyzer::builder(RawTokenizer::default()).filter(LowerCaser).build();
+    index.tokenizers().register(WORDS, words);
+    index.tokenizers().register(CODE, code);
+}
+
+/// The term text naming one product's document.
+pub fn key(store: Uuid, id: Uuid) -> String {
+    format!("{}{}", store.simple(), id.simple())
+}
+
+/// The term text of a store.
+pub fn store_term(store: Uuid) -> String {
+    store.simple().to_string()
+}
+
+/// The lower-cased title prefix used for title sorts (cut at a character boundary).
+pub fn title_sort_key(title: &str) -> String {
+    let lower = title.to_lowercase();
+    let mut end = lower.len().min(TITLE_SORT_BYTES);
+    while !lower.is_char_boundary(end) {
+        end -= 1;
+    }
+    lower[..end].to_string()
+}
+
+/// Codes are matched lower-cased and trimmed, as the `CODE` analyzer indexes them.
+pub fn code_text(raw: &str) -> String {
+    raw.trim().to_lowercase()
+}
+
+/// The document of `p` in `store`.
+pub fn document(f: &Fields, store: Uuid, p: &Product) -> TantivyDocument {
+    let mut d = TantivyDocument::default();
+    let id = p.id.as_u128();
+    d.add_text(f.key, key(store, p.id));
+    d.add_text(f.store, store_term(store));
+    d.add_u64(f.id_hi, (id >> 64) as u64);
+    d.add_u64(f.id_lo, id as u64);
+    d.add_text(f.title, &p.title);
+    for v in &p.variants {
+        d.add_text(f.variant_title, &v.title);
+        if let Some(s) = &v.sku {
+            d.add_text(f.sku, s);
+        }
+        if let Some(b) = &v.barcode {
+            d.add_text(f.barcode, b);
+        }
+    }
+    d.add_text(f.status, p.status.name());
+    d.add_text(f.product_type, &p.product_type);
+    d.add_i64(f.price, p.price());
+    d.add_i64(f.created, p.created_at);
+    d.add_text(f.title_sort, title_sort_key(&p.title));
+    d
+}

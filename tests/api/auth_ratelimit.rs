@@ -1,0 +1,85 @@
+//! Rate limits on the sign-in endpoints: per account and per client address, 429 with Retry-After.
+
+use std::time::Instant;
+
+use serde_json::json;
+
+use crate::auth_support::*;
+use crate::support::*;
+
+#[tokio::test]
+async fn failed_logins_are_limited_per_account() {
+    let app = spawn_app_with_flags(&["--rate-per-account", "3", "--rate-per-address", "1000"]).await;
+    let c = &app.client;
+    let u = create_user(c).await;
+    let other = create_user(c).await;
+    let wrong = json!({"email": u.email, "password": "not the password"});
+    for _ in 0..3 {
+        let a = c.post("/api/v1/auth/login", None, wrong.clone()).await.expect(401);
+        assert_eq!(a.code(), "INVALID_CREDENTIALS");
+    }
+    let limited = c.post("/api/v1/auth/login", None, wrong.clone()).await.expect(429);
+    assert_eq!(limited.code(), "RATE_LIMITED");
+    let retry: u64 = limited.headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry), "Retry-After {retry}");
+    // Even the right password waits: the account is under attack, not the attacker's guess.
+    let right = c.post("/api/v1/auth/login", None, json!({"email": u.email.to_uppercase(), "password": PASSWORD})).await;
+    assert_eq!(right.status, 429);
+    // Other accounts are not affected.
+    c.post("/api/v1/auth/login", None, json!({"email": other.email, "password": PASSWORD})).await.expect(200);
+
+    // Unknown emails are limited the same way and fail in about the same time as known ones.
+    // (The faster of two tries each, to keep scheduling noise out.)
+    let ghost = json!({"email": "ghost@example.com", "password": "not the password"});
+    let known_wrong = json!({"email": other.email, "password": "not the password"});
+    let (mut unknown, mut known) = (std::time::Duration::MAX, std::time::Duration::MAX);
+    for _ in 0..2 {
+        let t = Instant::now();
+        c.post("/api/v1/auth/login", None, ghost.clone()).await.expect(401);
+        unknown = unknown.min(t.elapsed());
+        let t = Instant::now();
+        c.post("/api/v1/auth/login", None, known_wrong.clone()).await.expect(401);
+        known = known.min(t.elapsed());
+    }
+    assert!(unknown * 4 > known && known * 4 > unknown, "unknown {unknown:?} vs known {known:?}");
+    c.post("/api/v1/auth/login", None, ghost.clone()).await.expect(401);
+    c.post("/api/v1/auth/login", None, ghost).await.expect(429);
+}
+
+#[tokio::test]
+async fn sign_in_calls_are_limited_per_client_address() {
+    let app = spawn_app_with_flags(&["--rate-per-address", "4"]).await;
+    let c = &app.client;
+    let u = create_user(c).await;
+    for _ in 0..4 {
+        let a = c.post("/api/v1/auth/refresh", None, json!({"refreshToken": "not.a.token"})).await.expect(401);
+        assert_eq!(a.code(), "INVALID_TOKEN");
+    }
+    let limited = c.post("/api/v1/auth/refresh", None, json!({"refreshToken": u.refresh})).await.expect(429);
+    assert_eq!(limited.code(), "RATE_LIMITED");
+    assert!(limited.headers.get("retry-after").is_some());
+    // The refused refresh did not rotate the token: the session is intact.
+    c.get("/api/v1/auth/me", Some(&u.token)).await.expect(200);
+    // Each endpoint group has its own allowance: login still answers.
+    c.post("/api/v1/auth/login", None, json!({"email": u.email, "password": PASSWORD})).await.expect(200);
+    let mfa = c.post("/api/v1/auth/mfa/verify", None, json!({"mfaToken": "x", "code": "123456"})).await.expect(401);
+    assert_eq!(mfa.code(), "INVALID_TOKEN");
+    for _ in 0..3 {
+        c.post("/api/v1/auth/mfa/verify", None, json!({"mfaToken": "x", "code": "123456"})).await.expect(401);
+    }
+    c.post("/api/v1/auth/mfa/verify", None, json!({"mfaToken": "x", "code": "123456"})).await.expect(429);
+}
+
+#[tokio::test]
+async fn publishable_key_validation_is_limited_per_client_address() {
+    let app = spawn_app_with_flags(&["--rate-per-address", "3"]).await;
+    let c = &app.client;
+    let guess = json!({"key": "pk_live_0000000000000000000000000000"});
+    for _ in 0..3 {
+        let a = c.post("/api/v1/auth/publishable-keys/validate", None, guess.clone()).await.expect(200);
+        assert_eq!(a.body["valid"], false);
+    }
+    let limited = c.post("/api/v1/auth/publishable-keys/validate", None, guess).await.expect(429);
+    assert_eq!(limited.code(), "RATE_LIMITED");
+    assert!(limited.headers.get("retry-after").is_some());
+}

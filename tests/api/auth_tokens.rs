@@ -1,0 +1,102 @@
+//! Token hardening: only RS256 tokens signed by the account key, for this issuer and audience,
+//! unexpired, are accepted; forged variants are 401.
+
+use serde_json::{Value, json};
+
+use crate::auth_support::*;
+use crate::support::*;
+
+#[tokio::test]
+async fn issued_tokens_carry_the_claims_and_a_kid_from_the_jwks() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let u = create_user(c).await;
+    let jwks = c.get("/.well-known/jwks.json", None).await.expect(200).body;
+    let kid = jwks["keys"][0]["kid"].as_str().expect("kid in JWKS");
+    for token in [&u.token, &u.refresh] {
+        let header = jwt_part(token, 0);
+        assert_eq!(header["alg"], "RS256");
+        assert_eq!(header["kid"], kid);
+        let claims = jwt_part(token, 1);
+        for claim in ["iss", "aud", "sub", "sid", "iat", "exp", "jti"] {
+            assert!(!claims[claim].is_null(), "{claim} missing in {claims}");
+        }
+        assert_eq!(claims["iss"], "shopcell");
+        assert_eq!(claims["aud"], "shopcell");
+        assert_eq!(claims["sub"], u.id.as_str());
+    }
+    let access = jwt_part(&u.token, 1);
+    assert_eq!(access["exp"].as_i64().unwrap() - access["iat"].as_i64().unwrap(), 3600);
+    assert_ne!(access["jti"], jwt_part(&u.refresh, 1)["jti"]);
+}
+
+#[tokio::test]
+async fn forged_tokens_are_refused() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let u = create_user(c).await;
+    let jwks = c.get("/.well-known/jwks.json", None).await.expect(200).body;
+    let kid = jwks["keys"][0]["kid"].as_str().unwrap().to_string();
+    let genuine = jwt_part(&u.token, 1);
+    let real_key = RsaKey::from_pem_file(&app.dir.path().join("account").join("jwt-rs256.pem"), &kid);
+    let now = unix_now() as i64;
+    let with = |changes: Value| {
+        let mut claims = genuine.clone();
+        for (k, v) in changes.as_object().unwrap() {
+            claims[k] = v.clone();
+        }
+        claims
+    };
+
+    // Control: a token built here with the real key and genuine claims is accepted.
+    let control = real_key.sign(&with(json!({"jti": uuid::Uuid::now_v7().to_string()})));
+    c.get("/api/v1/auth/me", Some(&control)).await.expect(200);
+
+    let public_jwk = serde_json::to_vec(&jwks["keys"][0]).unwrap();
+    let modulus =
+        base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, jwks["keys"][0]["n"].as_str().unwrap())
+            .unwrap();
+    let other_key = RsaKey::generate(&kid);
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "HS256 keyed with the public JWK",
+            forge(&json!({"alg": "HS256", "typ": "JWT", "kid": kid}), &genuine, Some(&public_jwk)),
+            "INVALID_TOKEN",
+        ),
+        (
+            "HS256 keyed with the modulus",
+            forge(&json!({"alg": "HS256", "typ": "JWT", "kid": kid}), &genuine, Some(&modulus)),
+            "INVALID_TOKEN",
+        ),
+        ("alg none", forge(&json!({"alg": "none", "typ": "JWT", "kid": kid}), &genuine, None), "INVALID_TOKEN"),
+        ("alg none without kid", forge(&json!({"alg": "none"}), &genuine, None), "INVALID_TOKEN"),
+        ("another RSA key under the same kid", other_key.sign(&genuine), "INVALID_TOKEN"),
+        ("wrong audience", real_key.sign(&with(json!({"aud": "another-service"}))), "INVALID_TOKEN"),
+        ("other issuer", real_key.sign(&with(json!({"iss": "https://evil.example"}))), "INVALID_TOKEN"),
+        ("expired", real_key.sign(&with(json!({"iat": now - 7200, "exp": now - 3600}))), "TOKEN_EXPIRED"),
+        ("a refresh token as access", u.refresh.clone(), "INVALID_TOKEN"),
+        ("an mfa-type token as access", real_key.sign(&with(json!({"typ": "mfa"}))), "INVALID_TOKEN"),
+        ("signature stripped", u.token.rsplit_once('.').map(|(head, _)| format!("{head}.")).unwrap(), "INVALID_TOKEN"),
+        ("garbage", "not.a.token".to_string(), "INVALID_TOKEN"),
+    ];
+    for (name, token, code) in cases {
+        let a = c.get("/api/v1/auth/me", Some(&token)).await;
+        assert_eq!(a.status, 401, "{name}: {}", String::from_utf8_lossy(&a.raw));
+        assert_eq!(a.code(), code, "{name}");
+        // Store routes verify the same way.
+        let s = c.get("/api/v1/stores", Some(&token)).await;
+        assert_eq!(s.status, 401, "{name} on /stores");
+    }
+    // Refresh tokens are checked the same way.
+    let forged_refresh = forge(&json!({"alg": "HS256", "kid": kid}), &jwt_part(&u.refresh, 1), Some(&public_jwk));
+    c.post("/api/v1/auth/refresh", None, json!({"refreshToken": forged_refresh})).await.expect(401);
+    let expired_refresh = real_key.sign(&{
+        let mut r = jwt_part(&u.refresh, 1);
+        r["exp"] = json!(now - 1);
+        r
+    });
+    let a = c.post("/api/v1/auth/refresh", None, json!({"refreshToken": expired_refresh})).await.expect(401);
+    assert_eq!(a.code(), "TOKEN_EXPIRED");
+    // The genuine tokens still work: none of the above touched the session.
+    c.get("/api/v1/auth/me", Some(&u.token)).await.expect(200);
+}
