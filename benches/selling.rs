@@ -11,13 +11,15 @@
 mod common;
 
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::Parser;
 use common::{BenchRequest, BoxError, Client, Endpoint, LoadReport, Settings, expect_json, run_load, runtime, start_bare_hyper};
 use hyper::StatusCode;
 use serde_json::{Value, json};
+use shopcell::cells::calculate::{CalcRequest, CalculateBody};
 use shopcell::cli::{Cli, Command};
+use shopcell::domain::time::now_ms;
 use shopcell::run::{self, Running};
 use uuid::Uuid;
 
@@ -63,6 +65,7 @@ fn bench() -> Result<(), BoxError> {
         let (token, body, path) = load.block_on(seed(&endpoint))?;
         let authed = endpoint.with_bearer(&token)?;
         load.block_on(check(&authed, &path, &body))?;
+        in_process(&running, &path, &body, settings.duration)?;
 
         let bare_endpoint = Endpoint::new(bare.addr).with_bearer(&token)?;
         let bare_report = measure(&load, "bare hyper GET /", bare.addr, &settings, move |_| bare_endpoint.get("/"));
@@ -162,6 +165,23 @@ async fn check(endpoint: &Endpoint, path: &str, body: &Value) -> Result<(), BoxE
         return Err(format!("calculate answered an unexpected calculation: {calc}").into());
     }
     println!("check  calculate: total {} with {applied} codes, {taxed} tax lines", calc["total"]["amount"]);
+    Ok(())
+}
+
+/// The calculation alone, called on the cell the way the route handler does (no HTTP, no JSON):
+/// how much of a request's time is the pricing itself.
+fn in_process(running: &Running, path: &str, body: &Value, duration: Duration) -> Result<(), BoxError> {
+    let cell = running.node.cells.values().next().cloned().ok_or("no cell")?;
+    let store: Uuid = path.trim_start_matches("/api/v1/stores/").trim_end_matches("/calculate").parse()?;
+    let request = CalcRequest::from_body(serde_json::from_value::<CalculateBody>(body.clone())?, false);
+    let started = Instant::now();
+    let mut n = 0u32;
+    while started.elapsed() < duration.min(Duration::from_secs(2)) {
+        cell.price(store, &request, now_ms())?;
+        n += 1;
+    }
+    let per = started.elapsed() / n.max(1);
+    println!("in-process calculation: {:.1} µs each ({n} in one thread)", per.as_secs_f64() * 1e6);
     Ok(())
 }
 

@@ -112,7 +112,7 @@ pub struct AuthArgs {
     /// endpoints are used with client ids from the environment.
     #[arg(long, env = "SHOPCELL_OIDC_CONFIG")]
     pub oidc_config: Option<PathBuf>,
-    /// Failed sign-ins allowed per account per minute (login, MFA verify).
+    /// Failed sign-in steps allowed per account per minute (password, MFA code, refresh token).
     #[arg(long, env = "SHOPCELL_RATE_ACCOUNT", default_value_t = 10)]
     pub rate_per_account: u32,
     /// Sign-in calls (login, MFA verify, refresh, key validation) allowed per client address per minute.

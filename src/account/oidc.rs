@@ -138,6 +138,17 @@ fn builtin() -> BTreeMap<String, Provider> {
 
 type HttpsClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
 
+/// An HTTP client for provider endpoints: HTTPS with the webpki roots and the ring provider,
+/// plain HTTP allowed (local providers, tests).
+fn https_client() -> Result<HttpsClient, rustls::Error> {
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_provider_and_webpki_roots(rustls::crypto::ring::default_provider())?
+        .https_or_http()
+        .enable_http1()
+        .build();
+    Ok(Client::builder(TokioExecutor::new()).build(https))
+}
+
 /// Apple's client secret: an ES256 JWT the client signs with its team key, made per request.
 #[derive(Clone)]
 pub struct ClientSecretKey {
@@ -177,7 +188,8 @@ pub struct Social {
     pub providers: BTreeMap<String, Provider>,
     pub redirect_base: Option<String>,
     pub client_url: Option<String>,
-    client: HttpsClient,
+    /// `None` only if TLS could not be set up (logged at start; provider calls answer 502).
+    client: Option<HttpsClient>,
     jwks: Mutex<HashMap<String, (Vec<PublicKey>, Instant)>>,
 }
 
@@ -240,12 +252,12 @@ impl Social {
     }
 
     fn build(providers: BTreeMap<String, Provider>, file: OidcFile) -> Social {
-        let https = hyper_rustls::HttpsConnectorBuilder::new().with_webpki_roots().https_or_http().enable_http1().build();
+        let client = https_client().map_err(|e| tracing::error!(error = %e, "no TLS for identity providers")).ok();
         Social {
             providers,
             redirect_base: file.redirect_base.map(|b| b.trim_end_matches('/').to_string()),
             client_url: file.client_url,
-            client: Client::builder(TokioExecutor::new()).build(https),
+            client,
             jwks: Mutex::new(HashMap::new()),
         }
     }
@@ -261,7 +273,8 @@ impl Social {
 
     async fn send(&self, req: Request<Full<Bytes>>) -> ApiResult<(u16, Bytes)> {
         let call = async {
-            let res = self.client.request(req).await.map_err(|e| {
+            let client = self.client.as_ref().ok_or_else(|| ApiError::new(Code::BAD_GATEWAY))?;
+            let res = client.request(req).await.map_err(|e| {
                 tracing::warn!(error = %e, "identity provider unreachable");
                 ApiError::new(Code::BAD_GATEWAY)
             })?;
@@ -593,5 +606,41 @@ impl AccountService {
         let txn = self.db.begin_read()?;
         let t = txn.open_table(SOCIAL_LINKS)?;
         Ok(t.get(format!("{provider}:{subject}").as_str())?.map(|v| Uuid::from_u128(v.value())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_is_set_up_for_providers() {
+        assert!(https_client().is_ok());
+        assert!(Social::default().client.is_some());
+    }
+
+    #[test]
+    fn the_built_in_providers_are_the_real_google_and_apple() {
+        let p = builtin();
+        assert_eq!(p["google"].token_url, "https://oauth2.googleapis.com/token");
+        assert_eq!(p["google"].jwks_url, "https://www.googleapis.com/oauth2/v3/certs");
+        assert!(p["google"].issuers.contains(&"https://accounts.google.com".to_string()));
+        assert_eq!(p["apple"].authorize_url, "https://appleid.apple.com/auth/authorize");
+        assert_eq!(p["apple"].issuers, ["https://appleid.apple.com"]);
+        assert_eq!(p["apple"].response_mode.as_deref(), Some("form_post"));
+    }
+
+    #[test]
+    fn the_file_overrides_only_what_it_names() {
+        let file: OidcFile =
+            serde_json::from_str(r#"{"clientUrl": "https://app.example/x", "providers": {"google": {"clientId": "id-1"}}}"#)
+                .unwrap();
+        let s = Social::new(file).unwrap();
+        assert_eq!(s.providers["google"].client_id, "id-1");
+        assert_eq!(s.providers["google"].token_url, "https://oauth2.googleapis.com/token");
+        assert_eq!(s.client_url.as_deref(), Some("https://app.example/x"));
+        assert!(s.provider("google").is_ok());
+        assert_eq!(s.provider("nope").unwrap_err().code, Code::NOT_FOUND);
+        assert_eq!(with_query("https://a/b?x=1", &[("code", "a b")]), "https://a/b?x=1&code=a+b");
     }
 }

@@ -212,6 +212,8 @@ async fn native(cx: Ctx) -> ApiResult<Resp> {
 }
 
 async fn social_connect(cx: Ctx) -> ApiResult<Resp> {
+    // Each connect stores a pending flow: limited like the sign-in calls it starts.
+    limit_address(&cx, "login")?;
     let a = account(&cx)?;
     let base = match &a.social.redirect_base {
         Some(b) => b.clone(),

@@ -7,7 +7,7 @@ use crate::handler;
 use crate::http::context::Ctx;
 use crate::http::query::Paging;
 use crate::http::route::{Access, Param, Route, Service, param};
-use crate::http::{Page, Resp, created, no_content, ok};
+use crate::http::{Resp, created, no_content, ok, ok_raw, page_raw};
 
 const LIST_PARAMS: &[Param] = &[
     param("page", "integer", "1-based page, default 1"),
@@ -77,9 +77,8 @@ async fn list(cx: Ctx) -> ApiResult<Resp> {
         Some(name) => Status::parse(name),
         None => None,
     };
-    let (products, total) = s.cell.list_products(s.id, status, &paging)?;
-    let data: Vec<_> = products.iter().map(|p| p.view()).collect();
-    Ok(ok(&Page::new(data, total, paging.page, paging.limit)))
+    let (views, total) = s.cell.list_product_views(s.id, status, &paging)?;
+    Ok(page_raw(&views, total, paging.page, paging.limit))
 }
 
 async fn create(cx: Ctx) -> ApiResult<Resp> {
@@ -91,11 +90,11 @@ async fn create(cx: Ctx) -> ApiResult<Resp> {
 
 async fn get(cx: Ctx) -> ApiResult<Resp> {
     let s = cx.scope()?;
-    let p = s.cell.product(s.id, cx.path_id("productId")?)?;
-    if cx.is_shopper() && p.status != Status::Active {
+    let (status, view) = s.cell.product_view(s.id, cx.path_id("productId")?)?;
+    if cx.is_shopper() && status != Status::Active {
         return Err(ApiError::not_found());
     }
-    Ok(ok(&p.view()))
+    Ok(ok_raw(view))
 }
 
 async fn update(cx: Ctx) -> ApiResult<Resp> {

@@ -3,31 +3,32 @@
 //! hands everything to the pure engine in [`crate::domain::pricing::calc`]. Nothing here writes.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
-use redb::ReadTransaction;
+use redb::{ReadOnlyTable, ReadTransaction};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::cells::Cell;
-use crate::cells::discounts::{active_automatic, customer_key, find_code, usage};
-use crate::cells::shipping::all_zones;
-use crate::cells::taxes::all_rates;
+use crate::cells::discounts::{code_key, customer_key, row_key, usage_with};
 use crate::domain::money::Money;
 use crate::domain::pricing::WarningCode;
 use crate::domain::pricing::calc::{
     CalcInput, CalcLine, Calculation, CodeInput, MAX_LINES, MAX_QUANTITY, ManualDiscount, ResolvedDiscount, Source, calculate,
 };
-use crate::domain::pricing::discount::{Discount, MAX_CODES_PER_REQUEST};
-use crate::domain::pricing::shipping::{Address, rates_for};
-use crate::domain::pricing::tax::TaxSettings;
+use crate::domain::pricing::discount::{Discount, DiscountStatus, MAX_CODES_PER_REQUEST};
+use crate::domain::pricing::shipping::{Address, ShippingZone, rates_for};
+use crate::domain::pricing::tax::{TaxRate, TaxSettings};
 use crate::domain::product::{Product, Status};
 use crate::domain::store::StoreSettings;
 use crate::error::{ApiError, ApiResult, Check};
 use crate::storage::codec::decode;
-use crate::storage::keys::{Key, trailing_id};
-use crate::storage::read;
-use crate::storage::tables::{PRODUCT_COLLECTIONS, PRODUCTS, STORES, VARIANTS};
+use crate::storage::keys::{Key, prefix_range, trailing_id};
+use crate::storage::tables::{
+    DISCOUNT_AUTOMATIC, DISCOUNT_CODES, DISCOUNT_USAGE, DISCOUNTS, PRODUCT_COLLECTIONS, PRODUCTS, SHIPPING_ZONES, STORES,
+    StoreTable, TAX_RATES, VARIANTS,
+};
 
 /// One line of `POST S/calculate`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -211,61 +212,140 @@ impl Priced {
     }
 }
 
-/// The collections a product is in, from the product → collection index.
-fn product_collections(txn: &ReadTransaction, store: Uuid, product: Uuid) -> ApiResult<Vec<Uuid>> {
-    let mut ids = Vec::new();
-    read::scan(txn, PRODUCT_COLLECTIONS, Key::store(store).id(product).bytes(), false, 0, usize::MAX, |k, _| {
-        ids.extend(trailing_id(k));
+type Table = ReadOnlyTable<&'static [u8], &'static [u8]>;
+
+/// The tables a calculation reads, each opened once: a calculation is a hot read path, and
+/// opening a table costs a lookup of its root in the transaction.
+struct Snapshot {
+    store: Uuid,
+    variants: Table,
+    products: Table,
+    /// Opened only when a discount of the calculation looks at collections.
+    product_collections: Option<Table>,
+    codes: Table,
+    discounts: Table,
+    usage: Table,
+}
+
+fn open(txn: &ReadTransaction, t: StoreTable) -> ApiResult<Table> {
+    Ok(txn.open_table(t.def)?)
+}
+
+impl Snapshot {
+    fn new(txn: &ReadTransaction, store: Uuid) -> ApiResult<Snapshot> {
+        Ok(Snapshot {
+            store,
+            variants: open(txn, VARIANTS)?,
+            products: open(txn, PRODUCTS)?,
+            product_collections: None,
+            codes: open(txn, DISCOUNT_CODES)?,
+            discounts: open(txn, DISCOUNTS)?,
+            usage: open(txn, DISCOUNT_USAGE)?,
+        })
+    }
+
+    /// The rows of `table` under `prefix`, in key order.
+    fn each(table: &Table, prefix: &[u8], mut f: impl FnMut(&[u8], &[u8]) -> ApiResult<()>) -> ApiResult<()> {
+        let (start, end) = prefix_range(prefix);
+        let range = match &end {
+            Some(end) => table.range(start.as_slice()..end.as_slice())?,
+            None => table.range(start.as_slice()..)?,
+        };
+        for item in range {
+            let (k, v) = item?;
+            f(k.value(), v.value())?;
+        }
+        Ok(())
+    }
+
+    /// The collections a product is in, from the product → collection index.
+    fn product_collections(&self, product: Uuid) -> ApiResult<Vec<Uuid>> {
+        let mut ids = Vec::new();
+        let Some(table) = &self.product_collections else { return Ok(ids) };
+        Snapshot::each(table, Key::store(self.store).id(product).bytes(), |k, _| {
+            ids.extend(trailing_id(k));
+            Ok(())
+        })?;
+        Ok(ids)
+    }
+
+    fn discount(&self, id: Uuid) -> ApiResult<Option<Discount>> {
+        self.discounts.get(row_key(self.store, id).as_slice())?.map(|v| decode(v.value())).transpose()
+    }
+
+    /// The discount a code names, without regard to case.
+    fn find_code(&self, code: &str) -> ApiResult<Option<Discount>> {
+        let Some(id) = self.codes.get(code_key(self.store, code).as_slice())? else { return Ok(None) };
+        let id = Uuid::from_slice(id.value()).map_err(ApiError::internal)?;
+        self.discount(id)
+    }
+
+    /// A discount with its usage counts (total, and by `customer`).
+    fn resolve(&self, d: Discount, customer: Option<&str>) -> ApiResult<ResolvedDiscount> {
+        let get = |k: &[u8]| -> ApiResult<Option<Vec<u8>>> { Ok(self.usage.get(k)?.map(|v| v.value().to_vec())) };
+        let usage = usage_with(get, self.store, d.id, customer)?;
+        Ok(ResolvedDiscount { discount: d, usage })
+    }
+}
+
+/// Every row of a store in `table`, decoded (tax rates, zones: small, read whole).
+fn all<T: serde::de::DeserializeOwned>(txn: &ReadTransaction, t: StoreTable, store: Uuid) -> ApiResult<Vec<T>> {
+    let mut out = Vec::new();
+    Snapshot::each(&open(txn, t)?, Key::store(store).bytes(), |_, v| {
+        out.push(decode(v)?);
         Ok(())
     })?;
-    Ok(ids)
+    Ok(out)
 }
 
 /// Resolves every line to its variant and product; each line that cannot be priced is named
 /// (`lineItems[i].variantId`, `lineItems[i].quantity`) and all are reported at once.
-fn resolve_lines(txn: &ReadTransaction, store: Uuid, req: &CalcRequest) -> ApiResult<Vec<CalcLine>> {
+fn resolve_lines(snap: &Snapshot, req: &CalcRequest) -> ApiResult<Vec<CalcLine>> {
     let pre = req.field_prefix;
+    if req.lines.len() > MAX_LINES {
+        return Err(ApiError::field(format!("{pre}lineItems"), format!("at most {MAX_LINES} lines")));
+    }
     let mut c = Check::new();
-    c.ensure(req.lines.len() <= MAX_LINES, &format!("{pre}lineItems"), format!("at most {MAX_LINES} lines"));
-    c.finish()?;
-    let mut c = Check::new();
-    let variants = txn.open_table(VARIANTS.def)?;
-    let products = txn.open_table(PRODUCTS.def)?;
+    let at = |i: usize, field: &str| format!("{pre}lineItems[{i}].{field}");
+    let unknown = "no such variant in this store";
     // A cart often holds several variants of one product: decode each product once.
     let mut cache: HashMap<Uuid, (Product, Vec<Uuid>)> = HashMap::new();
     let mut lines = Vec::with_capacity(req.lines.len());
     for (i, l) in req.lines.iter().enumerate() {
-        let at = format!("{pre}lineItems[{i}]");
-        c.ensure((1..=MAX_QUANTITY).contains(&l.quantity), &format!("{at}.quantity"), format!("must be 1 to {MAX_QUANTITY}"));
-        let product_id = match variants.get(Key::store(store).id(l.variant_id).bytes())? {
+        if !(1..=MAX_QUANTITY).contains(&l.quantity) {
+            c.fail(&at(i, "quantity"), format!("must be 1 to {MAX_QUANTITY}"));
+        }
+        let product_id = match snap.variants.get(Key::store(snap.store).id(l.variant_id).bytes())? {
             Some(v) => Uuid::from_slice(v.value()).map_err(ApiError::internal)?,
             None => {
-                c.fail(&format!("{at}.variantId"), "no such variant in this store");
+                c.fail(&at(i, "variantId"), unknown);
                 continue;
             }
         };
-        if !cache.contains_key(&product_id) {
-            let Some(row) = products.get(Key::store(store).id(product_id).bytes())? else {
-                c.fail(&format!("{at}.variantId"), "no such variant in this store");
-                continue;
-            };
-            let p: Product = decode(row.value())?;
-            let collections = product_collections(txn, store, product_id)?;
-            cache.insert(product_id, (p, collections));
-        }
-        let Some((p, collections)) = cache.get(&product_id) else { continue };
+        let (p, collections) = match cache.entry(product_id) {
+            Entry::Occupied(e) => &*e.into_mut(),
+            Entry::Vacant(e) => {
+                let Some(row) = snap.products.get(Key::store(snap.store).id(product_id).bytes())? else {
+                    c.fail(&at(i, "variantId"), unknown);
+                    continue;
+                };
+                let p: Product = decode(row.value())?;
+                let collections = snap.product_collections(product_id)?;
+                &*e.insert((p, collections))
+            }
+        };
         let Some(v) = p.variants.iter().find(|v| v.id == l.variant_id) else {
-            c.fail(&format!("{at}.variantId"), "no such variant in this store");
+            c.fail(&at(i, "variantId"), unknown);
             continue;
         };
         match p.status {
             Status::Archived => {
-                c.fail(&format!("{at}.variantId"), "the product is archived");
+                c.fail(&at(i, "variantId"), "the product is archived");
                 continue;
             }
             // Shoppers buy what the store sells; members may price drafts (draft orders).
             Status::Draft if req.shopper => {
-                c.fail(&format!("{at}.variantId"), "no such variant in this store");
+                c.fail(&at(i, "variantId"), unknown);
                 continue;
             }
             _ => {}
@@ -304,25 +384,43 @@ impl Cell {
         }
         c.finish()?;
         let txn = self.read()?;
-        let settings: StoreSettings = read::get(&txn, STORES, Key::store(store).bytes())?.ok_or_else(ApiError::not_found)?;
-        let lines = resolve_lines(&txn, store, req)?;
-
-        let customer = customer_key(req.customer_id, None);
-        let resolve = |d: Discount| -> ApiResult<ResolvedDiscount> {
-            let usage = usage(&txn, store, d.id, customer.as_deref())?;
-            Ok(ResolvedDiscount { discount: d, usage })
+        let settings: StoreSettings = match open(&txn, STORES)?.get(Key::store(store).bytes())? {
+            Some(v) => decode(v.value())?,
+            None => return Err(ApiError::not_found()),
         };
+        let mut snap = Snapshot::new(&txn, store)?;
+        // Discounts first: whether any looks at collections decides if lines need theirs.
+        let customer = customer_key(req.customer_id, None);
         let mut codes = Vec::with_capacity(req.codes.len());
         for code in &req.codes {
             let trimmed = code.trim();
             // A code that cannot exist is simply not found; the engine names over-long ones.
-            let found = if trimmed.is_empty() || trimmed.len() > 255 { None } else { find_code(&txn, store, trimmed)? };
-            codes.push(CodeInput { code: code.clone(), found: found.map(&resolve).transpose()? });
+            let found = if trimmed.is_empty() || trimmed.len() > 255 { None } else { snap.find_code(trimmed)? };
+            codes.push(CodeInput { code: code.clone(), found: found.map(|d| snap.resolve(d, customer.as_deref())).transpose()? });
         }
-        let automatic = active_automatic(&txn, store, now)?.into_iter().map(&resolve).collect::<ApiResult<Vec<_>>>()?;
+        let mut automatic = Vec::new();
+        let mut ids = Vec::new();
+        Snapshot::each(&open(&txn, DISCOUNT_AUTOMATIC)?, Key::store(store).bytes(), |k, _| {
+            ids.extend(trailing_id(k));
+            Ok(())
+        })?;
+        for id in ids {
+            // Inactive ones would only be dropped by the engine: skip their usage reads.
+            if let Some(d) = snap.discount(id)?.filter(|d| d.status(now) == DiscountStatus::Active) {
+                automatic.push(snap.resolve(d, customer.as_deref())?);
+            }
+        }
+        let by_collection = |d: &Discount| {
+            !d.collection_ids.is_empty() || d.buy_x_get_y.as_ref().is_some_and(|b| !b.buy_collection_ids.is_empty())
+        };
+        let found = codes.iter().filter_map(|c| c.found.as_ref()).chain(&automatic);
+        if found.map(|r| &r.discount).any(by_collection) {
+            snap.product_collections = Some(open(&txn, PRODUCT_COLLECTIONS)?);
+        }
+        let lines = resolve_lines(&snap, req)?;
         let destination = req.address.as_ref().map(Address::destination);
-        let rates = match &destination {
-            Some(_) => all_rates(&txn, store)?,
+        let rates: Vec<TaxRate> = match &destination {
+            Some(_) => all(&txn, TAX_RATES, store)?,
             None => Vec::new(),
         };
         let mut input = CalcInput {
@@ -339,7 +437,7 @@ impl Cell {
             now,
         };
         if let (Some(method), Some(dest)) = (&req.shipping_method_id, &input.destination) {
-            let zones = all_zones(&txn, store)?;
+            let zones: Vec<ShippingZone> = all(&txn, SHIPPING_ZONES, store)?;
             let (weight, subtotal) = input.shipping_basis();
             let offered = rates_for(&zones, dest, weight, subtotal, settings.currency);
             let chosen = offered.into_iter().find(|r| r.id.eq_ignore_ascii_case(method.trim()));

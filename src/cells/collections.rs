@@ -4,28 +4,25 @@
 //! (list orders, handle, smart rules, schedule, counters); [`set_member`] is the one writer of a
 //! membership (the ordered row and its reverse row). Smart collections follow product writes
 //! through [`on_product_write`], called by `products::write_product` in the same transaction.
-//! The [`Publisher`] publishes scheduled collections when they are due.
+//! The cell's publisher (`cells::publisher`) publishes scheduled collections when they are due.
 
 use std::ops::Bound;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
-use redb::{Database, ReadableDatabase, ReadableTable};
-use tokio::sync::Notify;
+use redb::ReadableTable;
 use uuid::Uuid;
 
-use crate::cells::{Cell, StoreState};
+use crate::cells::Cell;
 use crate::domain::collection::*;
 use crate::domain::product::{Product, slugify};
 use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Check, Code};
 use crate::http::query::Paging;
 use crate::storage::codec::{decode, encode};
-use crate::storage::keys::{Key, leading_store, prefix_range, trailing_id};
+use crate::storage::keys::{Key, prefix_range, trailing_id};
 use crate::storage::read;
 use crate::storage::tables::*;
-use crate::storage::writer::{Tx, Writer};
+use crate::storage::writer::Tx;
 
 /// The sortable fields of the collection list, in index-field order.
 pub const SORT_FIELDS: &[&str] = &["title", "productCount", "createdAt", "updatedAt", "position"];
@@ -57,7 +54,7 @@ fn title_key(title: &str) -> String {
 
 // ---- rows -----------------------------------------------------------------------------------
 
-fn row_key(store: Uuid, id: Uuid) -> Vec<u8> {
+pub(crate) fn row_key(store: Uuid, id: Uuid) -> Vec<u8> {
     Key::store(store).id(id).into_vec()
 }
 
@@ -69,7 +66,8 @@ fn handle_key(store: Uuid, handle: &str) -> Vec<u8> {
     Key::store(store).str(handle).into_vec()
 }
 
-fn schedule_key(store: Uuid, at: i64, id: Uuid) -> Vec<u8> {
+/// `collection_schedule` key: store ‖ publishAt ‖ collection id.
+pub(crate) fn schedule_key(store: Uuid, at: i64, id: Uuid) -> Vec<u8> {
     Key::store(store).i64(at).id(id).into_vec()
 }
 
@@ -784,143 +782,9 @@ impl Cell {
     }
 }
 
-// ---- the publisher --------------------------------------------------------------------------
-
-/// Longest sleep between passes: also how soon a store moved in from another cell gets its
-/// due collections published.
-const MAX_WAIT: Duration = Duration::from_secs(10);
-/// Pause before retrying a publish that failed (a store frozen by a move, say).
-const RETRY: i64 = 1000;
-
-/// The per-cell task that publishes scheduled collections when they are due. It reads the
-/// `collection_schedule` table, so schedules survive restarts: the first pass after a start
-/// publishes everything that fell due while the cell was down.
-pub struct Publisher {
-    wake: Arc<Notify>,
-    stopping: Arc<AtomicBool>,
-    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-}
-
-impl Publisher {
-    /// Starts the task on its own thread (with a small runtime for its timer), like the writer.
-    pub fn start(db: Arc<Database>, writer: Writer, cell: &str) -> std::io::Result<Publisher> {
-        let wake = Arc::new(Notify::new());
-        let stopping = Arc::new(AtomicBool::new(false));
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
-        let (w, s) = (wake.clone(), stopping.clone());
-        let handle = std::thread::Builder::new()
-            .name(format!("publisher-{cell}"))
-            .spawn(move || runtime.block_on(publish_loop(&db, &writer, &w, &s)))?;
-        Ok(Publisher { wake, stopping, thread: Mutex::new(Some(handle)) })
-    }
-
-    /// Makes the task look at the schedule now (a collection was scheduled).
-    pub fn wake(&self) {
-        self.wake.notify_one();
-    }
-
-    /// Stops the task and waits for it; a publish under way finishes first.
-    pub fn stop(&self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        self.wake.notify_one();
-        if let Some(t) = self.thread.lock().ok().and_then(|mut t| t.take()) {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for Publisher {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-async fn publish_loop(db: &Database, writer: &Writer, wake: &Notify, stopping: &AtomicBool) {
-    while !stopping.load(Ordering::SeqCst) {
-        let next = match publish_due(db, writer, stopping).await {
-            Ok(next) => next,
-            Err(e) => {
-                tracing::warn!(error = %e, "publishing scheduled collections failed; retrying");
-                Some(now_ms() + RETRY)
-            }
-        };
-        let wait = next.map(|at| Duration::from_millis((at - now_ms()).max(0) as u64)).unwrap_or(MAX_WAIT).min(MAX_WAIT);
-        tokio::select! {
-            _ = tokio::time::sleep(wait) => {}
-            _ = wake.notified() => {}
-        }
-    }
-}
-
-/// Publishes every due collection of the stores this cell serves; answers when the next one
-/// falls due.
-async fn publish_due(db: &Database, writer: &Writer, stopping: &AtomicBool) -> ApiResult<Option<i64>> {
-    let now = now_ms();
-    let mut due = Vec::new();
-    let mut next: Option<i64> = None;
-    {
-        let txn = db.begin_read()?;
-        let schedule = txn.open_table(COLLECTION_SCHEDULE.def)?;
-        let states = txn.open_table(STORE_STATE)?;
-        for item in schedule.iter()? {
-            let (k, _) = item?;
-            let k = k.value();
-            let (Some(store), Some(id), Some(at)) = (leading_store(k), trailing_id(k), k.get(16..24)) else { continue };
-            let at = (u64::from_be_bytes(at.try_into().unwrap_or_default()) ^ (1 << 63)) as i64;
-            // Incoming copies of a store being moved here are not ours to publish yet.
-            if states.get(store.as_u128())?.map(|s| s.value()) != Some(StoreState::Active as u8) {
-                continue;
-            }
-            if at <= now {
-                due.push((store, id, at));
-            } else {
-                next = Some(next.map_or(at, |n| n.min(at)));
-            }
-        }
-    }
-    for (store, id, at) in due {
-        if stopping.load(Ordering::SeqCst) {
-            break;
-        }
-        if let Err(e) = writer.write(Some(store), move |tx| publish(tx, store, id, at)).await {
-            tracing::warn!(%store, collection = %id, error = %e, "scheduled collection not published yet");
-            next = Some(now_ms() + RETRY);
-        }
-    }
-    Ok(next)
-}
-
-/// Publishes one due collection; a schedule row that no longer matches its collection (deleted,
-/// rescheduled, published by hand) is dropped.
-fn publish(tx: &mut Tx, store: Uuid, id: Uuid, at: i64) -> ApiResult<()> {
-    let old = match tx.get(COLLECTIONS, &row_key(store, id))? {
-        Some(b) => decode::<Collection>(&b)?,
-        None => return tx.delete(COLLECTION_SCHEDULE, &schedule_key(store, at, id)),
-    };
-    if old.deleted_at.is_some() || old.status != CollectionStatus::Scheduled || old.publish_at != Some(at) {
-        return tx.delete(COLLECTION_SCHEDULE, &schedule_key(store, at, id));
-    }
-    let mut c = old.clone();
-    c.status = CollectionStatus::Published;
-    c.published_at = Some(at);
-    c.publish_at = None;
-    c.updated_at = now_ms();
-    write_collection(tx, store, Some(&old), Some(&c))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn schedule_keys_decode() {
-        let (store, id, at) = (Uuid::now_v7(), Uuid::now_v7(), 1_795_000_000_123);
-        let k = schedule_key(store, at, id);
-        assert_eq!(leading_store(&k), Some(store));
-        assert_eq!(trailing_id(&k), Some(id));
-        let raw = u64::from_be_bytes(k[16..24].try_into().unwrap());
-        assert_eq!((raw ^ (1 << 63)) as i64, at);
-    }
 
     #[test]
     fn summaries_filter() {

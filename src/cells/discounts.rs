@@ -38,12 +38,12 @@ pub const MAX_COMMENT_CHARS: usize = 5000;
 /// Sort keys longer than this are cut: order among such titles falls back to the id.
 const SORT_KEY_CHARS: usize = 64;
 
-fn row_key(store: Uuid, id: Uuid) -> Vec<u8> {
+pub(crate) fn row_key(store: Uuid, id: Uuid) -> Vec<u8> {
     Key::store(store).id(id).into_vec()
 }
 
 /// Codes are ASCII (letters, digits, `-`, `_`), so ASCII lower-casing is the whole case folding.
-fn code_key(store: Uuid, code: &str) -> Vec<u8> {
+pub(crate) fn code_key(store: Uuid, code: &str) -> Vec<u8> {
     Key::store(store).str(&code.trim().to_ascii_lowercase()).into_vec()
 }
 
@@ -51,11 +51,11 @@ fn counter_key(store: Uuid) -> Vec<u8> {
     Key::store(store).str("discounts").into_vec()
 }
 
-fn total_usage_key(store: Uuid, id: Uuid) -> Vec<u8> {
+pub(crate) fn total_usage_key(store: Uuid, id: Uuid) -> Vec<u8> {
     Key::store(store).id(id).u8(0).into_vec()
 }
 
-fn customer_usage_key(store: Uuid, id: Uuid, customer: &str) -> Vec<u8> {
+pub(crate) fn customer_usage_key(store: Uuid, id: Uuid, customer: &str) -> Vec<u8> {
     Key::store(store).id(id).u8(1).str(customer).into_vec()
 }
 
@@ -124,7 +124,7 @@ fn load(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<Discount> {
 }
 
 /// The usage counts of a discount, through `get` (a read or a write transaction).
-fn usage_with(
+pub(crate) fn usage_with(
     get: impl Fn(&[u8]) -> ApiResult<Option<Vec<u8>>>,
     store: Uuid,
     id: Uuid,
@@ -184,27 +184,6 @@ pub fn find_code(txn: &ReadTransaction, store: Uuid, code: &str) -> ApiResult<Op
     let Some(id) = read::get_raw(txn, DISCOUNT_CODES, &code_key(store, code))? else { return Ok(None) };
     let id = Uuid::from_slice(&id).map_err(ApiError::internal)?;
     read::get(txn, DISCOUNTS, &row_key(store, id))
-}
-
-/// The store's automatic discounts that are active at `now`, in a read transaction.
-pub fn active_automatic(txn: &ReadTransaction, store: Uuid, now: i64) -> ApiResult<Vec<Discount>> {
-    let mut ids = Vec::new();
-    read::scan(txn, DISCOUNT_AUTOMATIC, Key::store(store).bytes(), false, 0, usize::MAX, |k, _| {
-        ids.extend(trailing_id(k));
-        Ok(())
-    })?;
-    let table = txn.open_table(DISCOUNTS.def)?;
-    let mut out = Vec::with_capacity(ids.len());
-    for id in ids {
-        if let Some(v) = table.get(row_key(store, id).as_slice())? {
-            let d: Discount = decode(v.value())?;
-            // Inactive ones would only be dropped by the engine: skip their usage reads.
-            if d.status(now) == DiscountStatus::Active {
-                out.push(d);
-            }
-        }
-    }
-    Ok(out)
 }
 
 /// Filters of the discount list; all absent lists every discount from the counter and the index.

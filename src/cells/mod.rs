@@ -10,7 +10,9 @@ pub mod forward;
 pub mod link;
 pub mod markets;
 pub mod moves;
+pub mod order_cache;
 pub mod products;
+pub mod publisher;
 pub mod shipping;
 pub mod stores;
 pub mod taxes;
@@ -56,7 +58,9 @@ pub struct Cell {
     /// The product index of the cell's stores (`<dir>/search/`), kept in step by its indexer.
     pub search: Arc<crate::search::Search>,
     /// Publishes scheduled collections when they fall due.
-    pub publisher: collections::Publisher,
+    pub publisher: publisher::Publisher,
+    /// In-memory copies of big list orders (deep pages).
+    pub orders: order_cache::OrderCache,
     states: RwLock<HashMap<Uuid, StoreState>>,
 }
 
@@ -107,7 +111,7 @@ impl Cell {
         txn.commit()?;
         let (writer, thread) = Writer::start(db.clone(), name)?;
         let search = crate::search::Search::start(&dir.join("search"), db.clone(), writer.clone(), name)?;
-        let publisher = collections::Publisher::start(db.clone(), writer.clone(), name)?;
+        let publisher = publisher::Publisher::start(db.clone(), writer.clone(), name)?;
         Ok(Cell {
             name: name.to_string(),
             db,
@@ -115,6 +119,7 @@ impl Cell {
             thread: Mutex::new(Some(thread)),
             search,
             publisher,
+            orders: order_cache::OrderCache::default(),
             states: RwLock::new(states),
         })
     }

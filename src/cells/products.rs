@@ -6,6 +6,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::cells::Cell;
+use crate::cells::order_cache::{Lookup, MIN_OFFSET, page};
 use crate::domain::product::*;
 use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Code};
@@ -13,7 +14,7 @@ use crate::http::query::Paging;
 use crate::storage::codec::{decode, encode};
 use crate::storage::keys::{Key, trailing_id};
 use crate::storage::read;
-use crate::storage::tables::{COUNTERS, PRODUCT_HANDLES, PRODUCT_ORDER, PRODUCTS, VARIANTS};
+use crate::storage::tables::{COUNTERS, PRODUCT_HANDLES, PRODUCT_ORDER, PRODUCT_VIEWS, PRODUCTS, VARIANTS};
 use crate::storage::writer::Tx;
 
 /// The sortable fields of the product list (spec §7), in index-id order.
@@ -95,10 +96,16 @@ pub fn write_product(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Optio
             }
             tx.bump(COUNTERS, &counter_key(store, ANY), 1)?;
             tx.bump(COUNTERS, &counter_key(store, bucket(n.status)), 1)?;
+            let mut view = vec![n.status as u8];
+            serde_json::to_writer(&mut view, &n.view()).map_err(ApiError::internal)?;
+            tx.put(PRODUCT_VIEWS, Key::store(store).id(n.id).bytes(), &view)?;
             tx.put(PRODUCTS, Key::store(store).id(n.id).bytes(), &encode(n)?)
         }
         None => match old {
-            Some(o) => tx.delete(PRODUCTS, Key::store(store).id(o.id).bytes()),
+            Some(o) => {
+                tx.delete(PRODUCT_VIEWS, Key::store(store).id(o.id).bytes())?;
+                tx.delete(PRODUCTS, Key::store(store).id(o.id).bytes())
+            }
             None => Ok(()),
         },
     }
@@ -177,25 +184,55 @@ impl Cell {
     }
 
     /// A page of products in the requested order, with the total, from the order index.
-    pub fn list_products(&self, store: Uuid, status: Option<Status>, paging: &Paging) -> ApiResult<(Vec<Product>, u64)> {
-        let txn = self.read()?;
+    /// A page of products (their rendered JSON views) in the requested order, with the total.
+    pub fn list_product_views(&self, store: Uuid, status: Option<Status>, paging: &Paging) -> ApiResult<(Vec<Vec<u8>>, u64)> {
         let field = SORT_FIELDS.iter().position(|f| *f == paging.sort_by).unwrap_or(0) as u8;
         let b = status.map(bucket).unwrap_or(ANY);
-        let total = read::counter(&txn, COUNTERS, &counter_key(store, b))?;
-        let mut ids = Vec::with_capacity(paging.limit as usize);
         let prefix = order_prefix(store, field, b);
-        read::scan(&txn, PRODUCT_ORDER, prefix.bytes(), paging.desc, paging.offset(), paging.limit as usize, |k, _| {
-            ids.extend(trailing_id(k));
-            Ok(())
-        })?;
-        let products = txn.open_table(PRODUCTS.def)?;
+        let (offset, limit) = (paging.offset(), paging.limit as usize);
+        // Read before the transaction begins: a cached copy is never older than its tag.
+        let generation = self.writer.generations.get(store);
+        let txn = self.read()?;
+        let (ids, total) = match (offset >= MIN_OFFSET).then(|| self.orders.lookup((store, field, b), generation)) {
+            Some(Lookup::Hit(all)) => (page(&all, paging.desc, offset, limit), all.len() as u64),
+            Some(Lookup::Rebuild) => {
+                let mut all = Vec::new();
+                read::scan(&txn, PRODUCT_ORDER, prefix.bytes(), false, 0, usize::MAX, |k, _| {
+                    all.extend(trailing_id(k));
+                    Ok(())
+                })?;
+                let all = Arc::new(all);
+                self.orders.store((store, field, b), generation, all.clone());
+                (page(&all, paging.desc, offset, limit), all.len() as u64)
+            }
+            Some(Lookup::Walk) | None => {
+                let mut ids = Vec::with_capacity(limit);
+                read::scan(&txn, PRODUCT_ORDER, prefix.bytes(), paging.desc, offset, limit, |k, _| {
+                    ids.extend(trailing_id(k));
+                    Ok(())
+                })?;
+                (ids, read::counter(&txn, COUNTERS, &counter_key(store, b))?)
+            }
+        };
+        let views = txn.open_table(PRODUCT_VIEWS.def)?;
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
-            if let Some(v) = products.get(Key::store(store).id(id).bytes())? {
-                out.push(decode(v.value())?);
+            if let Some(v) = views.get(Key::store(store).id(id).bytes())? {
+                out.push(v.value().get(1..).unwrap_or_default().to_vec());
             }
         }
         Ok((out, total))
+    }
+
+    /// One product's rendered JSON view and its status.
+    pub fn product_view(&self, store: Uuid, id: Uuid) -> ApiResult<(Status, Vec<u8>)> {
+        let raw =
+            read::get_raw(&self.read()?, PRODUCT_VIEWS, Key::store(store).id(id).bytes())?.ok_or_else(ApiError::not_found)?;
+        let status = raw.first().and_then(|b| Status::NAMES.get(*b as usize)).and_then(|n| Status::parse(n));
+        match (status, raw.get(1..)) {
+            (Some(s), Some(json)) => Ok((s, json.to_vec())),
+            _ => Err(ApiError::internal("malformed product view")),
+        }
     }
 
     pub async fn update_product(&self, store: Uuid, id: Uuid, update: UpdateProduct) -> ApiResult<Product> {

@@ -674,3 +674,96 @@ impl Collection {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::money::Currency;
+    use crate::domain::product::{Status, Variant};
+
+    fn product(title: &str, tags: &[&str], prices: &[i64]) -> Product {
+        let variant = |price: i64| Variant {
+            id: Uuid::now_v7(),
+            title: "Default".into(),
+            sku: None,
+            barcode: None,
+            price,
+            compare_at_price: None,
+            weight_grams: None,
+            option_values: Vec::new(),
+            inventory_tracked: false,
+            inventory_quantity: 0,
+            created_at: 0,
+            updated_at: 0,
+        };
+        Product {
+            id: Uuid::now_v7(),
+            title: title.into(),
+            description: String::new(),
+            vendor: "Acme".into(),
+            product_type: "Shirts".into(),
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            handle: "h".into(),
+            status: Status::Active,
+            category_id: None,
+            options: Vec::new(),
+            variants: prices.iter().map(|p| variant(*p)).collect(),
+            currency: Currency::parse("USD").unwrap(),
+            created_at: 0,
+            updated_at: 0,
+        }
+    }
+
+    fn rule(field: RuleField, relation: Relation, value: RuleValue) -> Rule {
+        Rule { field, relation, value }
+    }
+
+    fn text(s: &str) -> RuleValue {
+        RuleValue::Text(s.into())
+    }
+
+    #[test]
+    fn rules_match_like_the_major_platforms() {
+        let p = product("Linen Shirt", &["Summer", "sale"], &[4000, 6000]);
+        let yes = |r: Rule| SmartRules { rules: vec![r], disjunctive: false }.matches(&p);
+        assert!(yes(rule(RuleField::Title, Relation::StartsWith, text("linen"))));
+        assert!(yes(rule(RuleField::Title, Relation::EndsWith, text("SHIRT"))));
+        assert!(!yes(rule(RuleField::Title, Relation::NotContains, text("shirt"))));
+        assert!(yes(rule(RuleField::Type, Relation::Equals, text("shirts"))));
+        assert!(yes(rule(RuleField::Vendor, Relation::NotEquals, text("Other"))));
+        assert!(yes(rule(RuleField::Tag, Relation::Equals, text("summer"))));
+        assert!(!yes(rule(RuleField::Tag, Relation::NotEquals, text("sale"))), "negative tag rules need no tag to match");
+        assert!(yes(rule(RuleField::Tag, Relation::NotContains, text("winter"))));
+        assert!(yes(rule(RuleField::Price, Relation::GreaterThan, RuleValue::Amount(5000))), "some variant is over");
+        assert!(yes(rule(RuleField::Price, Relation::LessThan, RuleValue::Amount(5000))), "some variant is under");
+        assert!(!yes(rule(RuleField::Price, Relation::Equals, RuleValue::Amount(5000))));
+        let two =
+            vec![rule(RuleField::Tag, Relation::Equals, text("winter")), rule(RuleField::Vendor, Relation::Equals, text("acme"))];
+        assert!(!SmartRules { rules: two.clone(), disjunctive: false }.matches(&p));
+        assert!(SmartRules { rules: two, disjunctive: true }.matches(&p));
+        assert!(!SmartRules { rules: Vec::new(), disjunctive: true }.matches(&p), "no rules match nothing");
+    }
+
+    #[test]
+    fn status_and_schedule_rules() {
+        let now = 1_000_000;
+        let base = CreateCollection { title: "T".into(), ..Default::default() };
+        assert_eq!(build(&base, now).unwrap().status, CollectionStatus::Draft);
+        let at = crate::domain::time::rfc3339(now + 60_000);
+        let scheduled = build(&CreateCollection { publish_at: Some(at.clone()), ..Default::default() }, now);
+        assert_eq!(scheduled.unwrap_err().fields[0].field, "title");
+        let c = build(&CreateCollection { title: "T".into(), publish_at: Some(at), ..Default::default() }, now).unwrap();
+        assert_eq!((c.status, c.publish_at), (CollectionStatus::Scheduled, Some(now + 60_000)));
+        // Leaving `scheduled` drops the date; `scheduled` without one is refused.
+        let u = UpdateCollection { status: Some("draft".into()), ..Default::default() };
+        let d = apply_update(&u, &c, now).unwrap();
+        assert_eq!((d.status, d.publish_at), (CollectionStatus::Draft, None));
+        let u = UpdateCollection { status: Some("scheduled".into()), ..Default::default() };
+        assert_eq!(apply_update(&u, &d, now).unwrap_err().fields[0].field, "publishAt");
+        let u = UpdateCollection { publish_at: Some(None), ..Default::default() };
+        assert_eq!(apply_update(&u, &c, now).unwrap_err().fields[0].field, "publishAt");
+        let u = UpdateCollection { status: Some("published".into()), ..Default::default() };
+        let p = apply_update(&u, &c, now + 5).unwrap();
+        assert_eq!((p.status, p.publish_at, p.published_at), (CollectionStatus::Published, None, Some(now + 5)));
+    }
+}

@@ -165,28 +165,36 @@ const CURRENCIES: &[(&str, u8)] = &[
     ("ZWL", 2),
 ];
 
-/// A known ISO 4217 currency.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct Currency([u8; 3]);
+/// A known ISO 4217 currency: the code's three upper-case letters and its exponent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(into = "String")]
+pub struct Currency {
+    code: [u8; 3],
+    exponent: u8,
+}
 
 impl Currency {
-    /// Parses a code (any case); `None` for codes that are not ISO 4217.
+    /// Parses a code (any case); `None` for codes that are not ISO 4217. Allocation-free: it runs
+    /// on every record decode.
     pub fn parse(code: &str) -> Option<Currency> {
-        let upper = code.to_ascii_uppercase();
-        CURRENCIES.iter().find(|(c, _)| *c == upper).map(|(c, _)| {
-            let b = c.as_bytes();
-            Currency([b[0], b[1], b[2]])
-        })
+        let b = code.as_bytes();
+        if b.len() != 3 {
+            return None;
+        }
+        let upper = [b[0].to_ascii_uppercase(), b[1].to_ascii_uppercase(), b[2].to_ascii_uppercase()];
+        CURRENCIES
+            .binary_search_by(|(c, _)| c.as_bytes().cmp(upper.as_slice()))
+            .ok()
+            .map(|i| Currency { code: upper, exponent: CURRENCIES[i].1 })
     }
 
     pub fn code(&self) -> &str {
-        std::str::from_utf8(&self.0).unwrap_or("XXX")
+        std::str::from_utf8(&self.code).unwrap_or("XXX")
     }
 
     /// Decimals of the minor unit: JPY 0, USD 2, BHD 3.
     pub fn exponent(&self) -> u8 {
-        CURRENCIES.iter().find(|(c, _)| c.as_bytes() == self.0).map(|(_, e)| *e).unwrap_or(2)
+        self.exponent
     }
 
     /// A display string, e.g. `12.50 USD` or `1200 JPY`.
@@ -202,10 +210,19 @@ impl Currency {
     }
 }
 
-impl TryFrom<String> for Currency {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        Currency::parse(&s).ok_or_else(|| format!("unknown currency code {s:?}"))
+impl<'de> Deserialize<'de> for Currency {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Code;
+        impl serde::de::Visitor<'_> for Code {
+            type Value = Currency;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an ISO 4217 currency code")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Currency, E> {
+                Currency::parse(s).ok_or_else(|| E::custom(format!("unknown currency code {s:?}")))
+            }
+        }
+        d.deserialize_str(Code)
     }
 }
 
@@ -243,6 +260,11 @@ pub fn round_div(numerator: i128, denominator: i128) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_table_is_sorted_for_binary_search() {
+        assert!(CURRENCIES.windows(2).all(|w| w[0].0 < w[1].0));
+    }
 
     #[test]
     fn exponents_and_formatting() {

@@ -35,6 +35,30 @@ pub fn json<T: Serialize + ?Sized>(status: StatusCode, body: &T) -> Resp {
     }
 }
 
+/// A 200 with JSON that is already rendered.
+pub fn ok_raw(body: Vec<u8>) -> Resp {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    r.headers_mut().insert(CONTENT_TYPE, JSON);
+    r
+}
+
+/// The list envelope around rendered JSON items, without parsing them again.
+pub fn page_raw(items: &[Vec<u8>], total: u64, page: u32, limit: u32) -> Resp {
+    let mut out = Vec::with_capacity(items.iter().map(|i| i.len() + 1).sum::<usize>() + 96);
+    out.extend_from_slice(b"{\"data\":[");
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(item);
+    }
+    let total_pages = total.div_ceil(u64::from(limit.max(1)));
+    out.extend_from_slice(
+        format!("],\"total\":{total},\"page\":{page},\"limit\":{limit},\"totalPages\":{total_pages}}}").as_bytes(),
+    );
+    ok_raw(out)
+}
+
 pub fn ok<T: Serialize + ?Sized>(body: &T) -> Resp {
     json(StatusCode::OK, body)
 }

@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redb::{Database, ReadableDatabase, ReadableTable};
 use tantivy::schema::Term;
@@ -25,6 +25,13 @@ use crate::storage::writer::Writer;
 const BATCH: usize = 5_000;
 /// Pause after a failed pass before trying again.
 const BACKOFF: Duration = Duration::from_secs(1);
+/// An idle index with more segments than this is merged into one: every query pays per
+/// segment (each typo automaton walks each segment's term dictionary).
+const IDLE_SEGMENTS_MAX: usize = 4;
+/// Least time between two passes that index something: under a stream of writes, tantivy
+/// commits (each a new segment and a few fsyncs) stay few and large, while a write still
+/// becomes searchable well within a second.
+const MIN_PASS_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The thread's body: fills a new index, drops documents of stores the cell no longer serves,
 /// then drains the outbox until the cell closes (with a last pass, so a clean stop leaves the
@@ -47,11 +54,23 @@ pub fn run(search: &Arc<Search>, db: &Arc<Database>, writer: &Writer, fresh: boo
         tracing::warn!(error = %e, "could not drop search documents of stores this cell no longer serves");
     }
     rt.block_on(async {
+        let mut last_indexed: Option<Instant> = None;
         loop {
             let stopping = search.is_stopping();
+            if let Some(at) = last_indexed
+                && !stopping
+                && at.elapsed() < MIN_PASS_INTERVAL
+            {
+                tokio::time::sleep(MIN_PASS_INTERVAL.saturating_sub(at.elapsed())).await;
+            }
             match drain(search, db, writer).await {
-                Ok(n) if n >= BATCH && !stopping => continue,
-                Ok(_) => {}
+                Ok(0) => {}
+                Ok(n) => {
+                    last_indexed = Some(Instant::now());
+                    if n >= BATCH && !stopping {
+                        continue;
+                    }
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "indexer pass failed; retrying");
                     if !stopping {
@@ -62,9 +81,21 @@ pub fn run(search: &Arc<Search>, db: &Arc<Database>, writer: &Writer, fresh: boo
             if stopping {
                 break;
             }
-            tokio::select! {
-                _ = search.wake.notified() => {}
-                _ = tokio::time::sleep(TICK) => {}
+            let idle = tokio::select! {
+                _ = search.wake.notified() => false,
+                _ = tokio::time::sleep(TICK) => true,
+            };
+            if idle {
+                // Quiet after a burst of writes: merge the small segments it left behind.
+                if last_indexed.take().is_some()
+                    && let Err(e) = compact(search)
+                {
+                    tracing::warn!(error = %e, "merging search segments failed");
+                }
+                // Publishes merges finished in the background to searches.
+                if let Err(e) = search.reader.reload() {
+                    tracing::warn!(error = %e, "reloading the search index failed");
+                }
             }
         }
     });
@@ -146,5 +177,21 @@ fn purge_unserved(search: &Search, db: &Database) -> Result<(), BoxError> {
         tracing::info!(%store, "dropping search documents of a store this cell does not serve");
         search.purge_store(store)?;
     }
+    Ok(())
+}
+
+/// Starts merging every segment into one when there are more than [`IDLE_SEGMENTS_MAX`]. The
+/// merge runs on tantivy's merge thread, not waited for: writes keep being indexed meanwhile,
+/// and the next idle tick's reload shows the merged segment to searches. A segment that
+/// tantivy's own merge policy is already merging makes the request fail harmlessly.
+fn compact(search: &Search) -> Result<(), BoxError> {
+    let ids = search.index.searchable_segment_ids()?;
+    if ids.len() <= IDLE_SEGMENTS_MAX {
+        return Ok(());
+    }
+    let mut guard = search.writer.lock().map_err(|_| "index writer lock poisoned")?;
+    let writer = guard.as_mut().ok_or("the index is closed")?;
+    drop(writer.merge(&ids));
+    tracing::debug!(segments = ids.len(), "merging search segments");
     Ok(())
 }

@@ -264,7 +264,9 @@ fn seed_outbox_seq(db: &Database) -> Result<(), BoxError> {
 /// offline (a running cell holds the database lock, so this fails rather than race it). The new
 /// index is built beside the old one and swapped in by renames.
 pub fn reindex_offline(cell_dir: &Path) -> Result<u64, BoxError> {
-    let db = crate::storage::open(&cell_dir.join("cell.redb"), crate::storage::DbKind::Cell)?;
+    let path = cell_dir.join("cell.redb");
+    let db = crate::storage::open(&path, crate::storage::DbKind::Cell)
+        .map_err(|e| format!("{}: {e} (a running shopcell serving this cell holds it: stop it first)", path.display()))?;
     let target = cell_dir.join("search");
     let fresh: PathBuf = cell_dir.join("search.new");
     if fresh.exists() {

@@ -204,8 +204,15 @@ struct Hit {
 
 impl Ord for Hit {
     fn cmp(&self, other: &Self) -> Ordering {
-        let text = if self.rev_text { other.text.cmp(&self.text) } else { self.text.cmp(&other.text) };
-        self.num.cmp(&other.num).then(text).then(self.id.cmp(&other.id))
+        // Runs once per matching document: the text is compared only on a numeric tie.
+        self.num
+            .cmp(&other.num)
+            .then_with(|| match (self.text.is_empty() && other.text.is_empty(), self.rev_text) {
+                (true, _) => Ordering::Equal,
+                (false, false) => self.text.cmp(&other.text),
+                (false, true) => other.text.cmp(&self.text),
+            })
+            .then_with(|| self.id.cmp(&other.id))
     }
 }
 
@@ -332,12 +339,11 @@ impl QueryBuilder<'_> {
             SearchBy::Sku => self.code(f.sku, text),
             SearchBy::Barcode => self.code(f.barcode, text),
             SearchBy::All => {
-                let parts: Vec<_> =
-                    [self.words(&[f.title, f.variant_title], text), self.code(f.sku, text), self.code(f.barcode, text)]
-                        .into_iter()
-                        .flatten()
-                        .map(|q| (Occur::Should, q))
-                        .collect();
+                let parts: Vec<_> = [self.words(&[f.all_words], text), self.code(f.sku, text), self.code(f.barcode, text)]
+                    .into_iter()
+                    .flatten()
+                    .map(|q| (Occur::Should, q))
+                    .collect();
                 if parts.is_empty() { None } else { Some(boxed(BooleanQuery::new(parts))) }
             }
         }
@@ -444,27 +450,38 @@ impl Collector for PageCollector {
 }
 
 impl SegmentPage {
-    fn hit(&mut self, doc: DocId, score: Score, id: u128) -> Hit {
-        let mut text = Vec::new();
-        let num = match self.sort {
+    /// The numeric sort key of a document (0 for title sorts, which compare text).
+    fn num(&self, doc: DocId, score: Score) -> u64 {
+        let value = || self.num.as_ref().and_then(|c| c.first(doc));
+        match self.sort {
             Sort::Relevance => score_key(score),
-            Sort::PriceAsc => self.num.as_ref().and_then(|c| c.first(doc)).map(ordered_i64).unwrap_or(u64::MAX),
-            Sort::PriceDesc | Sort::CreatedDesc => {
-                self.num.as_ref().and_then(|c| c.first(doc)).map(|v| !ordered_i64(v)).unwrap_or(u64::MAX)
+            Sort::PriceAsc => value().map(ordered_i64).unwrap_or(u64::MAX),
+            Sort::PriceDesc | Sort::CreatedDesc => value().map(|v| !ordered_i64(v)).unwrap_or(u64::MAX),
+            Sort::TitleAsc | Sort::TitleDesc => 0,
+        }
+    }
+
+    /// The title key of a document, read only for title sorts.
+    fn text(&mut self, doc: DocId) -> Vec<u8> {
+        if let Some(col) = &self.title
+            && let Some(ord) = col.ords().first(doc)
+        {
+            self.scratch.clear();
+            if col.ord_to_bytes(ord, &mut self.scratch).unwrap_or(false) {
+                return self.scratch.clone();
             }
-            Sort::TitleAsc | Sort::TitleDesc => {
-                if let Some(col) = &self.title
-                    && let Some(ord) = col.ords().first(doc)
-                {
-                    self.scratch.clear();
-                    if col.ord_to_bytes(ord, &mut self.scratch).unwrap_or(false) {
-                        text = self.scratch.clone();
-                    }
-                }
-                0
-            }
-        };
-        Hit { num, text, rev_text: self.sort == Sort::TitleDesc, id: self.sort.tie_id(id) }
+        }
+        Vec::new()
+    }
+
+    /// Whether a document with this numeric key is certainly after the cursor (no cursor: yes).
+    fn surely_after(&self, num: u64) -> bool {
+        self.after.as_ref().is_none_or(|a| num > a.num)
+    }
+
+    /// Whether a document with this numeric key certainly cannot enter the full heap.
+    fn surely_out(&self, num: u64) -> bool {
+        self.heap.len() >= self.want && self.heap.peek().is_some_and(|worst| num > worst.num)
     }
 }
 
@@ -472,16 +489,30 @@ impl SegmentCollector for SegmentPage {
     type Fruit = Found;
 
     fn collect(&mut self, doc: DocId, score: Score) {
-        let hi = self.id_hi.first(doc).unwrap_or(0);
-        let lo = self.id_lo.first(doc).unwrap_or(0);
-        let id = (u128::from(hi) << 64) | u128::from(lo);
+        let id = || {
+            let hi = self.id_hi.first(doc).unwrap_or(0);
+            let lo = self.id_lo.first(doc).unwrap_or(0);
+            (u128::from(hi) << 64) | u128::from(lo)
+        };
         if let Some(allowed) = &self.allowed
-            && !allowed.contains(&id)
+            && !allowed.contains(&id())
         {
             return;
         }
         self.total += 1;
-        let hit = self.hit(doc, score, id);
+        // Most documents are decided on the numeric key alone, without reading the id or
+        // building a hit.
+        let num = self.num(doc, score);
+        if self.after.as_ref().is_some_and(|a| num < a.num) {
+            return;
+        }
+        if self.surely_after(num) && self.surely_out(num) {
+            self.after_count += 1;
+            return;
+        }
+        let id = id();
+        let text = if self.sort.by_title() { self.text(doc) } else { Vec::new() };
+        let hit = Hit { num, text, rev_text: self.sort == Sort::TitleDesc, id: self.sort.tie_id(id) };
         if let Some(after) = &self.after
             && hit <= *after
         {

@@ -29,6 +29,9 @@ pub struct Fields {
     pub id_lo: Field,
     pub title: Field,
     pub variant_title: Field,
+    /// Title and variant titles together: `searchBy=all` matches words here, one automaton per
+    /// word instead of one per word and field.
+    pub all_words: Field,
     pub sku: Field,
     pub barcode: Field,
     /// `DRAFT`, `ACTIVE` or `ARCHIVED`.
@@ -56,7 +59,8 @@ pub fn build() -> (Schema, Fields) {
         id_hi: b.add_u64_field("id_hi", FAST),
         id_lo: b.add_u64_field("id_lo", FAST),
         title: b.add_text_field("title", words.clone()),
-        variant_title: b.add_text_field("variant_title", words),
+        variant_title: b.add_text_field("variant_title", words.clone()),
+        all_words: b.add_text_field("all_words", words),
         sku: b.add_text_field("sku", code.clone()),
         barcode: b.add_text_field("barcode", code.clone()),
         status: b.add_text_field("status", STRING),
@@ -114,8 +118,10 @@ pub fn document(f: &Fields, store: Uuid, p: &Product) -> TantivyDocument {
     d.add_u64(f.id_hi, (id >> 64) as u64);
     d.add_u64(f.id_lo, id as u64);
     d.add_text(f.title, &p.title);
+    d.add_text(f.all_words, &p.title);
     for v in &p.variants {
         d.add_text(f.variant_title, &v.title);
+        d.add_text(f.all_words, &v.title);
         if let Some(s) = &v.sku {
             d.add_text(f.sku, s);
         }

@@ -156,7 +156,9 @@ mod tests {
         drop(open(&path, DbKind::Cell).unwrap());
         set_version(&path, FORMAT_VERSION + 1);
         match open(&path, DbKind::Cell) {
-            Err(OpenError::NewerFormat { found, supported }) => assert_eq!((found, supported), (FORMAT_VERSION + 1, FORMAT_VERSION)),
+            Err(OpenError::NewerFormat { found, supported }) => {
+                assert_eq!((found, supported), (FORMAT_VERSION + 1, FORMAT_VERSION))
+            }
             other => panic!("expected a refusal, got {:?}", other.map(|_| ())),
         }
         // Refusing wrote nothing: the version is still the newer one.

@@ -137,6 +137,10 @@ pub const SHIPPING_ZONES: StoreTable = StoreTable::new(25, "shipping_zones");
 pub const TAX_RATES: StoreTable = StoreTable::new(26, "tax_rates");
 
 /// Every store-scoped table, in index order: exporting a store copies exactly these ranges.
+/// `store ‖ product id → status u8 ‖ JSON`: the product as the API shows it, rendered when the
+/// product is written, so reads copy bytes instead of decoding and re-serializing.
+pub const PRODUCT_VIEWS: StoreTable = StoreTable::new(27, "product_views");
+
 pub const STORE_TABLES: &[StoreTable] = &[
     STORES,
     PRODUCTS,
@@ -165,6 +169,7 @@ pub const STORE_TABLES: &[StoreTable] = &[
     DISCOUNT_COMMENTS,
     SHIPPING_ZONES,
     TAX_RATES,
+    PRODUCT_VIEWS,
 ];
 
 #[cfg(test)]

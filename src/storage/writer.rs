@@ -7,7 +7,7 @@
 //! therefore be repeatable (`FnMut` over the database state and their own inputs).
 
 use std::any::Any;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, RwLock};
@@ -78,6 +78,35 @@ impl MoveGate {
     }
 }
 
+/// Per-store write generations, bumped after each commit that wrote the store and before its
+/// writers are answered: a cache tagged with the generation it was built at is current exactly
+/// while the generation still matches, and a client never reads its own write from a stale one.
+#[derive(Default)]
+pub struct Generations {
+    /// Jobs that name no store may touch any store: they move every store on.
+    global: AtomicU64,
+    stores: RwLock<HashMap<Uuid, u64>>,
+}
+
+impl Generations {
+    /// The current generation of `store` (only ever grows).
+    pub fn get(&self, store: Uuid) -> u64 {
+        let own = self.stores.read().map(|m| m.get(&store).copied().unwrap_or(0)).unwrap_or(0);
+        own + self.global.load(Ordering::Acquire)
+    }
+
+    fn bump(&self, stores: &[Option<Uuid>]) {
+        if stores.iter().any(Option::is_none) {
+            self.global.fetch_add(1, Ordering::AcqRel);
+        }
+        if let Ok(mut m) = self.stores.write() {
+            for s in stores.iter().flatten() {
+                *m.entry(*s).or_insert(0) += 1;
+            }
+        }
+    }
+}
+
 /// The handle request handlers write through. Cloning shares the one writer thread.
 #[derive(Clone)]
 pub struct Writer {
@@ -86,6 +115,7 @@ pub struct Writer {
     /// Signalled after every committed transaction: derived data (the search indexer) wakes on
     /// it instead of polling.
     pub committed: Arc<tokio::sync::Notify>,
+    pub generations: Arc<Generations>,
 }
 
 /// The writer thread; joining it waits until every queued job has been answered.
@@ -105,10 +135,12 @@ impl Writer {
         let thread_gate = gate.clone();
         let committed = Arc::new(tokio::sync::Notify::new());
         let thread_committed = committed.clone();
+        let generations = Arc::new(Generations::default());
+        let thread_generations = generations.clone();
         let handle = std::thread::Builder::new()
             .name(format!("writer-{name}"))
-            .spawn(move || run(&db, &receiver, &thread_gate, &thread_committed))?;
-        Ok((Writer { sender, gate, committed }, WriterThread(handle)))
+            .spawn(move || run(&db, &receiver, &thread_gate, &thread_committed, &thread_generations))?;
+        Ok((Writer { sender, gate, committed, generations }, WriterThread(handle)))
     }
 
     /// Runs `job` in the next batch and waits until its transaction is durable.
@@ -142,7 +174,13 @@ fn moving() -> ApiError {
     ApiError::new(Code::STORE_MOVING).retry_after(1)
 }
 
-fn run(db: &Database, receiver: &mpsc::Receiver<Msg>, gate: &MoveGate, committed: &tokio::sync::Notify) {
+fn run(
+    db: &Database,
+    receiver: &mpsc::Receiver<Msg>,
+    gate: &MoveGate,
+    committed: &tokio::sync::Notify,
+    generations: &Generations,
+) {
     let seq = AtomicU64::new(now_micros());
     let mut stopping = false;
     while !stopping {
@@ -158,12 +196,12 @@ fn run(db: &Database, receiver: &mpsc::Receiver<Msg>, gate: &MoveGate, committed
                 Err(_) => break,
             }
         }
-        commit_batch(db, batch, gate, &seq);
+        commit_batch(db, batch, gate, &seq, generations);
         committed.notify_one();
     }
 }
 
-fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &AtomicU64) {
+fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &AtomicU64, generations: &Generations) {
     while !batch.is_empty() {
         let mut txn = match db.begin_write() {
             Ok(t) => t,
@@ -192,6 +230,7 @@ fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &Atomi
         }
         match txn.commit() {
             Ok(()) => {
+                generations.bump(&batch.iter().map(|j| j.store).collect::<Vec<_>>());
                 for (job, out) in batch.into_iter().zip(outputs) {
                     let _ = job.reply.send(Ok(out));
                 }

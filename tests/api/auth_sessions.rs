@@ -68,7 +68,7 @@ async fn sessions_are_listed_revoked_one_by_one_and_all_but_current() {
     // Revoking B: its access and refresh tokens stop working at once.
     let gone = c.delete(&format!("/api/v1/auth/sessions/{b_id}"), Some(&a_token)).await.expect(204);
     assert!(gone.raw.is_empty());
-    let refused = c.get("/api/v1/auth/me", Some(&b_pair["accessToken"].as_str().unwrap().to_string())).await.expect(401);
+    let refused = c.get("/api/v1/auth/me", b_pair["accessToken"].as_str()).await.expect(401);
     assert_eq!(refused.code(), "INVALID_TOKEN");
     c.get("/api/v1/auth/me", Some(&b_token)).await.expect(401);
     c.post("/api/v1/auth/refresh", None, json!({"refreshToken": b_pair["refreshToken"]})).await.expect(401);
@@ -119,7 +119,11 @@ async fn a_separate_cell_process_refuses_a_revoked_session_within_five_seconds()
     let key = format!("{account_data}/account/service.key");
     let cell =
         start_proc(&["cell", "--name", "c1", "--data", &cell_data, "--account", &ua, "--service-key-file", &key], p1).await;
-    let router = start_proc(&["router", "--account", &ua, "--cell", &c1, "--service-key-file", &key], pr).await;
+    let router = start_proc(
+        &["router", "--account", &ua, "--cell", &c1, "--service-key-file", &key, "--cors-origin", "https://app.example.com"],
+        pr,
+    )
+    .await;
 
     let c = HttpClient::new(&router.url);
     let u = create_user(&c).await;
@@ -151,4 +155,20 @@ async fn a_separate_cell_process_refuses_a_revoked_session_within_five_seconds()
     // Through the router too, and the other session still works everywhere.
     c.get(&path, Some(&doomed)).await.expect(401);
     direct.get(&path, Some(&u.token)).await.expect(200);
+
+    // The router answers CORS for its configured origin and passes the exchange cookie through.
+    let origin = ("origin", "https://app.example.com");
+    let pre = c
+        .send(Method::OPTIONS, "/api/v1/auth/exchange", None, &[origin, ("access-control-request-method", "POST")], None)
+        .await
+        .expect(204);
+    assert_eq!(pre.headers["access-control-allow-origin"], "https://app.example.com");
+    let ex = c.send(Method::POST, "/api/v1/auth/exchange", Some(&u.token), &[origin], None).await.expect(204);
+    assert_eq!(ex.headers["access-control-allow-credentials"], "true");
+    let cookie = ex.headers["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
+    assert!(cookie.starts_with("refresh_token=ey"), "{cookie}");
+    let r = c.send(Method::POST, "/api/v1/auth/refresh", None, &[origin, ("cookie", &cookie)], None).await.expect(200);
+    assert!(r.headers["set-cookie"].to_str().unwrap().starts_with("refresh_token=ey"));
+    assert_eq!(r.headers["access-control-allow-origin"], "https://app.example.com");
+    c.get("/api/v1/auth/me", r.body["accessToken"].as_str()).await.expect(200);
 }

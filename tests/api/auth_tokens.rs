@@ -100,3 +100,41 @@ async fn forged_tokens_are_refused() {
     // The genuine tokens still work: none of the above touched the session.
     c.get("/api/v1/auth/me", Some(&u.token)).await.expect(200);
 }
+
+#[tokio::test]
+async fn identity_routes_that_need_a_session_answer_401_without_one() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let u = create_user(c).await;
+    let (garbage, expired) = ("not.a.token", {
+        let mut claims = jwt_part(&u.token, 1);
+        claims["exp"] = json!(unix_now() as i64 - 10);
+        let kid = jwt_part(&u.token, 0)["kid"].as_str().unwrap().to_string();
+        RsaKey::from_pem_file(&app.dir.path().join("account").join("jwt-rs256.pem"), &kid).sign(&claims)
+    });
+    let routes: [(hyper::Method, &str); 9] = [
+        (hyper::Method::GET, "/api/v1/auth/me"),
+        (hyper::Method::GET, "/api/v1/auth/sessions"),
+        (hyper::Method::DELETE, "/api/v1/auth/sessions"),
+        (hyper::Method::DELETE, "/api/v1/auth/sessions/00000000-0000-7000-8000-000000000000"),
+        (hyper::Method::POST, "/api/v1/auth/logout"),
+        (hyper::Method::POST, "/api/v1/auth/exchange"),
+        (hyper::Method::POST, "/api/v1/auth/mfa/setup"),
+        (hyper::Method::POST, "/api/v1/auth/mfa/enable"),
+        (hyper::Method::POST, "/api/v1/auth/mfa/disable"),
+    ];
+    for (method, path) in routes {
+        for (who, token, code) in [
+            ("nobody", None, "UNAUTHORIZED"),
+            ("garbage", Some(garbage), "INVALID_TOKEN"),
+            ("expired", Some(expired.as_str()), "TOKEN_EXPIRED"),
+        ] {
+            let a = c.send(method.clone(), path, token, &[], None).await;
+            assert_eq!(a.status, 401, "{method} {path} as {who}");
+            assert_eq!(a.code(), code, "{method} {path} as {who}");
+        }
+    }
+    // None of that ended the real session.
+    let list = c.get("/api/v1/auth/sessions", Some(&u.token)).await.expect(200).body;
+    assert_eq!(list.as_array().unwrap().len(), 1);
+}

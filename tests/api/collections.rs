@@ -476,3 +476,74 @@ async fn a_schedule_survives_a_restart() {
     let body = published(&again.client, &u, &s, &id, 8).await;
     assert_eq!(body["publishedAt"].as_str(), Some(at.as_str()));
 }
+
+#[tokio::test]
+async fn collections_markets_and_catalogs_move_with_their_store() {
+    let app = spawn_app_with_cells(&["cell-1", "cell-2"]).await;
+    let c = &app.client;
+    let u = create_user(c).await;
+    let s = create_store(c, &u).await;
+    let shirt = product(c, &u, &s, "Shirt", 2500, json!({"tags": ["summer"]})).await;
+    let hat = product(c, &u, &s, "Hat", 1500, json!({})).await;
+    let smart = collection(
+        c,
+        &u,
+        &s,
+        json!({"title": "Summer", "collectionType": "SMART", "rules": [{"field": "tag", "relation": "equals", "value": "summer"}]}),
+    )
+    .await;
+    let smart_id = smart["id"].as_str().unwrap().to_string();
+    let manual = collection(c, &u, &s, json!({"title": "Picks"})).await;
+    let manual_id = manual["id"].as_str().unwrap().to_string();
+    c.post(&format!("{}/{manual_id}/products", base(&s)), Some(&u.token), json!({"productIds": [hat, shirt]})).await.expect(200);
+    let market = c
+        .post(&format!("/api/v1/stores/{s}/markets"), Some(&u.token), json!({"name": "US", "countries": ["US"]}))
+        .await
+        .expect(201)
+        .body;
+    let catalog = c
+        .post(
+            &format!("/api/v1/stores/{s}/catalogs"),
+            Some(&u.token),
+            json!({"name": "All", "marketId": market["id"], "selection": "ALL"}),
+        )
+        .await
+        .expect(201)
+        .body;
+    let catalog_id = catalog["id"].as_str().unwrap();
+    c.post(&format!("/api/v1/stores/{s}/catalogs/{catalog_id}/products/remove"), Some(&u.token), json!({"productIds": [hat]}))
+        .await
+        .expect(200);
+    let launch = collection(c, &u, &s, json!({"title": "Launch", "publishAt": in_ms(2500)})).await;
+    let launch_id = launch["id"].as_str().unwrap().to_string();
+
+    let node = app.server.as_ref().unwrap().node.clone();
+    let account = node.account.clone().unwrap();
+    let store = uuid::Uuid::parse_str(&s).unwrap();
+    let from = account.locate(store).unwrap().unwrap();
+    let to = if from == "cell-1" { "cell-2" } else { "cell-1" };
+    let key = account.service_key.clone();
+    let moved = c
+        .send(
+            hyper::Method::POST,
+            "/internal/v1/moves",
+            None,
+            &[("x-shopcell-service", key.as_str())],
+            Some(bytes::Bytes::from(json!({"storeId": s, "to": to}).to_string())),
+        )
+        .await;
+    assert!(moved.status.is_success(), "move: {} {}", moved.status, moved.body);
+    assert_eq!(account.locate(store).unwrap().as_deref(), Some(to));
+
+    // Everything is served from the new cell as it was.
+    assert_eq!(members(c, &u, &s, &manual_id).await, ids(&[&hat, &shirt]));
+    assert_eq!(members(c, &u, &s, &smart_id).await, ids(&[&shirt]));
+    let cat = c.get(&format!("/api/v1/stores/{s}/catalogs/{catalog_id}"), Some(&u.token)).await.expect(200).body;
+    assert_eq!(cat["products"], 1);
+    let taken = c.post(&format!("/api/v1/stores/{s}/markets"), Some(&u.token), json!({"name": "X", "countries": ["US"]})).await;
+    assert_eq!(taken.code(), "COUNTRY_TAKEN");
+    // Smart membership keeps following product writes there, and the schedule is kept.
+    c.patch(&format!("/api/v1/stores/{s}/products/{hat}"), Some(&u.token), json!({"tags": ["summer"]})).await.expect(200);
+    assert_eq!(members(c, &u, &s, &smart_id).await, ids(&[&shirt, &hat]));
+    published(c, &u, &s, &launch_id, 10).await;
+}

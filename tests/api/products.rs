@@ -175,3 +175,42 @@ async fn concurrent_creates_are_all_stored() {
     assert_eq!(list["total"], 64);
     assert_eq!(list["data"].as_array().unwrap().len(), 64);
 }
+
+#[tokio::test]
+async fn deep_pages_follow_writes_at_once() {
+    let app = spawn_app().await;
+    let c = app.client.clone();
+    let u = create_user(&c).await;
+    let s = create_store(&c, &u).await;
+    let base = format!("/api/v1/stores/{s}/products");
+    let mut tasks = Vec::new();
+    for i in 0..240 {
+        let (c, token, base) = (c.clone(), u.token.clone(), base.clone());
+        tasks.push(tokio::spawn(async move {
+            let body = json!({"title": format!("P{i:03}"), "price": {"amount": 1000 + i, "currency": "USD"}, "status": "ACTIVE"});
+            c.post(&base, Some(&token), body).await.expect(201);
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    // Offset 220: past the point where pages come from the in-memory copy of the order.
+    let deep = format!("{base}?sortBy=price&sortOrder=asc&limit=20&page=12");
+    let before = c.get(&deep, Some(&u.token)).await.expect(200).body;
+    assert_eq!(titles(&before), (220..240).map(|i| format!("P{i:03}")).collect::<Vec<_>>());
+    assert_eq!(before["total"], 240);
+    // A new cheapest product shifts every later page by one, visible to the very next read.
+    create_product(&c, &u, &s, "Cheapest", 1).await;
+    let after = c.get(&deep, Some(&u.token)).await.expect(200).body;
+    assert_eq!(titles(&after), (219..239).map(|i| format!("P{i:03}")).collect::<Vec<_>>());
+    assert_eq!(after["total"], 241);
+    let desc = c.get(&format!("{base}?sortBy=price&sortOrder=desc&limit=20&page=13"), Some(&u.token)).await.expect(200).body;
+    assert_eq!(titles(&desc), ["Cheapest"], "offset 240 of 241 in descending order");
+    // Deleting moves them back.
+    let id = c.get(&format!("{base}?sortBy=price&sortOrder=asc&limit=1"), Some(&u.token)).await.body["data"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    c.delete(&format!("{base}/{id}"), Some(&u.token)).await.expect(204);
+    assert_eq!(titles(&c.get(&deep, Some(&u.token)).await.body), titles(&before));
+}
