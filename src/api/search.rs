@@ -4,15 +4,12 @@
 //! for any depth (search-after on the sort key and the product id; see `search::query`). A
 //! cursor only fits the query, `searchBy`, `search` and `sort` it came from.
 
-use serde::Serialize;
-
-use crate::domain::product::ProductView;
 use crate::error::{ApiError, ApiResult};
 use crate::handler;
 use crate::http::context::Ctx;
 use crate::http::query::{LIMIT_DEFAULT, LIMIT_MAX};
 use crate::http::route::{Access, Param, Route, Service, param, required};
-use crate::http::{Resp, ok};
+use crate::http::{Resp, envelope_raw};
 use crate::search::MAX_OFFSET;
 use crate::search::query::{Cursor, SearchBy, SearchRequest, Sort, fingerprint};
 
@@ -34,18 +31,6 @@ pub fn routes() -> Vec<Route> {
         Route::get("/stores/{storeId}/products/search", Service::Cell, Access::Member, handler!(search), "Search products")
             .query(PARAMS),
     ]
-}
-
-/// The paginated envelope with the cursor of the next page (`null` on the last one).
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SearchPage<T: Serialize> {
-    pub data: Vec<T>,
-    pub total: u64,
-    pub page: u32,
-    pub limit: u32,
-    pub total_pages: u64,
-    pub next_cursor: Option<String>,
 }
 
 /// A search term parameter: trimmed, bounded.
@@ -95,14 +80,16 @@ async fn search(cx: Ctx) -> ApiResult<Resp> {
         limit,
         after,
     };
-    let (products, hits) = s.cell.search_products(&req, fp)?;
-    let data: Vec<ProductView<'_>> = products.iter().map(|p| p.view()).collect();
-    Ok(ok(&SearchPage {
-        data,
-        total: hits.total,
-        page,
-        limit: limit as u32,
-        total_pages: hits.total.div_ceil(limit as u64),
-        next_cursor: hits.next.map(|c| c.encode()),
-    }))
+    let (views, hits) = s.cell.search_product_views(&req, fp)?;
+    let next_cursor = hits.next.map(|c| c.encode());
+    Ok(envelope_raw(
+        &views,
+        &[
+            ("total", hits.total.into()),
+            ("page", page.into()),
+            ("limit", limit.into()),
+            ("totalPages", hits.total.div_ceil(limit as u64).into()),
+            ("nextCursor", next_cursor.into()),
+        ],
+    ))
 }

@@ -42,9 +42,10 @@ pub fn ok_raw(body: Vec<u8>) -> Resp {
     r
 }
 
-/// The list envelope around rendered JSON items, without parsing them again.
-pub fn page_raw(items: &[Vec<u8>], total: u64, page: u32, limit: u32) -> Resp {
-    let mut out = Vec::with_capacity(items.iter().map(|i| i.len() + 1).sum::<usize>() + 96);
+/// `{"data": [items…], fields…}` around JSON items that are already rendered, without parsing
+/// them again.
+pub fn envelope_raw(items: &[Vec<u8>], fields: &[(&str, serde_json::Value)]) -> Resp {
+    let mut out = Vec::with_capacity(items.iter().map(|i| i.len() + 1).sum::<usize>() + 128);
     out.extend_from_slice(b"{\"data\":[");
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
@@ -52,11 +53,21 @@ pub fn page_raw(items: &[Vec<u8>], total: u64, page: u32, limit: u32) -> Resp {
         }
         out.extend_from_slice(item);
     }
-    let total_pages = total.div_ceil(u64::from(limit.max(1)));
-    out.extend_from_slice(
-        format!("],\"total\":{total},\"page\":{page},\"limit\":{limit},\"totalPages\":{total_pages}}}").as_bytes(),
-    );
+    out.push(b']');
+    for (name, value) in fields {
+        out.extend_from_slice(format!(",\"{name}\":{value}").as_bytes());
+    }
+    out.push(b'}');
     ok_raw(out)
+}
+
+/// The paginated list envelope around rendered JSON items.
+pub fn page_raw(items: &[Vec<u8>], total: u64, page: u32, limit: u32) -> Resp {
+    let total_pages = total.div_ceil(u64::from(limit.max(1)));
+    envelope_raw(
+        items,
+        &[("total", total.into()), ("page", page.into()), ("limit", limit.into()), ("totalPages", total_pages.into())],
+    )
 }
 
 pub fn ok<T: Serialize + ?Sized>(body: &T) -> Resp {

@@ -34,7 +34,7 @@ use crate::search::query::{Hits, PageCollector, QueryBuilder, SearchRequest, pag
 use crate::search::schema::Fields;
 use crate::storage::codec::decode;
 use crate::storage::keys::{Key, leading_store, prefix_range, trailing_id};
-use crate::storage::tables::{OUTBOX, PRODUCTS, STORE_STATE};
+use crate::storage::tables::{OUTBOX, PRODUCT_VIEWS, PRODUCTS, STORE_STATE};
 use crate::storage::writer::{Tx, Writer};
 
 /// The longest the indexer sleeps when no commit wakes it.
@@ -293,6 +293,7 @@ fn outbox_store(key: &[u8]) -> Option<Uuid> {
 impl crate::cells::Cell {
     /// One page of a product search, with the products read from redb. A hit whose row is gone
     /// (deleted, its document not yet dropped) is left out.
+    /// The hits of a search with their product records, in hit order.
     pub fn search_products(&self, req: &SearchRequest, fingerprint: u32) -> ApiResult<(Vec<Product>, Hits)> {
         let hits = self.search.search(req, fingerprint)?;
         let txn = self.read()?;
@@ -304,5 +305,19 @@ impl crate::cells::Cell {
             }
         }
         Ok((products, hits))
+    }
+
+    /// The hits of a search with their rendered product views, in hit order.
+    pub fn search_product_views(&self, req: &SearchRequest, fingerprint: u32) -> ApiResult<(Vec<Vec<u8>>, Hits)> {
+        let hits = self.search.search(req, fingerprint)?;
+        let txn = self.read()?;
+        let table = txn.open_table(PRODUCT_VIEWS.def)?;
+        let mut views = Vec::with_capacity(hits.ids.len());
+        for id in &hits.ids {
+            if let Some(row) = table.get(Key::store(req.store).id(*id).bytes())? {
+                views.push(row.value().get(1..).unwrap_or_default().to_vec());
+            }
+        }
+        Ok((views, hits))
     }
 }
