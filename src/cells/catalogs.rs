@@ -6,7 +6,6 @@
 
 use std::sync::Arc;
 
-use redb::ReadableTable;
 use uuid::Uuid;
 
 use crate::cells::Cell;
@@ -18,7 +17,7 @@ use crate::domain::product::Product;
 use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult};
 use crate::storage::codec::{decode, encode};
-use crate::storage::keys::{Key, prefix_range, trailing_id};
+use crate::storage::keys::{Key, trailing_id};
 use crate::storage::read;
 use crate::storage::tables::{CATALOG_ORDER, CATALOG_PRODUCTS, CATALOGS, COUNTERS, PRODUCTS};
 use crate::storage::writer::Tx;
@@ -102,14 +101,7 @@ fn set_entry(tx: &mut Tx, store: Uuid, catalog: Uuid, product: Uuid, present: bo
 /// How many products the store has, for an ALL catalog's starting count. Counted from the
 /// product rows' keys: a rare write (creating or switching a catalog) pays it, never a read.
 fn count_products(tx: &Tx, store: Uuid) -> ApiResult<u64> {
-    let t = tx.raw().open_table(PRODUCTS.def)?;
-    let prefix = Key::store(store).into_vec();
-    let (start, end) = prefix_range(&prefix);
-    let n = match end {
-        Some(end) => t.range(start.as_slice()..end.as_slice())?.count(),
-        None => t.range(start.as_slice()..)?.count(),
-    };
-    Ok(n as u64)
+    Ok(tx.keys_with_prefix(PRODUCTS, Key::store(store).bytes())?.len() as u64)
 }
 
 /// Whether any catalog names `market` (a market in use cannot be deleted).

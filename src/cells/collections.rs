@@ -9,10 +9,10 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use redb::ReadableTable;
 use uuid::Uuid;
 
 use crate::cells::Cell;
+use crate::cells::handles::{handle_key, resolve_handle};
 use crate::domain::collection::*;
 use crate::domain::product::{Product, slugify};
 use crate::domain::time::now_ms;
@@ -60,10 +60,6 @@ pub(crate) fn row_key(store: Uuid, id: Uuid) -> Vec<u8> {
 
 fn counter_key(store: Uuid, scope: u8) -> Vec<u8> {
     Key::store(store).str("collections").u8(scope).into_vec()
-}
-
-fn handle_key(store: Uuid, handle: &str) -> Vec<u8> {
-    Key::store(store).str(handle).into_vec()
 }
 
 /// `collection_schedule` key: store ‖ publishAt ‖ collection id.
@@ -129,7 +125,6 @@ pub(crate) fn sync_rows(tx: &mut Tx, table: StoreTable, old: &[(Vec<u8>, Vec<u8>
 
 /// The rows of `table` under `prefix` (after `after`, at most `take`), read inside a write job.
 pub(crate) fn tx_scan(tx: &Tx, table: StoreTable, prefix: &[u8], after: Option<&[u8]>, take: usize) -> ApiResult<Rows> {
-    let t = tx.raw().open_table(table.def)?;
     let (start, end) = prefix_range(prefix);
     let lo = match after {
         Some(a) => Bound::Excluded(a),
@@ -139,12 +134,7 @@ pub(crate) fn tx_scan(tx: &Tx, table: StoreTable, prefix: &[u8], after: Option<&
         Some(e) => Bound::Excluded(e.as_slice()),
         None => Bound::Unbounded,
     };
-    let mut out = Vec::new();
-    for item in t.range::<&[u8]>((lo, hi))?.take(take) {
-        let (k, v) = item?;
-        out.push((k.value().to_vec(), v.value().to_vec()));
-    }
-    Ok(out)
+    tx.scan(table, (lo, hi), take)
 }
 
 /// Writes `new` in place of `old` (either may be absent) with every secondary row.
@@ -419,32 +409,13 @@ fn check_parent(tx: &Tx, store: Uuid, id: Uuid, parent: Option<Uuid>) -> ApiResu
     Err(ApiError::field("parentId", format!("collections nest at most {MAX_DEPTH} deep")))
 }
 
-/// Picks the collection's handle: the requested one must be free; a generated one gets the first
-/// free numeric suffix (`summer`, `summer-2`, …).
-fn resolve_handle(tx: &Tx, store: Uuid, id: Uuid, requested: Option<&str>, title: &str) -> ApiResult<String> {
-    let owner = |h: &str| -> ApiResult<Option<Uuid>> {
-        Ok(tx.get(COLLECTION_HANDLES, &handle_key(store, h))?.and_then(|b| Uuid::from_slice(&b).ok()))
-    };
-    if let Some(h) = requested {
-        return match owner(h)? {
-            Some(other) if other != id => {
-                Err(ApiError::field("handle", "is already used by another collection").with_code(Code::HANDLE_TAKEN))
-            }
-            _ => Ok(h.to_string()),
-        };
-    }
+/// The collection's handle (see `handles::resolve_handle`); an untitled slug reads "collection".
+fn collection_handle(tx: &Tx, store: Uuid, id: Uuid, requested: Option<&str>, title: &str) -> ApiResult<String> {
     let base = match slugify(title).as_str() {
         "product" => "collection".to_string(),
         s => s.to_string(),
     };
-    for n in 1u32.. {
-        let candidate = if n == 1 { base.clone() } else { format!("{base}-{n}") };
-        match owner(&candidate)? {
-            Some(other) if other != id => {}
-            _ => return Ok(candidate),
-        }
-    }
-    Err(ApiError::internal("handle space exhausted"))
+    resolve_handle(tx, COLLECTION_HANDLES, store, id, requested, &base, "collection")
 }
 
 /// Every id must name a product of this store; each one that does not is named `productIds[i]`,
@@ -509,7 +480,7 @@ impl Cell {
             .write(Some(store), move |tx| {
                 let mut c = draft.clone();
                 check_parent(tx, store, c.id, c.parent_id)?;
-                c.handle = resolve_handle(tx, store, c.id, requested.as_deref(), &c.title)?;
+                c.handle = collection_handle(tx, store, c.id, requested.as_deref(), &c.title)?;
                 if position.is_none() {
                     // After every collection ever made: a new one lands last in `sortBy=position`.
                     let all =
@@ -624,7 +595,7 @@ impl Cell {
                     check_parent(tx, store, id, c.parent_id)?;
                 }
                 if let Some(h) = &update.handle {
-                    c.handle = resolve_handle(tx, store, id, Some(h), &c.title)?;
+                    c.handle = collection_handle(tx, store, id, Some(h), &c.title)?;
                 }
                 // Rows keyed by another kind are re-keyed, read in the old display order.
                 if c.sort_order.kind().0 != old.sort_order.kind().0 {

@@ -7,6 +7,7 @@ pub mod catalogs;
 pub mod collections;
 pub mod discounts;
 pub mod forward;
+pub mod handles;
 pub mod link;
 pub mod markets;
 pub mod moves;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::cells::Cell;
+use crate::cells::handles::{handle_key, resolve_handle};
 use crate::cells::order_cache::{Lookup, MIN_OFFSET, page};
 use crate::domain::product::*;
 use crate::domain::time::now_ms;
@@ -61,10 +62,6 @@ fn counter_key(store: Uuid, b: u8) -> Vec<u8> {
     Key::store(store).str("products").u8(b).into_vec()
 }
 
-fn handle_key(store: Uuid, handle: &str) -> Vec<u8> {
-    Key::store(store).str(handle).into_vec()
-}
-
 /// Writes `new` in place of `old` (either may be absent: create, delete) with every secondary row.
 pub fn write_product(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Option<&Product>) -> ApiResult<()> {
     // The search document follows through the outbox, committed with the row itself.
@@ -111,32 +108,6 @@ pub fn write_product(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Optio
     }
 }
 
-/// Picks the product's handle: the requested one must be free; a generated one gets the first
-/// free numeric suffix (`shirt`, `shirt-2`, …).
-fn resolve_handle(tx: &Tx, store: Uuid, id: Uuid, requested: Option<&str>, title: &str) -> ApiResult<String> {
-    let owner = |h: &str| -> ApiResult<Option<Uuid>> {
-        Ok(tx.get(PRODUCT_HANDLES, &handle_key(store, h))?.and_then(|b| Uuid::from_slice(&b).ok()))
-    };
-    if let Some(h) = requested {
-        return match owner(h)? {
-            Some(other) if other != id => {
-                Err(ApiError::field("handle", "is already used by another product").with_code(Code::HANDLE_TAKEN))
-            }
-            _ => Ok(h.to_string()),
-        };
-    }
-    let base = slugify(title);
-    for n in 1u32.. {
-        let candidate = if n == 1 { base.clone() } else { format!("{base}-{n}") };
-        match owner(&candidate)? {
-            None => return Ok(candidate),
-            Some(other) if other == id => return Ok(candidate),
-            Some(_) => {}
-        }
-    }
-    Err(ApiError::internal("handle space exhausted"))
-}
-
 fn load(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<Product> {
     let bytes = tx.get(PRODUCTS, Key::store(store).id(id).bytes())?.ok_or_else(ApiError::not_found)?;
     decode(&bytes)
@@ -172,7 +143,7 @@ impl Cell {
         self.writer
             .write(Some(store), move |tx| {
                 let mut p = draft.clone();
-                p.handle = resolve_handle(tx, store, p.id, requested.as_deref(), &p.title)?;
+                p.handle = resolve_handle(tx, PRODUCT_HANDLES, store, p.id, requested.as_deref(), &slugify(&p.title), "product")?;
                 write_product(tx, store, None, Some(&p))?;
                 Ok(p)
             })
@@ -270,7 +241,7 @@ impl Cell {
                     v.updated_at = now_ms();
                 }
                 if let Some(h) = &u.handle {
-                    p.handle = resolve_handle(tx, store, id, Some(h), &p.title)?;
+                    p.handle = resolve_handle(tx, PRODUCT_HANDLES, store, id, Some(h), &p.title, "product")?;
                 }
                 p.updated_at = now_ms();
                 write_product(tx, store, Some(&old), Some(&p))?;

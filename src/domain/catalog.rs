@@ -8,7 +8,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::domain::collection::{check_text, double_option, wire_enum};
+use crate::domain::collection::wire_enum;
+use crate::domain::fields::{check_text, double_option};
 use crate::domain::money::{Money, round_div};
 use crate::domain::product::MAX_AMOUNT;
 use crate::domain::time::rfc3339;

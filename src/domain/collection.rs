@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::domain::fields::{check_text, double_option};
 use crate::domain::money::Money;
 use crate::domain::product::{MAX_AMOUNT, Product, valid_handle};
 use crate::domain::time::{parse_rfc3339, rfc3339};
@@ -265,11 +266,6 @@ pub struct Schedule {
     pub publish_at: String,
 }
 
-/// Distinguishes an absent field (no change) from `null` (clear it).
-pub fn double_option<'de, T: Deserialize<'de>, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
-}
-
 /// Checks a list of product ids: not empty, not too long, no id twice (each problem names
 /// `productIds[i]`). `max` is `None` for the reorder, which lists every member.
 pub fn check_product_ids(ids: &[Uuid], max: Option<usize>) -> ApiResult<()> {
@@ -285,17 +281,6 @@ pub fn check_product_ids(ids: &[Uuid], max: Option<usize>) -> ApiResult<()> {
         }
     }
     c.finish()
-}
-
-pub(crate) fn check_text(c: &mut Check, field: &str, value: &str, max: usize, required: bool) {
-    let trimmed = value.trim();
-    if required && trimmed.is_empty() {
-        c.fail(field, "must not be empty");
-    } else if trimmed.chars().count() > max {
-        c.fail(field, format!("must be at most {max} characters"));
-    } else if value.chars().any(|ch| ch.is_control() && ch != '\n' && ch != '\t') {
-        c.fail(field, "must not contain control characters");
-    }
 }
 
 fn parse_enum<T>(c: &mut Check, field: &str, raw: Option<&str>, parse: fn(&str) -> Option<T>, names: &[&str]) -> Option<T> {

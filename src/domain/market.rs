@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::domain::collection::check_text;
+use crate::domain::fields::check_text;
 use crate::domain::money::Currency;
 use crate::domain::time::rfc3339;
 use crate::error::{ApiResult, Check};

@@ -2,6 +2,7 @@
 
 pub mod catalog;
 pub mod collection;
+pub mod fields;
 pub mod market;
 pub mod money;
 pub mod pricing;

@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::domain::fields::{check_text, double_option};
 use crate::domain::money::{Currency, Money};
 use crate::domain::time::rfc3339;
 use crate::error::{ApiResult, Check};
@@ -135,7 +136,7 @@ pub struct UpdateProduct {
     pub tags: Option<Vec<String>>,
     pub handle: Option<String>,
     /// `null` clears the category.
-    #[serde(default, deserialize_with = "double_option::deserialize")]
+    #[serde(default, deserialize_with = "double_option")]
     #[schemars(with = "Option<String>")]
     pub category_id: Option<Option<String>>,
 }
@@ -166,33 +167,13 @@ pub struct UpdateVariant {
     pub sku: Option<String>,
     pub barcode: Option<String>,
     pub price: Option<Money>,
-    #[serde(default, deserialize_with = "double_option::deserialize")]
+    #[serde(default, deserialize_with = "double_option")]
     #[schemars(with = "Option<Money>")]
     pub compare_at_price: Option<Option<Money>>,
     pub weight_grams: Option<u32>,
     pub option_values: Option<Vec<String>>,
     pub inventory_tracked: Option<bool>,
     pub inventory_quantity: Option<i64>,
-}
-
-/// Distinguishes an absent field (no change) from `null` (clear it).
-mod double_option {
-    use serde::{Deserialize, Deserializer};
-
-    pub fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
-        Option::<T>::deserialize(d).map(Some)
-    }
-}
-
-fn check_text(c: &mut Check, field: &str, value: &str, max: usize, required: bool) {
-    let trimmed = value.trim();
-    if required && trimmed.is_empty() {
-        c.fail(field, "must not be empty");
-    } else if trimmed.chars().count() > max {
-        c.fail(field, format!("must be at most {max} characters"));
-    } else if value.chars().any(|ch| ch.is_control() && ch != '\n' && ch != '\t') {
-        c.fail(field, "must not contain control characters");
-    }
 }
 
 fn check_money(c: &mut Check, field: &str, m: &Money, currency: Currency) {

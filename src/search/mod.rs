@@ -63,17 +63,9 @@ pub fn outbox_append(tx: &Tx, store: Uuid, product: Uuid) -> ApiResult<()> {
 
 /// Queues every product of `store` for indexing (a store arriving by a move).
 pub fn outbox_enqueue_store(tx: &Tx, store: Uuid) -> ApiResult<u64> {
-    let products = tx.raw().open_table(PRODUCTS.def)?;
-    let prefix = Key::store(store).into_vec();
-    let (start, end) = prefix_range(&prefix);
-    let range = match &end {
-        Some(end) => products.range(start.as_slice()..end.as_slice())?,
-        None => products.range(start.as_slice()..)?,
-    };
     let mut n = 0;
-    for item in range {
-        let (k, _) = item?;
-        if let Some(id) = trailing_id(k.value()) {
+    for k in tx.keys_with_prefix(PRODUCTS, Key::store(store).bytes())? {
+        if let Some(id) = trailing_id(&k) {
             outbox_append(tx, store, id)?;
             n += 1;
         }

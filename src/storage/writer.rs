@@ -7,7 +7,9 @@
 //! therefore be repeatable (`FnMut` over the database state and their own inputs).
 
 use std::any::Any;
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
+use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, RwLock};
@@ -212,8 +214,10 @@ fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &Atomi
         }
         let mut outputs = Vec::with_capacity(batch.len());
         let mut failed = None;
+        // One Tx for the batch: a table is opened once per transaction, not once per row.
+        let mut tx = Tx::new(&txn);
         for (i, job) in batch.iter_mut().enumerate() {
-            match run_job(&txn, job, gate, seq) {
+            match run_job(&mut tx, job, gate, seq) {
                 Ok(out) => outputs.push(out),
                 Err(e) => {
                     failed = Some((i, e));
@@ -221,6 +225,7 @@ fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &Atomi
                 }
             }
         }
+        drop(tx);
         if let Some((i, e)) = failed {
             // Abort drops every change of the batch; the failed job is answered, the rest rerun.
             let _ = txn.abort();
@@ -241,21 +246,21 @@ fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &Atomi
     }
 }
 
-fn run_job(txn: &WriteTransaction, job: &mut Job, gate: &MoveGate, seq: &AtomicU64) -> ApiResult<Output> {
+fn run_job(tx: &mut Tx, job: &mut Job, gate: &MoveGate, seq: &AtomicU64) -> ApiResult<Output> {
     // Checked again here, under the writer: a job queued before a freeze must not slip through.
     if let Some(s) = job.store
         && gate.is_frozen(s)
     {
         return Err(moving());
     }
-    let mut tx = Tx { txn, changes: Vec::new() };
-    let out = (job.run)(&mut tx)?;
+    tx.changes.clear();
+    let out = (job.run)(tx)?;
     if let Some(store) = job.store
         && gate.is_tracked(store)
         && !tx.changes.is_empty()
     {
-        let mut log = txn.open_table(MOVE_LOG)?;
-        for (table, key) in tx.changes {
+        let mut log = tx.txn.open_table(MOVE_LOG)?;
+        for (table, key) in tx.changes.drain(..) {
             let n = seq.fetch_add(1, Ordering::Relaxed);
             let mut value = table.to_be_bytes().to_vec();
             value.extend_from_slice(&key);
@@ -275,32 +280,55 @@ fn now_micros() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
 }
 
+type StoreTableHandle<'a> = redb::Table<'a, &'static [u8], &'static [u8]>;
+
 /// A job's view of the write transaction. Store-table writes go through it so that a store
-/// being moved has every written key recorded.
+/// being moved has every written key recorded. Store tables stay open for the whole batch
+/// (redb allows one open handle per table, so store tables are reached only through `Tx`).
 pub struct Tx<'a> {
     txn: &'a WriteTransaction,
     changes: Vec<(u16, Vec<u8>)>,
+    open: RefCell<Vec<Option<StoreTableHandle<'a>>>>,
 }
 
-impl Tx<'_> {
+impl<'a> Tx<'a> {
+    fn new(txn: &'a WriteTransaction) -> Self {
+        Tx { txn, changes: Vec::new(), open: RefCell::new(Vec::new()) }
+    }
+
     /// The transaction, for tables outside the store tables (account directory, cell state).
     pub fn raw(&self) -> &WriteTransaction {
         self.txn
     }
 
+    /// Runs `f` on the open handle of `table`, opening it on first use in the batch.
+    pub fn with_table<T>(&self, table: StoreTable, f: impl FnOnce(&mut StoreTableHandle<'a>) -> ApiResult<T>) -> ApiResult<T> {
+        let mut open = self.open.try_borrow_mut().map_err(|_| ApiError::internal("store tables used re-entrantly"))?;
+        let i = table.index as usize;
+        if open.len() <= i {
+            open.resize_with(i + 1, || None);
+        }
+        if open[i].is_none() {
+            open[i] = Some(self.txn.open_table(table.def)?);
+        }
+        match open[i].as_mut() {
+            Some(t) => f(t),
+            None => Err(ApiError::internal("store table not open")),
+        }
+    }
+
     pub fn get(&self, table: StoreTable, key: &[u8]) -> ApiResult<Option<Vec<u8>>> {
-        let t = self.txn.open_table(table.def)?;
-        Ok(t.get(key)?.map(|v| v.value().to_vec()))
+        self.with_table(table, |t| Ok(t.get(key)?.map(|v| v.value().to_vec())))
     }
 
     pub fn put(&mut self, table: StoreTable, key: &[u8], value: &[u8]) -> ApiResult<()> {
-        self.txn.open_table(table.def)?.insert(key, value)?;
+        self.with_table(table, |t| Ok(t.insert(key, value).map(|_| ())?))?;
         self.changes.push((table.index, key.to_vec()));
         Ok(())
     }
 
     pub fn delete(&mut self, table: StoreTable, key: &[u8]) -> ApiResult<()> {
-        self.txn.open_table(table.def)?.remove(key)?;
+        self.with_table(table, |t| Ok(t.remove(key).map(|_| ())?))?;
         self.changes.push((table.index, key.to_vec()));
         Ok(())
     }
@@ -312,23 +340,45 @@ impl Tx<'_> {
         self.put(table, key, &next.to_le_bytes())
     }
 
+    /// The rows of `table` in `range` (at most `take`), in key order.
+    pub fn scan(
+        &self,
+        table: StoreTable,
+        range: (Bound<&[u8]>, Bound<&[u8]>),
+        take: usize,
+    ) -> ApiResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.with_table(table, |t| {
+            let mut out = Vec::new();
+            for item in t.range::<&[u8]>(range)?.take(take) {
+                let (k, v) = item?;
+                out.push((k.value().to_vec(), v.value().to_vec()));
+            }
+            Ok(out)
+        })
+    }
+
+    /// The keys of `table` under `prefix`.
+    pub fn keys_with_prefix(&self, table: StoreTable, prefix: &[u8]) -> ApiResult<Vec<Vec<u8>>> {
+        let (start, end) = prefix_range(prefix);
+        let hi = match &end {
+            Some(e) => Bound::Excluded(e.as_slice()),
+            None => Bound::Unbounded,
+        };
+        Ok(self.scan(table, (Bound::Included(start.as_slice()), hi), usize::MAX)?.into_iter().map(|(k, _)| k).collect())
+    }
+
     /// Deletes every row of `table` whose key starts with `prefix`; returns how many.
     pub fn delete_prefix(&mut self, table: StoreTable, prefix: &[u8]) -> ApiResult<u64> {
-        let (start, end) = prefix_range(prefix);
-        let mut t = self.txn.open_table(table.def)?;
-        let keys: Vec<Vec<u8>> = match &end {
-            Some(end) => t
-                .range(start.as_slice()..end.as_slice())?
-                .map(|r| r.map(|(k, _)| k.value().to_vec()))
-                .collect::<Result<_, _>>()?,
-            None => t.range(start.as_slice()..)?.map(|r| r.map(|(k, _)| k.value().to_vec())).collect::<Result<_, _>>()?,
-        };
-        for k in &keys {
-            t.remove(k.as_slice())?;
-        }
-        drop(t);
-        self.changes.extend(keys.iter().map(|k| (table.index, k.clone())));
-        Ok(keys.len() as u64)
+        let keys = self.keys_with_prefix(table, prefix)?;
+        self.with_table(table, |t| {
+            for k in &keys {
+                t.remove(k.as_slice())?;
+            }
+            Ok(())
+        })?;
+        let n = keys.len() as u64;
+        self.changes.extend(keys.into_iter().map(|k| (table.index, k)));
+        Ok(n)
     }
 }
 

@@ -1,0 +1,24 @@
+//! Field rules shared by every resource's validation.
+
+use serde::Deserialize;
+
+use crate::error::Check;
+
+/// Checks a text field: not empty when `required`, at most `max` characters once trimmed, and no
+/// control characters but newline and tab.
+pub fn check_text(c: &mut Check, field: &str, value: &str, max: usize, required: bool) {
+    let trimmed = value.trim();
+    if required && trimmed.is_empty() {
+        c.fail(field, "must not be empty");
+    } else if trimmed.chars().count() > max {
+        c.fail(field, format!("must be at most {max} characters"));
+    } else if value.chars().any(|ch| ch.is_control() && ch != '\n' && ch != '\t') {
+        c.fail(field, "must not contain control characters");
+    }
+}
+
+/// Distinguishes an absent field (no change) from `null` (clear it):
+/// `#[serde(default, deserialize_with = "double_option")]` on an `Option<Option<T>>`.
+pub fn double_option<'de, T: Deserialize<'de>, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
