@@ -213,18 +213,10 @@ impl Cell {
             })?;
             read::counter(&txn, COUNTERS, &counter_key(store))?
         } else {
-            let window = w.offset as u64..(w.offset + w.limit) as u64;
-            let mut n = 0u64;
-            read::scan(&txn, CATALOG_ORDER, prefix.bytes(), w.desc, 0, usize::MAX, |k, v| {
-                if f.accepts(v) {
-                    if window.contains(&n) {
-                        ids.extend(trailing_id(k));
-                    }
-                    n += 1;
-                }
-                Ok(())
-            })?;
-            n
+            let (page, total) =
+                read::filtered_page(&txn, CATALOG_ORDER, prefix.bytes(), w.desc, w.offset, w.limit, |v| f.accepts(v))?;
+            ids = page;
+            total
         };
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {

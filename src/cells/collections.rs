@@ -528,18 +528,17 @@ impl Cell {
             })?;
             read::counter(&txn, COUNTERS, &counter_key(store, scope))?
         } else {
-            let (from, to) = (paging.offset() as u64, paging.offset() as u64 + u64::from(paging.limit));
-            let mut n = 0u64;
-            read::scan(&txn, COLLECTION_ORDER, prefix.bytes(), paging.desc, 0, usize::MAX, |k, v| {
-                if f.accepts(v) {
-                    if (from..to).contains(&n) {
-                        ids.extend(trailing_id(k));
-                    }
-                    n += 1;
-                }
-                Ok(())
-            })?;
-            n
+            let (page, total) = read::filtered_page(
+                &txn,
+                COLLECTION_ORDER,
+                prefix.bytes(),
+                paging.desc,
+                paging.offset(),
+                paging.limit as usize,
+                |v| f.accepts(v),
+            )?;
+            ids = page;
+            total
         };
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
