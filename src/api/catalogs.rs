@@ -12,7 +12,7 @@ use crate::handler;
 use crate::http::context::Ctx;
 use crate::http::query::{LIMIT_DEFAULT, LIMIT_MAX, Query};
 use crate::http::route::{Access, Param, Route, Service, param};
-use crate::http::{Resp, created, no_content, ok};
+use crate::http::{OffsetPage, Resp, created, no_content, ok};
 
 /// Largest `offset` accepted: far beyond any real catalog page, and a bound on a walk's cost.
 const MAX_OFFSET: i64 = 1_000_000;
@@ -80,28 +80,8 @@ fn window(q: &Query, sort: Option<(&[&'static str], &'static str)>) -> ApiResult
     })
 }
 
-/// The offset-style envelope of `API.md`: `page = floor(offset / limit) + 1`, `offset` echoed.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OffsetPage<T: Serialize> {
-    pub data: Vec<T>,
-    pub total: u64,
-    pub page: u64,
-    pub limit: u64,
-    pub total_pages: u64,
-    pub offset: u64,
-}
-
 fn envelope<T: Serialize>(data: Vec<T>, total: u64, w: &Window) -> OffsetPage<T> {
-    let limit = w.limit as u64;
-    OffsetPage {
-        data,
-        total,
-        page: w.offset as u64 / limit + 1,
-        limit,
-        total_pages: total.div_ceil(limit),
-        offset: w.offset as u64,
-    }
+    OffsetPage::new(data, total, w.offset as u64, w.limit as u64)
 }
 
 async fn list(cx: Ctx) -> ApiResult<Resp> {

@@ -18,7 +18,7 @@ use crate::handler;
 use crate::http::context::Ctx;
 use crate::http::query::{LIMIT_DEFAULT, LIMIT_MAX};
 use crate::http::route::{Access, Param, Route, Service, param};
-use crate::http::{Resp, ok};
+use crate::http::{OffsetPage, Resp, ok};
 use crate::search::MAX_OFFSET;
 use crate::search::query::{SearchBy, SearchRequest, Sort, fingerprint};
 
@@ -56,18 +56,6 @@ pub struct SelectionItem<'a> {
     /// Media are not attached to products yet; always `null` until they are.
     pub image_url: Option<&'a str>,
     pub variants_count: usize,
-}
-
-/// The offset-style envelope: `page = floor(offset / limit) + 1`, `offset` echoed.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OffsetPage<T: Serialize> {
-    pub data: Vec<T>,
-    pub total: u64,
-    pub page: u64,
-    pub limit: u64,
-    pub total_pages: u64,
-    pub offset: u64,
 }
 
 /// The `collection` filter: the ids of the collection's products. An unknown collection is a
@@ -117,12 +105,5 @@ async fn selection(cx: Ctx) -> ApiResult<Resp> {
         })
         .collect();
     let limit = limit as u64;
-    Ok(ok(&OffsetPage {
-        data,
-        total: hits.total,
-        page: offset as u64 / limit + 1,
-        limit,
-        total_pages: hits.total.div_ceil(limit),
-        offset: offset as u64,
-    }))
+    Ok(ok(&OffsetPage::new(data, hits.total, offset as u64, limit)))
 }

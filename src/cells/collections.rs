@@ -409,6 +409,9 @@ fn check_parent(tx: &Tx, store: Uuid, id: Uuid, parent: Option<Uuid>) -> ApiResu
     Err(ApiError::field("parentId", format!("collections nest at most {MAX_DEPTH} deep")))
 }
 
+/// One product id's change to a manual collection's members.
+type MemberStep = fn(&mut Tx, Uuid, &mut Collection, Uuid) -> ApiResult<()>;
+
 /// The collection's handle (see `handles::resolve_handle`); an untitled slug reads "collection".
 fn collection_handle(tx: &Tx, store: Uuid, id: Uuid, requested: Option<&str>, title: &str) -> ApiResult<String> {
     let base = match slugify(title).as_str() {
@@ -645,32 +648,21 @@ impl Cell {
     /// Adds products to a manual collection (at the end, or in its sort place). Ids already in
     /// it are skipped; an id that is not a product of this store fails the whole request.
     pub async fn add_collection_products(&self, store: Uuid, id: Uuid, ids: Vec<Uuid>) -> ApiResult<Collection> {
-        check_product_ids(&ids, Some(MAX_PRODUCT_IDS))?;
-        manual_only(&self.collection(store, id, false)?)?;
-        let ids = Arc::new(ids);
-        self.writer
-            .write(Some(store), move |tx| {
-                let old = load_live(tx, store, id)?;
-                manual_only(&old)?;
-                check_products_exist(tx, store, &ids)?;
-                let mut c = old.clone();
-                for pid in ids.iter() {
-                    if let Some(p) = load_product(tx, store, *pid)? {
-                        add_member(tx, store, &mut c, &p)?;
-                    }
-                }
-                if c.product_count != old.product_count {
-                    c.updated_at = now_ms();
-                }
-                write_collection(tx, store, Some(&old), Some(&c))?;
-                Ok(c)
-            })
-            .await
+        self.edit_members(store, id, ids, |tx, store, c, pid| match load_product(tx, store, pid)? {
+            Some(p) => add_member(tx, store, c, &p).map(|_| ()),
+            None => Ok(()),
+        })
+        .await
     }
 
     /// Removes products from a manual collection; products of the store that are not in it are
     /// skipped, ids that are not products of this store fail the whole request.
     pub async fn remove_collection_products(&self, store: Uuid, id: Uuid, ids: Vec<Uuid>) -> ApiResult<Collection> {
+        self.edit_members(store, id, ids, |tx, store, c, pid| remove_member(tx, store, c, pid).map(|_| ())).await
+    }
+
+    /// The frame of an add or remove: checks, then `step` for each id, in one write.
+    async fn edit_members(&self, store: Uuid, id: Uuid, ids: Vec<Uuid>, step: MemberStep) -> ApiResult<Collection> {
         check_product_ids(&ids, Some(MAX_PRODUCT_IDS))?;
         manual_only(&self.collection(store, id, false)?)?;
         let ids = Arc::new(ids);
@@ -681,7 +673,7 @@ impl Cell {
                 check_products_exist(tx, store, &ids)?;
                 let mut c = old.clone();
                 for pid in ids.iter() {
-                    remove_member(tx, store, &mut c, *pid)?;
+                    step(tx, store, &mut c, *pid)?;
                 }
                 if c.product_count != old.product_count {
                     c.updated_at = now_ms();

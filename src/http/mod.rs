@@ -113,3 +113,22 @@ impl<T: Serialize> Page<T> {
         Page { data, total, page, limit, total_pages: total.div_ceil(limit.max(1) as u64) }
     }
 }
+
+/// The offset-style envelope of `API.md`: `page = floor(offset / limit) + 1`, `offset` echoed.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OffsetPage<T: Serialize> {
+    pub data: Vec<T>,
+    pub total: u64,
+    pub page: u64,
+    pub limit: u64,
+    pub total_pages: u64,
+    pub offset: u64,
+}
+
+impl<T: Serialize> OffsetPage<T> {
+    pub fn new(data: Vec<T>, total: u64, offset: u64, limit: u64) -> Self {
+        let limit = limit.max(1);
+        OffsetPage { data, total, page: offset / limit + 1, limit, total_pages: total.div_ceil(limit), offset }
+    }
+}
