@@ -136,11 +136,36 @@ pub const SHIPPING_ZONES: StoreTable = StoreTable::new(25, "shipping_zones");
 /// `store ‖ tax rate id → TaxRate`.
 pub const TAX_RATES: StoreTable = StoreTable::new(26, "tax_rates");
 
-/// Every store-scoped table, in index order: exporting a store copies exactly these ranges.
 /// `store ‖ product id → status u8 ‖ JSON`: the product as the API shows it, rendered when the
 /// product is written, so reads copy bytes instead of decoding and re-serializing.
 pub const PRODUCT_VIEWS: StoreTable = StoreTable::new(27, "product_views");
 
+// ---- checkout: carts, checkouts, orders, payments, gift cards ----------------------------------
+
+/// `store ‖ cart id → Cart`: a shopper's lines (variant, quantity, attributes).
+pub const CARTS: StoreTable = StoreTable::new(28, "carts");
+/// `store ‖ checkout id → Checkout`: contact, addresses, chosen rate, codes, gift cards, and the
+/// order it became.
+pub const CHECKOUTS: StoreTable = StoreTable::new(29, "checkouts");
+/// `store ‖ order id → Order`.
+pub const ORDERS: StoreTable = StoreTable::new(30, "orders");
+/// `store ‖ sort field u8 ‖ sort value ‖ order id → filter summary`: the order list orders.
+pub const ORDER_ORDER: StoreTable = StoreTable::new(31, "order_order");
+/// `store ‖ sha256(session token) → StorefrontSession`: guest sessions and their request context.
+pub const STOREFRONT_SESSIONS: StoreTable = StoreTable::new(32, "storefront_sessions");
+/// `store ‖ payment intent id → PaymentIntent`: payment sessions of checkouts, with the provider's
+/// reference and status.
+pub const PAYMENT_INTENTS: StoreTable = StoreTable::new(33, "payment_intents");
+/// `store ‖ gift card id → GiftCard` (balance, status, redemptions).
+pub const GIFT_CARDS: StoreTable = StoreTable::new(34, "gift_cards");
+/// `store ‖ sha256(normalised code) → gift card id`: finds a card by its code without storing it.
+pub const GIFT_CARD_CODES: StoreTable = StoreTable::new(35, "gift_card_codes");
+/// `store ‖ sort field u8 ‖ sort value ‖ gift card id → ()`: the gift card list orders.
+pub const GIFT_CARD_ORDER: StoreTable = StoreTable::new(36, "gift_card_order");
+/// `store ‖ sha256(caller ‖ Idempotency-Key) → the first response` to a POST, kept 24 h.
+pub const IDEMPOTENCY: StoreTable = StoreTable::new(37, "idempotency");
+
+/// Every store-scoped table, in index order: exporting a store copies exactly these ranges.
 pub const STORE_TABLES: &[StoreTable] = &[
     STORES,
     PRODUCTS,
@@ -170,6 +195,16 @@ pub const STORE_TABLES: &[StoreTable] = &[
     SHIPPING_ZONES,
     TAX_RATES,
     PRODUCT_VIEWS,
+    CARTS,
+    CHECKOUTS,
+    ORDERS,
+    ORDER_ORDER,
+    STOREFRONT_SESSIONS,
+    PAYMENT_INTENTS,
+    GIFT_CARDS,
+    GIFT_CARD_CODES,
+    GIFT_CARD_ORDER,
+    IDEMPOTENCY,
 ];
 
 #[cfg(test)]
