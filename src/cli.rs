@@ -45,6 +45,9 @@ pub struct ServeArgs {
     /// basic and pro plans when absent.
     #[arg(long, env = "SHOPCELL_PLANS")]
     pub plans: Option<PathBuf>,
+    /// Payment provider options.
+    #[command(flatten)]
+    pub payments: PaymentArgs,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -81,6 +84,9 @@ pub struct CellArgs {
     /// directory as `account/service.key`).
     #[arg(long)]
     pub service_key_file: PathBuf,
+    /// Payment provider options.
+    #[command(flatten)]
+    pub payments: PaymentArgs,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -124,6 +130,42 @@ impl Default for AuthArgs {
     /// The flags' defaults, for processes built in code (tests, benchmarks).
     fn default() -> Self {
         AuthArgs { cors_origins: Vec::new(), oidc_config: None, rate_per_account: 10, rate_per_address: 60 }
+    }
+}
+
+/// Where the cells create payment intents.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PaymentProviderKind {
+    /// The built-in offline test provider (test card tokens; no network).
+    #[default]
+    Test,
+    /// A Stripe-compatible API at `--stripe-api-base`.
+    Stripe,
+}
+
+/// Options of the payment providers, shared by `serve` and `cell`.
+#[derive(Args, Debug, Clone)]
+pub struct PaymentArgs {
+    /// Where payment intents are created: `test` (built-in, offline) or `stripe`.
+    #[arg(long, env = "SHOPCELL_PAYMENT_PROVIDER", value_enum, default_value_t = PaymentProviderKind::Test)]
+    pub payment_provider: PaymentProviderKind,
+    /// Base URL of the Stripe-compatible API.
+    #[arg(long, env = "SHOPCELL_STRIPE_API_BASE", default_value = "https://api.stripe.com")]
+    pub stripe_api_base: String,
+    /// The Stripe secret key (`sk_…`); required with `--payment-provider stripe`. Prefer the
+    /// environment variable: command lines are visible to other users of the host.
+    #[arg(long, env = "SHOPCELL_STRIPE_SECRET_KEY", hide_env_values = true)]
+    pub stripe_secret_key: Option<String>,
+}
+
+impl Default for PaymentArgs {
+    /// The flags' defaults, for processes built in code (tests, benchmarks).
+    fn default() -> Self {
+        PaymentArgs {
+            payment_provider: PaymentProviderKind::Test,
+            stripe_api_base: "https://api.stripe.com".into(),
+            stripe_secret_key: None,
+        }
     }
 }
 

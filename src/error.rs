@@ -35,6 +35,7 @@ error_table! {
     INVALID_PUBLISHABLE_KEY => 401, "the publishable key is invalid or revoked";
     INVALID_MFA_CODE => 401, "the verification code is wrong or was already used";
     FORBIDDEN => 403, "you are not allowed to do this";
+    INVALID_SESSION_TOKEN => 403, "the checkout's sessionToken is missing or wrong";
     NOT_FOUND => 404, "not found";
     METHOD_NOT_ALLOWED => 405, "this method is not allowed on this path";
     CONFLICT => 409, "the request conflicts with the current state";
@@ -43,9 +44,15 @@ error_table! {
     COUNTRY_TAKEN => 409, "a country belongs to another market of this store";
     DISCOUNT_CODE_TAKEN => 409, "another discount of this store already has this code";
     DISCOUNT_USAGE_LIMIT_REACHED => 409, "the discount has reached its usage limit";
+    GIFT_CARD_CODE_TAKEN => 409, "another gift card of this store already has this code";
+    CHECKOUT_COMPLETED => 409, "the checkout is already completed";
+    OUT_OF_STOCK => 409, "not enough stock for an item of the checkout";
+    PRICE_CHANGED => 409, "a price changed since the checkout was priced; review it and try again";
     PAYLOAD_TOO_LARGE => 413, "the request body is too large";
     UNSUPPORTED_MEDIA_TYPE => 415, "the request body must be application/json";
     BUSINESS_RULE => 422, "the request breaks a business rule";
+    PAYMENT_DECLINED => 422, "the payment was declined; try another payment method";
+    IDEMPOTENCY_KEY_REUSED => 422, "this Idempotency-Key was already used with a different request";
     RATE_LIMITED => 429, "too many requests; retry later";
     INTERNAL => 500, "an internal error occurred";
     BAD_GATEWAY => 502, "an upstream service did not answer";

@@ -9,6 +9,7 @@ pub mod domain;
 pub mod error;
 pub mod http;
 pub mod node;
+pub mod payments;
 pub mod run;
 pub mod search;
 pub mod server;

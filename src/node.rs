@@ -24,6 +24,7 @@ use crate::error::{ApiError, ApiResult, Code};
 use crate::http::auth::{Principal, TokenVerifier, bearer};
 use crate::http::context::{Ctx, StoreScope, parse_path_id};
 use crate::http::cors::Cors;
+use crate::http::idempotency::{self, Idempotency};
 use crate::http::query::Query;
 use crate::http::ratelimit::RateLimits;
 use crate::http::route::{Access, Matched, Route, RouteTable, Service};
@@ -77,6 +78,8 @@ pub struct Node {
     pub cors: Cors,
     /// Sign-in rate limits (set after construction from flags).
     pub limits: RateLimits,
+    /// `Idempotency-Key` requests under way in this process, and the sweeps of their records.
+    pub idempotency: Idempotency,
 }
 
 #[derive(Deserialize)]
@@ -120,6 +123,7 @@ impl Node {
             key_cache: KeyCache::default(),
             cors: Cors::default(),
             limits: RateLimits::default(),
+            idempotency: Idempotency::default(),
         })
     }
 
@@ -325,6 +329,10 @@ impl Node {
             store,
             shopper,
         };
+        // Here, where the handler runs (a router forwarded above), so a keyed POST runs once.
+        if cx.method == Method::POST && route.access != Access::Internal && cx.headers.contains_key(idempotency::HEADER) {
+            return idempotency::run(cx, route.handler).await;
+        }
         (route.handler)(cx).await
     }
 

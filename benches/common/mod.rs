@@ -126,6 +126,11 @@ impl Endpoint {
         self.request(Method::POST, path, Some(Bytes::from(bytes)))
     }
 
+    pub fn patch_json(&self, path: &str, body: &Value) -> BenchRequest {
+        let bytes = serde_json::to_vec(body).expect("a serde_json::Value always serializes");
+        self.request(Method::PATCH, path, Some(Bytes::from(bytes)))
+    }
+
     fn request(&self, method: Method, path: &str, json: Option<Bytes>) -> BenchRequest {
         let mut builder = Request::builder().method(method).uri(path).header(HOST, self.host.clone());
         if let Some(auth) = &self.authorization {

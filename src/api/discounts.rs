@@ -202,7 +202,7 @@ async fn validate(cx: Ctx) -> ApiResult<Resp> {
         return Err(ApiError::field("code", "must be 1 to 255 characters"));
     }
     let now = now_ms();
-    let priced = s.cell.price(s.id, &CalcRequest::from_cart(body.cart, vec![code.to_string()])?, now)?;
+    let priced = s.cell.price(s.id, &CalcRequest::from_cart(s.cell.resolve_cart_context(s.id, body.cart)?, vec![code.to_string()])?, now)?;
     Ok(ok(&priced.code_result(0, now)))
 }
 
@@ -217,7 +217,7 @@ async fn validate_many(cx: Ctx) -> ApiResult<Resp> {
     }
     let n = body.codes.len();
     let now = now_ms();
-    let priced = s.cell.price(s.id, &CalcRequest::from_cart(body.cart, body.codes)?, now)?;
+    let priced = s.cell.price(s.id, &CalcRequest::from_cart(s.cell.resolve_cart_context(s.id, body.cart)?, body.codes)?, now)?;
     let results: Vec<_> = (0..n).map(|i| priced.code_result(i, now)).collect();
     Ok(ok(&json!({"results": results, "appliedCodes": priced.calculation.applied_discount_codes})))
 }
@@ -235,7 +235,7 @@ async fn eligible(cx: Ctx) -> ApiResult<Resp> {
     let s = cx.scope()?;
     let body: EligibleBody = cx.json()?;
     let now = now_ms();
-    let priced = s.cell.price(s.id, &CalcRequest::from_cart(body.cart, Vec::new())?, now)?;
+    let priced = s.cell.price(s.id, &CalcRequest::from_cart(s.cell.resolve_cart_context(s.id, body.cart)?, Vec::new())?, now)?;
     Ok(ok(&json!({"discounts": priced.eligible_automatic(now)})))
 }
 

@@ -2,18 +2,25 @@
 
 pub mod auth;
 pub mod calculate;
+pub mod carts;
 pub mod catalogs;
+pub mod checkout_payment;
+pub mod checkouts;
 pub mod categories;
 pub mod collections;
 pub mod discounts;
+pub mod gift_cards;
 pub mod internal;
 pub mod markets;
+pub mod orders;
 pub mod members;
+pub mod payments;
 pub mod products;
 pub mod publishable_keys;
 pub mod search;
 pub mod selection;
 pub mod shipping;
+pub mod storefront;
 pub mod stores;
 pub mod subscriptions;
 pub mod system;
@@ -34,9 +41,16 @@ pub fn routes() -> Vec<Route> {
         markets::routes(),
         catalogs::routes(),
         discounts::routes(),
+        gift_cards::routes(),
         shipping::routes(),
         calculate::routes(),
+        carts::routes(),
+        checkouts::routes(),
+        checkout_payment::routes(),
+        orders::routes(),
+        storefront::routes(),
         members::routes(),
+        payments::routes(),
         publishable_keys::routes(),
         subscriptions::routes(),
         internal::routes(),

@@ -70,8 +70,7 @@ pub struct CartLineInput {
     pub quantity: u32,
 }
 
-/// The discount `cart` context: `{cartId}` or `{lineItems, customerId?, channel?}`. Carts are not
-/// stored yet, so `cartId` is refused until they are; send the lines instead.
+/// The discount `cart` context: `{cartId}` (a stored cart) or `{lineItems, customerId?, channel?}`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CartContext {
@@ -100,10 +99,8 @@ pub struct CalcRequest {
 
 impl CalcRequest {
     /// A calculation request from a discount `cart` context, with `codes` to try.
+    /// A stored cart (`cartId`) is read into `lineItems` first, by [`Cell::resolve_cart_context`].
     pub fn from_cart(cart: CartContext, codes: Vec<String>) -> ApiResult<CalcRequest> {
-        if cart.cart_id.is_some() {
-            return Err(ApiError::field("cart.cartId", "carts are not available yet: send cart.lineItems instead"));
-        }
         Ok(CalcRequest {
             lines: cart
                 .line_items

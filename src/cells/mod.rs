@@ -3,18 +3,25 @@
 //! `link` and `forward` reach a cell in this process or over HTTP.
 
 pub mod calculate;
+pub mod carts;
 pub mod catalogs;
+pub mod checkouts;
 pub mod collections;
+pub mod completion;
 pub mod discounts;
 pub mod forward;
+pub mod gift_cards;
 pub mod handles;
 pub mod link;
 pub mod markets;
 pub mod moves;
 pub mod order_cache;
+pub mod orders;
+pub mod payments;
 pub mod products;
 pub mod publisher;
 pub mod shipping;
+pub mod storefront;
 pub mod stores;
 pub mod taxes;
 
@@ -62,6 +69,8 @@ pub struct Cell {
     pub publisher: publisher::Publisher,
     /// In-memory copies of big list orders (deep pages).
     pub orders: order_cache::OrderCache,
+    /// The payment providers intents are created at and confirmed through (`payments.rs`).
+    payments: crate::payments::Providers,
     states: RwLock<HashMap<Uuid, StoreState>>,
 }
 
@@ -121,6 +130,7 @@ impl Cell {
             search,
             publisher,
             orders: order_cache::OrderCache::default(),
+            payments: crate::payments::Providers::default(),
             states: RwLock::new(states),
         })
     }

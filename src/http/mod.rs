@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod context;
 pub mod cors;
+pub mod idempotency;
 pub mod openapi;
 pub mod query;
 pub mod ratelimit;

@@ -119,6 +119,7 @@ fn create_tables(txn: &WriteTransaction, kind: DbKind) -> Result<(), redb::Error
             txn.open_table(OIDC_STATES)?;
             txn.open_table(SOCIAL_LINKS)?;
             txn.open_table(SOCIAL_CODES)?;
+            txn.open_table(IDEMPOTENCY_KEYS)?;
         }
         DbKind::Cell => {
             txn.open_table(STORE_STATE)?;

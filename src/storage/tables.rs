@@ -42,6 +42,9 @@ pub const SUBSCRIPTIONS: TableDefinition<u128, &[u8]> = TableDefinition::new("su
 pub const PUBLISHABLE_KEYS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("publishable_keys");
 /// `(store id, key id) → sha256(key)`: a store's publishable keys, for listing and revoking.
 pub const STORE_PUBLISHABLE_KEYS: TableDefinition<(u128, u128), &[u8]> = TableDefinition::new("store_publishable_keys");
+/// `sha256(caller ‖ method ‖ path ‖ Idempotency-Key) → createdAt i64 BE ‖ Recorded`: the first response
+/// to a keyed POST outside a store (register, `/stores`, subscriptions), kept 24 h.
+pub const IDEMPOTENCY_KEYS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("idempotency_keys");
 
 // ---- cell.redb: the stores a cell holds -----------------------------------------------------
 
@@ -158,9 +161,10 @@ pub const STOREFRONT_SESSIONS: StoreTable = StoreTable::new(32, "storefront_sess
 pub const PAYMENT_INTENTS: StoreTable = StoreTable::new(33, "payment_intents");
 /// `store ‖ gift card id → GiftCard` (balance, status, redemptions).
 pub const GIFT_CARDS: StoreTable = StoreTable::new(34, "gift_cards");
-/// `store ‖ sha256(normalised code) → gift card id`: finds a card by its code without storing it.
+/// `store ‖ sha256(store ‖ normalised code) → gift card id`: finds a card by its code without storing it.
 pub const GIFT_CARD_CODES: StoreTable = StoreTable::new(35, "gift_card_codes");
-/// `store ‖ sort field u8 ‖ sort value ‖ gift card id → ()`: the gift card list orders.
+/// `store ‖ sort field u8 ‖ sort value ‖ gift card id → ()`: the gift card list orders (created,
+/// updated, balance, initial value).
 pub const GIFT_CARD_ORDER: StoreTable = StoreTable::new(36, "gift_card_order");
 /// `store ‖ sha256(caller ‖ Idempotency-Key) → the first response` to a POST, kept 24 h.
 pub const IDEMPOTENCY: StoreTable = StoreTable::new(37, "idempotency");

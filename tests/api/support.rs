@@ -45,6 +45,7 @@ async fn spawn_with(data: &std::path::Path, cells: &[&str], dir: tempfile::TempD
         cells: cells.iter().map(|c| c.to_string()).collect(),
         plans: None,
         auth: Default::default(),
+        payments: Default::default(),
     };
     let listen = args.listen;
     let node = run::build_serve(&args).expect("build serve");

@@ -58,6 +58,8 @@ pub enum WarningCode {
     DiscountDuplicate,
     /// A manual discount was larger than what it applies to and was capped.
     DiscountCapped,
+    /// A checkout's chosen shipping method is not offered for its address and lines any more.
+    ShippingMethodUnavailable,
 }
 
 /// A non-fatal remark on a calculation: the figures are valid, but something was dropped or capped.

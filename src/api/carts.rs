@@ -1,0 +1,86 @@
+//! `S/carts`: carts for shoppers (publishable key) and store members. Every answer is the cart
+//! priced now.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::domain::cart::{AddItem, UpdateItem, check_attributes, check_quantity};
+use crate::error::{ApiResult, Check};
+use crate::handler;
+use crate::http::context::{Ctx, parse_path_id};
+use crate::http::route::{Access, Route, Service};
+use crate::http::{Resp, created, ok};
+
+/// `POST S/carts`: an empty cart (the body may be empty).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NewCart {}
+
+pub fn routes() -> Vec<Route> {
+    use Access::Storefront;
+    use Service::Cell;
+    vec![
+        Route::post("/stores/{storeId}/carts", Cell, Storefront, handler!(create), "Create an empty cart").body::<NewCart>(),
+        Route::get("/stores/{storeId}/carts/{cartId}", Cell, Storefront, handler!(get), "A cart with its computed totals"),
+        Route::post(
+            "/stores/{storeId}/carts/items",
+            Cell,
+            Storefront,
+            handler!(add),
+            "Add a variant (quantity 1..100): creates the cart when cartId is absent; the same variant again adds to its \
+             line (over 100 is 422)",
+        )
+        .body::<AddItem>(),
+        Route::patch("/stores/{storeId}/carts/{cartId}/items", Cell, Storefront, handler!(update), "Set a line's quantity")
+            .body::<UpdateItem>(),
+        Route::delete("/stores/{storeId}/carts/{cartId}/items/{variantId}", Cell, Storefront, handler!(remove), "Remove a line"),
+    ]
+}
+
+async fn create(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let _: NewCart = cx.json_or_default()?;
+    let cart = s.cell.create_cart(s.id).await?;
+    Ok(created(&s.cell.cart_view(s.id, cart, cx.is_shopper())?))
+}
+
+async fn get(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let cart = s.cell.cart(s.id, cx.path_id("cartId")?)?;
+    Ok(ok(&s.cell.cart_view(s.id, cart, cx.is_shopper())?))
+}
+
+async fn add(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let body: AddItem = cx.json()?;
+    let mut c = Check::new();
+    let quantity = check_quantity(&mut c, "quantity", body.quantity);
+    let attributes =
+        body.custom_attributes.is_some().then(|| check_attributes(&mut c, "customAttributes", body.custom_attributes));
+    c.finish()?;
+    let shopper = cx.is_shopper();
+    let (cart, was_created) = s.cell.add_cart_item(s.id, body.cart_id, body.variant_id, quantity, attributes, shopper).await?;
+    let view = s.cell.cart_view(s.id, cart, shopper)?;
+    Ok(if was_created { created(&view) } else { ok(&view) })
+}
+
+async fn update(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let cart = cx.path_id("cartId")?;
+    let body: UpdateItem = cx.json()?;
+    let mut c = Check::new();
+    let quantity = check_quantity(&mut c, "quantity", body.quantity);
+    let attributes =
+        body.custom_attributes.is_some().then(|| check_attributes(&mut c, "customAttributes", body.custom_attributes));
+    c.finish()?;
+    let cart = s.cell.update_cart_item(s.id, cart, body.variant_id, quantity, attributes).await?;
+    Ok(ok(&s.cell.cart_view(s.id, cart, cx.is_shopper())?))
+}
+
+async fn remove(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let cart = cx.path_id("cartId")?;
+    let variant = parse_path_id("variantId", cx.param("variantId"))?;
+    let cart = s.cell.remove_cart_item(s.id, cart, variant).await?;
+    Ok(ok(&s.cell.cart_view(s.id, cart, cx.is_shopper())?))
+}

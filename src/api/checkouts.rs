@@ -1,0 +1,161 @@
+//! `S/checkouts` (and the spec's singular `S/checkout`): create, read, update, shipping rates
+//! and codes. Guests (publishable key, no Bearer token) show the checkout's `sessionToken` on
+//! every call: in the body, or the query on GET and DELETE. Payment and completion are in
+//! [`crate::api::checkout_payment`].
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::cells::checkouts::Caller;
+use crate::domain::checkout::{CreateCheckout, UpdateCheckout, check_address, normalize_address};
+use crate::domain::pricing::shipping::Address;
+use crate::error::{ApiResult, Check};
+use crate::handler;
+use crate::http::context::{Ctx, parse_path_id};
+use crate::http::route::{Access, Param, Route, Service, param};
+use crate::http::{Resp, created, ok};
+
+/// Both path forms: the route table's plural and the spec's singular.
+pub const BASES: [&str; 2] = ["/stores/{storeId}/checkouts", "/stores/{storeId}/checkout"];
+
+const TOKEN_QUERY: &[Param] = &[param("sessionToken", "string", "the checkout's session token (guests)")];
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RatesBody {
+    shipping_address: Address,
+    session_token: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CodeBody {
+    /// A discount code, or a gift card's code.
+    code: String,
+    session_token: Option<String>,
+}
+
+pub fn routes() -> Vec<Route> {
+    use Access::Storefront;
+    use Service::Cell;
+    let mut rows = Vec::new();
+    for base in BASES {
+        let one = format!("{base}/{{checkoutId}}");
+        rows.extend([
+            Route::post(
+                base,
+                Cell,
+                Storefront,
+                handler!(create),
+                "Create a checkout from a cart or line items (guests get a sessionToken)",
+            )
+            .body::<CreateCheckout>(),
+            Route::get(&one, Cell, Storefront, handler!(get), "One checkout, priced now").query(TOKEN_QUERY),
+            Route::patch(
+                &one,
+                Cell,
+                Storefront,
+                handler!(update),
+                "Update contact, addresses, shipping method, note, tip, payment method",
+            )
+            .body::<UpdateCheckout>(),
+            Route::post(
+                &format!("{one}/shipping-rates"),
+                Cell,
+                Storefront,
+                handler!(shipping_rates),
+                "The shipping rates offered for the checkout shipped to an address",
+            )
+            .body::<RatesBody>(),
+            Route::post(
+                &format!("{one}/discount-codes"),
+                Cell,
+                Storefront,
+                handler!(add_code),
+                "Apply a discount code (422 when it does not apply) or a gift card's code",
+            )
+            .body::<CodeBody>(),
+            Route::delete(
+                &format!("{one}/discount-codes/{{code}}"),
+                Cell,
+                Storefront,
+                handler!(remove_code),
+                "Remove a discount code",
+            )
+            .query(TOKEN_QUERY),
+            Route::delete(
+                &format!("{one}/gift-cards/{{giftCardId}}"),
+                Cell,
+                Storefront,
+                handler!(remove_gift_card),
+                "Take a gift card off the checkout",
+            )
+            .query(TOKEN_QUERY),
+        ]);
+    }
+    rows
+}
+
+/// The caller of a checkout operation, with the session token it presented.
+pub fn caller(cx: &Ctx, body_token: Option<String>) -> Caller {
+    let token = body_token.or_else(|| cx.query.str("sessionToken").map(str::to_string));
+    Caller { shopper: cx.is_shopper(), session_token: token }
+}
+
+async fn create(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let body: CreateCheckout = cx.json()?;
+    let shopper = cx.is_shopper();
+    let (co, token) = s.cell.create_checkout(s.id, body, shopper).await?;
+    Ok(created(&s.cell.checkout_view(s.id, &co, shopper, token)?))
+}
+
+async fn get(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let who = caller(&cx, None);
+    let co = s.cell.checkout(s.id, cx.path_id("checkoutId")?, &who)?;
+    Ok(ok(&s.cell.checkout_view(s.id, &co, who.shopper, None)?))
+}
+
+async fn update(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let mut body: UpdateCheckout = cx.json()?;
+    let who = caller(&cx, body.session_token.take());
+    let co = s.cell.update_checkout(s.id, cx.path_id("checkoutId")?, &who, body).await?;
+    Ok(ok(&s.cell.checkout_view(s.id, &co, who.shopper, None)?))
+}
+
+async fn shipping_rates(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let body: RatesBody = cx.json()?;
+    let mut c = Check::new();
+    check_address(&mut c, "shippingAddress", &body.shipping_address);
+    c.finish()?;
+    let who = caller(&cx, body.session_token);
+    let co = s.cell.checkout(s.id, cx.path_id("checkoutId")?, &who)?;
+    let address = normalize_address(body.shipping_address);
+    Ok(ok(&s.cell.checkout_shipping_rates(s.id, &co, &address, who.shopper)?))
+}
+
+async fn add_code(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let body: CodeBody = cx.json()?;
+    let who = caller(&cx, body.session_token);
+    let co = s.cell.apply_checkout_code(s.id, cx.path_id("checkoutId")?, &who, &body.code).await?;
+    Ok(ok(&s.cell.checkout_view(s.id, &co, who.shopper, None)?))
+}
+
+async fn remove_code(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let who = caller(&cx, None);
+    let co = s.cell.remove_checkout_code(s.id, cx.path_id("checkoutId")?, &who, cx.param("code")).await?;
+    Ok(ok(&s.cell.checkout_view(s.id, &co, who.shopper, None)?))
+}
+
+async fn remove_gift_card(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let who = caller(&cx, None);
+    let card = parse_path_id("giftCardId", cx.param("giftCardId"))?;
+    let co = s.cell.remove_checkout_gift_card(s.id, cx.path_id("checkoutId")?, &who, card).await?;
+    Ok(ok(&s.cell.checkout_view(s.id, &co, who.shopper, None)?))
+}

@@ -1,0 +1,74 @@
+//! `S/payment-intents/{id}`: read and confirm a payment intent. Intents are created by a
+//! checkout's payment session (`cells::payments::Cell::create_payment_intent`). Shoppers (a
+//! publishable key) present the intent's client secret; store members need not.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::cells::payments::Confirmation;
+use crate::error::ApiResult;
+use crate::handler;
+use crate::http::context::Ctx;
+use crate::http::route::{Access, Param, Route, Service, param};
+use crate::http::{Resp, ok};
+
+const READ_PARAMS: &[Param] = &[param("clientSecret", "string", "the intent's client secret: required from shoppers")];
+
+pub fn routes() -> Vec<Route> {
+    let one = "/stores/{storeId}/payment-intents/{paymentIntentId}";
+    vec![
+        Route::get(
+            one,
+            Service::Cell,
+            Access::Storefront,
+            handler!(get),
+            "A payment intent, refreshed from its provider: {id, checkoutId, amount, status, paymentMethod, nextAction, \
+             lastError, orderId}",
+        )
+        .query(READ_PARAMS),
+        Route::post(
+            "/stores/{storeId}/payment-intents/{paymentIntentId}/confirm",
+            Service::Cell,
+            Access::Storefront,
+            handler!(confirm),
+            "Confirm a payment intent with a payment method token (test provider: pm_card_visa succeeds, \
+             pm_card_chargeDeclined declines, pm_card_authenticationRequired asks for authentication); \
+             a decline answers 200 with status requires_payment_method and lastError",
+        )
+        .body::<ConfirmBody>(),
+    ]
+}
+
+/// `POST S/payment-intents/{paymentIntentId}/confirm`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConfirmBody {
+    /// A payment method token (`pm_card_visa`, `tok_visa`, a Stripe `pm_…`); never a card number.
+    /// Optional for PromptPay and bank transfer intents.
+    pub payment_method: Option<String>,
+    /// The intent's client secret: required from shoppers.
+    pub client_secret: Option<String>,
+}
+
+async fn get(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let id = cx.path_id("paymentIntentId")?;
+    if cx.is_shopper() {
+        // Refused exactly like a missing intent: the caller learns nothing without the secret.
+        let secret = cx.query.required("clientSecret")?;
+        s.cell.check_client_secret(s.id, id, secret)?;
+    }
+    Ok(ok(&s.cell.refresh_payment_intent(s.id, id).await?.view()))
+}
+
+async fn confirm(cx: Ctx) -> ApiResult<Resp> {
+    let s = cx.scope()?;
+    let id = cx.path_id("paymentIntentId")?;
+    let body: ConfirmBody = cx.json_or_default()?;
+    let c = Confirmation {
+        payment_method: body.payment_method.as_deref(),
+        client_secret: body.client_secret.as_deref(),
+        shopper: cx.is_shopper(),
+    };
+    Ok(ok(&s.cell.confirm_payment_intent(s.id, id, c).await?.view()))
+}

@@ -1,0 +1,147 @@
+//! Storefront sessions and events: how an anonymous shopper's browser is recognised across
+//! guest-checkout calls. A session token is shown once; the cell keeps only its sha256.
+
+use ring::digest::{SHA256, digest};
+use ring::rand::{SecureRandom, SystemRandom};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::cells::Cell;
+use crate::domain::fields::check_text;
+use crate::domain::time::now_ms;
+use crate::error::{ApiError, ApiResult, Check};
+use crate::storage::codec::encode;
+use crate::storage::keys::Key;
+use crate::storage::read;
+use crate::storage::tables::{COUNTERS, STOREFRONT_SESSIONS};
+
+/// How long a storefront session lasts without use.
+pub const SESSION_TTL_MS: i64 = 30 * 24 * 3600 * 1000;
+/// The event kinds a storefront reports.
+pub const EVENT_TYPES: &[&str] = &["page_view", "product_view", "collection_view", "search", "add_to_cart", "checkout_started"];
+
+/// The request context every storefront operation carries (`User-Agent`, `Referer`,
+/// `X-Forwarded-For`), as sent by the shopper's browser through the storefront host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestContext {
+    pub user_agent: String,
+    pub referer: String,
+    /// The first address of `X-Forwarded-For`: the shopper's, as the first proxy saw it.
+    pub client_address: String,
+}
+
+/// `store ‖ sha256(token) → StorefrontSession`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StorefrontSession {
+    pub context: RequestContext,
+    pub created_at: i64,
+    /// Moved forward by every event of the session.
+    pub expires_at: i64,
+}
+
+/// `POST S/storefront/events`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StorefrontEvent {
+    /// page_view, product_view, collection_view, search, add_to_cart or checkout_started.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub session_token: Option<String>,
+    /// The page's path, e.g. `/products/red-shirt`.
+    pub path: Option<String>,
+    pub product_id: Option<Uuid>,
+    pub variant_id: Option<Uuid>,
+}
+
+/// A new random token: `sst_` and 43 characters of base64url (256 bits).
+pub fn new_token() -> ApiResult<String> {
+    let mut bytes = [0u8; 32];
+    SystemRandom::new().fill(&mut bytes).map_err(|_| ApiError::internal("no randomness"))?;
+    use base64::Engine;
+    Ok(format!("sst_{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)))
+}
+
+/// What is stored of a token.
+pub fn token_hash(token: &str) -> Vec<u8> {
+    digest(&SHA256, token.trim().as_bytes()).as_ref().to_vec()
+}
+
+fn row_key(store: Uuid, hash: &[u8]) -> Vec<u8> {
+    let mut k = Key::store(store).into_vec();
+    k.extend_from_slice(hash);
+    k
+}
+
+/// `store ‖ "events:" ‖ type ‖ ":" ‖ day` → count: the storefront's daily event totals.
+fn event_counter(store: Uuid, kind: &str, now: i64) -> Vec<u8> {
+    let day = now.div_euclid(86_400_000);
+    Key::store(store).str(&format!("events:{kind}:{day}")).into_vec()
+}
+
+impl StorefrontEvent {
+    pub fn validate(&self) -> ApiResult<()> {
+        let mut c = Check::new();
+        c.ensure(EVENT_TYPES.contains(&self.kind.as_str()), "type", format!("must be one of {}", EVENT_TYPES.join(", ")));
+        if let Some(p) = &self.path {
+            check_text(&mut c, "path", p, 2048, false);
+        }
+        c.finish()
+    }
+}
+
+impl Cell {
+    /// Starts a storefront session; returns its token (shown once) and the session.
+    pub async fn create_storefront_session(
+        &self,
+        store: Uuid,
+        context: RequestContext,
+    ) -> ApiResult<(String, StorefrontSession)> {
+        let token = new_token()?;
+        let now = now_ms();
+        let session = StorefrontSession { context, created_at: now, expires_at: now + SESSION_TTL_MS };
+        let key = row_key(store, &token_hash(&token));
+        let row = encode(&session)?;
+        self.writer.write(Some(store), move |tx| tx.put(STOREFRONT_SESSIONS, &key, &row)).await?;
+        Ok((token, session))
+    }
+
+    /// The live session a token names, if any.
+    pub fn storefront_session(&self, store: Uuid, token: &str) -> ApiResult<Option<StorefrontSession>> {
+        let found: Option<StorefrontSession> =
+            read::get(&self.read()?, STOREFRONT_SESSIONS, &row_key(store, &token_hash(token)))?;
+        Ok(found.filter(|s| s.expires_at > now_ms()))
+    }
+
+    /// Counts the event for its day and, when it names a live session, keeps that session alive.
+    /// An unknown or expired token is a 403: the storefront should start a new session.
+    pub async fn record_storefront_event(&self, store: Uuid, event: StorefrontEvent) -> ApiResult<()> {
+        let now = now_ms();
+        let session = match &event.session_token {
+            Some(t) => {
+                let key = row_key(store, &token_hash(t));
+                let mut s = self.storefront_session(store, t)?.ok_or_else(|| {
+                    ApiError::msg(crate::error::Code::INVALID_SESSION_TOKEN, "the session is unknown or expired")
+                })?;
+                s.expires_at = now + SESSION_TTL_MS;
+                Some((key, encode(&s)?))
+            }
+            None => None,
+        };
+        let counter = event_counter(store, &event.kind, now);
+        self.writer
+            .write(Some(store), move |tx| {
+                tx.bump(COUNTERS, &counter, 1)?;
+                if let Some((key, row)) = &session {
+                    tx.put(STOREFRONT_SESSIONS, key, row)?;
+                }
+                Ok(())
+            })
+            .await
+    }
+
+    /// Events of `kind` counted on the day holding `at` (ms).
+    pub fn storefront_event_count(&self, store: Uuid, kind: &str, at: i64) -> ApiResult<u64> {
+        read::counter(&self.read()?, COUNTERS, &event_counter(store, kind, at))
+    }
+}
