@@ -35,7 +35,7 @@ pub const REFRESH_TTL_SECS: i64 = 30 * 24 * 3600;
 
 pub struct AccountService {
     pub db: Arc<Database>,
-    writer: Writer,
+    pub(crate) writer: Writer,
     thread: Mutex<Option<WriterThread>>,
     pub key: SigningKey,
     pub service_key: String,

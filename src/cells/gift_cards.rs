@@ -50,34 +50,32 @@ fn order_rows(store: Uuid, g: &GiftCard) -> Rows {
     vec![k(0, g.created_at), k(1, g.updated_at), k(2, g.balance), k(3, g.initial_value.amount)]
 }
 
-/// Writes `new` in place of `old` (absent: a new card) with its code claim and list orders. A
-/// code another card of the store claims is a 409 `GIFT_CARD_CODE_TAKEN` naming `code`. Cards are
-/// never deleted: a merchant disables them.
+/// Writes `new` in place of `old` (absent: a new card) with its list orders; a new card also
+/// claims its code (409 `GIFT_CARD_CODE_TAKEN` naming `code` when another card of the store has
+/// it) and counts in the total. A card's code never changes, and cards are never deleted: a
+/// merchant disables them.
 pub fn write_gift_card(tx: &mut Tx, store: Uuid, old: Option<&GiftCard>, new: &GiftCard) -> ApiResult<()> {
-    let code = code_key(store, &new.code_hash);
-    match tx.get(GIFT_CARD_CODES, &code)? {
-        Some(owner) if owner != new.id.as_bytes() => {
+    if old.is_none() {
+        let code = code_key(store, &new.code_hash);
+        if tx.get(GIFT_CARD_CODES, &code)?.is_some_and(|owner| owner != new.id.as_bytes()) {
             return Err(ApiError::field("code", "another gift card of this store already has this code")
                 .with_code(Code::GIFT_CARD_CODE_TAKEN));
         }
-        Some(_) => {}
-        None => tx.put(GIFT_CARD_CODES, &code, new.id.as_bytes())?,
-    }
-    if let Some(o) = old
-        && o.code_hash != new.code_hash
-    {
-        tx.delete(GIFT_CARD_CODES, &code_key(store, &o.code_hash))?;
+        tx.put(GIFT_CARD_CODES, &code, new.id.as_bytes())?;
+        tx.bump(COUNTERS, &counter_key(store), 1)?;
     }
     let rows = |g: Option<&GiftCard>| g.map(|g| order_rows(store, g)).unwrap_or_default();
     sync_rows(tx, GIFT_CARD_ORDER, &rows(old), &rows(Some(new)))?;
-    if old.is_none() {
-        tx.bump(COUNTERS, &counter_key(store), 1)?;
-    }
     tx.put(GIFT_CARDS, &row_key(store, new.id), &encode(new)?)
 }
 
 fn load(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<Option<GiftCard>> {
     tx.get(GIFT_CARDS, &row_key(store, id))?.map(|b| decode(&b)).transpose()
+}
+
+/// The card with this id, in a read transaction (a checkout re-reading the cards it applied).
+pub fn read_gift_card(txn: &ReadTransaction, store: Uuid, id: Uuid) -> ApiResult<Option<GiftCard>> {
+    read::get(txn, GIFT_CARDS, &row_key(store, id))
 }
 
 /// The card a code names (normalised, hashed lookup), or None. Read-only.
@@ -87,8 +85,7 @@ pub fn find_gift_card(txn: &ReadTransaction, store: Uuid, code: &str) -> ApiResu
     let Some(id) = read::get_raw(txn, GIFT_CARD_CODES, &code_key(store, &code_hash(store, &code)))? else {
         return Ok(None);
     };
-    let id = Uuid::from_slice(&id).map_err(ApiError::internal)?;
-    read::get(txn, GIFT_CARDS, &row_key(store, id))
+    read_gift_card(txn, store, Uuid::from_slice(&id).map_err(ApiError::internal)?)
 }
 
 /// Inside the order-creating write job (writer thread; repeatable): re-reads the card, takes
@@ -175,7 +172,7 @@ impl Cell {
     }
 
     pub fn gift_card(&self, store: Uuid, id: Uuid) -> ApiResult<GiftCard> {
-        read::get(&self.read()?, GIFT_CARDS, &row_key(store, id))?.ok_or_else(ApiError::not_found)
+        read_gift_card(&self.read()?, store, id)?.ok_or_else(ApiError::not_found)
     }
 
     /// The card a code names, or None (see [`find_gift_card`]).

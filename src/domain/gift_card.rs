@@ -275,11 +275,11 @@ impl UpdateGiftCard {
 impl GiftCard {
     /// Builds a new card with its full balance from a validated request and the normalised `code`.
     pub fn issue(store: Uuid, input: &NewGiftCard, code: &str, id: Uuid, now: i64) -> GiftCard {
-        let tail = code.len().saturating_sub(LAST_CHARS);
+        let last: String = code.chars().skip(code.chars().count().saturating_sub(LAST_CHARS)).collect();
         GiftCard {
             id,
             code_hash: code_hash(store, code),
-            last_characters: code[tail..].to_string(),
+            last_characters: last,
             initial_value: input.initial_value,
             balance: input.initial_value.amount,
             expiry: input.expiry.clone(),

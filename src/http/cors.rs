@@ -14,7 +14,7 @@ use crate::http::Resp;
 
 const METHODS: &str = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 const HEADERS: &str = "authorization, content-type, idempotency-key, x-publishable-key, x-request-id";
-const EXPOSED: &str = "retry-after, x-request-id, location, etag, deprecation, sunset, link";
+const EXPOSED: &str = "retry-after, x-request-id, location, etag, deprecation, sunset, link, idempotent-replayed";
 
 /// The allowed origins, compared exactly (scheme, host and port, no trailing slash).
 #[derive(Debug, Clone, Default)]

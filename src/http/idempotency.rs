@@ -34,7 +34,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::{HeaderMap, Response, StatusCode};
-use redb::{Database, Durability, ReadableDatabase, ReadableTable};
+use redb::{ReadableDatabase, ReadableTable};
 use ring::digest::{Context, SHA256};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -244,14 +244,12 @@ impl Place {
         match self {
             Place::Store { cell, store } => cell.writer.write(Some(*store), move |tx| tx.put(IDEMPOTENCY, &key, &value)).await,
             Place::Account(a) => {
-                let db = a.db.clone();
-                blocking(move || {
-                    write_account(&db, |t| {
-                        t.insert(key.as_slice(), value.as_slice())?;
+                a.writer
+                    .write(None, move |tx| {
+                        tx.raw().open_table(IDEMPOTENCY_KEYS)?.insert(key.as_slice(), value.as_slice())?;
                         Ok(())
                     })
-                })
-                .await
+                    .await
             }
         }
     }
@@ -261,9 +259,9 @@ impl Place {
         match self {
             Place::Store { cell, .. } => sweep_cell(cell, now).await,
             Place::Account(a) => {
-                let db = a.db.clone();
-                blocking(move || {
-                    write_account(&db, |t| {
+                a.writer
+                    .write(None, move |tx| {
+                        let mut t = tx.raw().open_table(IDEMPOTENCY_KEYS)?;
                         let mut old = Vec::new();
                         for item in t.iter()? {
                             let (k, v) = item?;
@@ -279,28 +277,10 @@ impl Place {
                         }
                         Ok(old.len())
                     })
-                })
-                .await
+                    .await
             }
         }
     }
-}
-
-/// One durable write transaction on the account directory's idempotency table. The account
-/// writer serves the directory's own records; these rows touch nothing else, so a transaction
-/// of their own (redb runs write transactions one at a time) is enough.
-fn write_account<T>(
-    db: &Database,
-    f: impl FnOnce(&mut redb::Table<'_, &'static [u8], &'static [u8]>) -> ApiResult<T>,
-) -> ApiResult<T> {
-    let mut txn = db.begin_write()?;
-    txn.set_durability(Durability::Immediate).map_err(ApiError::internal)?;
-    let out = {
-        let mut t = txn.open_table(IDEMPOTENCY_KEYS)?;
-        f(&mut t)?
-    };
-    txn.commit()?;
-    Ok(out)
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> ApiResult<T> + Send + 'static) -> ApiResult<T> {

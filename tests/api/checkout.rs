@@ -536,3 +536,138 @@ async fn storefront_events_are_counted_per_day_and_keep_the_session_alive() {
     assert_eq!(session.context.client_address, "203.0.113.9");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_completion_retried_with_its_idempotency_key_answers_the_same_order() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let shop = Shop::new(c).await;
+    let rate = us_shipping(c, &shop).await;
+    let kettle = stocked(c, &shop, "Kettle", 3500, 10).await;
+    let co = ready_checkout(c, &shop, json!([{"variantId": kettle, "quantity": 1}]), &rate).await;
+    let intent = paid_intent(c, &shop, &co).await;
+    let path = shop.path(&format!("/checkouts/{}/complete", co["id"].as_str().unwrap()));
+    let body = json!({"paymentMethodId": "pm_card_visa", "paymentIntentId": intent}).to_string();
+    let send = |key: &'static str| {
+        let (path, body, token) = (path.clone(), body.clone(), shop.owner.token.clone());
+        async move { c.send(Method::POST, &path, Some(&token), &[("idempotency-key", key)], Some(body.into())).await }
+    };
+    let first = send("order-attempt-1").await.expect(201);
+    let again = send("order-attempt-1").await.expect(201);
+    assert_eq!(again.body, first.body, "the lost answer is replayed, not a 409");
+    assert_eq!(again.headers.get("idempotent-replayed").and_then(|v| v.to_str().ok()), Some("true"));
+    assert_eq!(send("order-attempt-2").await.expect(409).code(), "CHECKOUT_COMPLETED");
+    assert_eq!(order_count(c, &shop).await, 1);
+    assert_eq!(inventory(c, &shop, &kettle).await, 9);
+}
+
+#[tokio::test]
+async fn a_promptpay_checkout_becomes_a_pending_order_until_the_payer_pays() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let owner = create_user(c).await;
+    let t = Some(owner.token.as_str());
+    let store = c
+        .post("/api/v1/stores", t, json!({"name": "Bangkok", "currency": "THB", "country": "TH", "timezone": "Asia/Bangkok"}))
+        .await
+        .expect(201)
+        .body;
+    let base = format!("/api/v1/stores/{}", store["id"].as_str().unwrap());
+    let p = c
+        .post(
+            &format!("{base}/products"),
+            t,
+            json!({"title": "Tea", "status": "ACTIVE", "price": {"amount": 15000, "currency": "THB"}}),
+        )
+        .await
+        .expect(201)
+        .body;
+    let co = c
+        .post(
+            &format!("{base}/checkouts"),
+            t,
+            json!({"lineItems": [{"variantId": p["variants"][0]["id"], "quantity": 2}], "email": "p@example.com"}),
+        )
+        .await
+        .expect(201)
+        .body;
+    let id = co["id"].as_str().unwrap();
+    assert_eq!(amount(&co, "/paymentDue"), 30000);
+    let session = c
+        .post(
+            &format!("{base}/checkouts/{id}/payment-session"),
+            t,
+            json!({"amount": 30000, "currency": "thb", "paymentMethod": "promptpay"}),
+        )
+        .await
+        .expect(201)
+        .body;
+    assert!(session["clientSecret"].as_str().is_some_and(|s| !s.is_empty()));
+    let intent = session["paymentIntentId"].as_str().unwrap();
+    let order = c
+        .post(&format!("{base}/checkouts/{id}/complete"), t, json!({"paymentMethodId": "promptpay", "paymentIntentId": intent}))
+        .await
+        .expect(201)
+        .body;
+    assert_eq!(order["financialStatus"], "PENDING");
+    assert_eq!(order["payment"]["amount"], json!({"amount": 30000, "currency": "THB"}));
+    let pending = c.get(&format!("{base}/orders?financialStatus=pending"), t).await.expect(200).body;
+    assert_eq!((pending["total"].as_i64(), pending["data"][0]["id"].as_str()), (Some(1), order["id"].as_str()));
+    assert_eq!(c.get(&format!("{base}/orders?financialStatus=PAID"), t).await.expect(200).body["total"], 0);
+    let e = c.get(&format!("{base}/orders?financialStatus=SETTLED"), t).await.expect(400);
+    assert_eq!(e.body["error"]["fields"][0]["field"], "financialStatus");
+}
+
+#[tokio::test]
+async fn orders_are_listed_sorted_filtered_and_annotated() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let shop = Shop::new(c).await;
+    let t = Some(shop.owner.token.as_str());
+    let (_, pen) = shop.product(c, "Pen", 300, 10).await;
+    // No shipping zones: nothing to ship, so no address is needed.
+    let mut orders = Vec::new();
+    for (quantity, email) in [(3, "ann@example.com"), (1, "bob@example.com"), (2, "cy@example.com")] {
+        let co = c
+            .post(&shop.path("/checkouts"), t, json!({"lineItems": [{"variantId": pen, "quantity": quantity}], "email": email}))
+            .await
+            .expect(201)
+            .body;
+        let intent = paid_intent(c, &shop, &co).await;
+        let path = shop.path(&format!("/checkouts/{}/complete", co["id"].as_str().unwrap()));
+        orders
+            .push(c.post(&path, t, json!({"paymentMethodId": "pm_card_visa", "paymentIntentId": intent})).await.expect(201).body);
+    }
+    let numbers =
+        |v: &Value| -> Vec<i64> { v["data"].as_array().unwrap().iter().map(|o| o["number"].as_i64().unwrap()).collect() };
+    let list = c.get(&shop.path("/orders"), t).await.expect(200).body;
+    assert_eq!((numbers(&list), list["total"].as_i64(), list["totalPages"].as_i64()), (vec![1003, 1002, 1001], Some(3), Some(1)));
+    let by_total = c.get(&shop.path("/orders?sortBy=total&sortOrder=asc"), t).await.expect(200).body;
+    assert_eq!(numbers(&by_total), [1002, 1003, 1001]);
+    let page = c.get(&shop.path("/orders?sortBy=order_number&sortOrder=asc&limit=2&page=2"), t).await.expect(200).body;
+    assert_eq!((numbers(&page), page["total"].as_i64(), page["totalPages"].as_i64()), (vec![1003], Some(3), Some(2)));
+    let found = c.get(&shop.path("/orders?search=%231002"), t).await.expect(200).body;
+    assert_eq!((numbers(&found), found["total"].as_i64()), (vec![1002], Some(1)));
+    let found = c.get(&shop.path("/orders?search=ANN@"), t).await.expect(200).body;
+    assert_eq!(numbers(&found), [1001]);
+    let unfulfilled = c.get(&shop.path("/orders?fulfillmentStatus=unfulfilled&status=open"), t).await.expect(200).body;
+    assert_eq!(unfulfilled["total"], 3);
+    for bad in ["limit=251", "sortBy=price", "status=closed", "customerId=nope"] {
+        c.get(&shop.path(&format!("/orders?{bad}")), t).await.expect(400);
+    }
+
+    let id = orders[0]["id"].as_str().unwrap();
+    let patched = c
+        .patch(&shop.path(&format!("/orders/{id}")), t, json!({"note": " Gift wrap ", "tags": ["vip", "VIP", " rush "]}))
+        .await
+        .expect(200)
+        .body;
+    assert_eq!((patched["note"].as_str(), patched["tags"].clone()), (Some("Gift wrap"), json!(["vip", "rush"])));
+    assert_eq!(patched["total"], orders[0]["total"], "amounts never change");
+    let e = c.patch(&shop.path(&format!("/orders/{id}")), t, json!({"tags": [""], "note": "kept?"})).await.expect(400);
+    assert_eq!(e.body["error"]["fields"][0]["field"], "tags[0]");
+    assert_eq!(c.get(&shop.path(&format!("/orders/{id}")), t).await.expect(200).body["note"], "Gift wrap");
+    let by_updated = c.get(&shop.path("/orders?sortBy=updated_at"), t).await.expect(200).body;
+    assert_eq!(numbers(&by_updated)[0], 1001, "the updated order moves to the front");
+    c.get(&shop.path(&format!("/orders/{}", uuid::Uuid::now_v7())), t).await.expect(404);
+}
