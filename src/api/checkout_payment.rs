@@ -17,9 +17,21 @@ use crate::http::ratelimit::Limiter;
 use crate::http::route::{Access, Route, Service};
 use crate::http::{Resp, created, ok};
 
-/// Gift-card lookups per checkout and minute: enough for a shopper's typos, far too few to
-/// guess codes.
-static LOOKUPS: LazyLock<Limiter> = LazyLock::new(|| Limiter::per_minute(10));
+/// Code tries (gift-card lookups and codes applied) per checkout and minute: enough for a
+/// shopper's typos, far too few to guess a gift card's code.
+static TRIES_PER_CHECKOUT: LazyLock<Limiter> = LazyLock::new(|| Limiter::per_minute(10));
+/// Shoppers' tries per client address and minute, against guessing across many checkouts; high
+/// enough for a storefront server whose shoppers all arrive from its one address.
+static TRIES_PER_ADDRESS: LazyLock<Limiter> = LazyLock::new(|| Limiter::per_minute(300));
+
+/// Spends one code try of `checkout` and, for a shopper, of the client address (429 when either
+/// is used up).
+pub fn code_try(cx: &Ctx, checkout: uuid::Uuid) -> ApiResult<()> {
+    if let (true, Some(ip)) = (cx.is_shopper(), cx.client) {
+        TRIES_PER_ADDRESS.take(&ip.to_string())?;
+    }
+    TRIES_PER_CHECKOUT.take(&checkout.to_string())
+}
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -63,7 +75,7 @@ async fn lookup(cx: Ctx) -> ApiResult<Resp> {
     let id = cx.path_id("checkoutId")?;
     let body: LookupBody = cx.json()?;
     let co = s.cell.checkout(s.id, id, &caller(&cx, body.session_token))?;
-    LOOKUPS.take(&id.to_string())?;
+    code_try(&cx, id)?;
     let now = now_ms();
     let card = s
         .cell

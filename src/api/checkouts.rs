@@ -141,7 +141,10 @@ async fn add_code(cx: Ctx) -> ApiResult<Resp> {
     let s = cx.scope()?;
     let body: CodeBody = cx.json()?;
     let who = caller(&cx, body.session_token);
-    let co = s.cell.apply_checkout_code(s.id, cx.path_id("checkoutId")?, &who, &body.code).await?;
+    let id = cx.path_id("checkoutId")?;
+    s.cell.checkout(s.id, id, &who)?;
+    crate::api::checkout_payment::code_try(&cx, id)?;
+    let co = s.cell.apply_checkout_code(s.id, id, &who, &body.code).await?;
     Ok(ok(&s.cell.checkout_view(s.id, &co, who.shopper, None)?))
 }
 

@@ -8,7 +8,7 @@ use uuid::Uuid;
 use crate::cells::Cell;
 use crate::cells::calculate::{CalcLineInput, CalcRequest, Priced};
 use crate::cells::carts::{LineInfo, UnavailableLine, line_infos, unavailable};
-use crate::cells::gift_cards::find_gift_card;
+use crate::cells::gift_cards::{find_gift_card, read_gift_card};
 use crate::cells::shipping::all_zones;
 use crate::cells::storefront::{new_token, token_hash};
 use crate::domain::cart::Attributes;
@@ -26,7 +26,7 @@ use crate::error::{ApiError, ApiResult, Check, Code};
 use crate::storage::codec::{decode, encode};
 use crate::storage::keys::Key;
 use crate::storage::read;
-use crate::storage::tables::{CHECKOUTS, GIFT_CARDS};
+use crate::storage::tables::CHECKOUTS;
 use crate::storage::writer::Tx;
 
 /// The sales channel of storefront checkouts (channel-limited discounts look at it).
@@ -344,7 +344,7 @@ impl Cell {
         let mut left = total;
         let mut gift_cards = Vec::with_capacity(co.gift_cards.len());
         for applied in &co.gift_cards {
-            let card: Option<GiftCard> = read::get(&txn, GIFT_CARDS, &row_key(store, applied.id))?;
+            let card = read_gift_card(&txn, store, applied.id)?;
             let (status, spendable) = match &card {
                 Some(c) if c.currency() == currency => (c.status(now), c.spendable(now)),
                 Some(c) => (c.status(now), 0),

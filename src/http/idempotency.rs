@@ -22,6 +22,10 @@
 //! - Concurrency: a second request with the same scoped key waits for the first to finish, then
 //!   answers from its record (or runs, when the first failed). The handler runs in its own task,
 //!   so a client that hangs up does not leave an operation done but unrecorded.
+//! - Sealed: a response may carry secrets shown once (tokens, a gift card's code, a publishable
+//!   key), so the record is encrypted (ChaCha20-Poly1305) under `sha256("seal" ‖ caller ‖ method ‖
+//!   path ‖ key)`. Only a caller presenting the same key can open it; the stored table key is a
+//!   different digest and reveals nothing of it.
 //! - Expiry: records older than 24 h are ignored when read and deleted by a sweep that a
 //!   recording starts at most every ten minutes per database.
 //!
@@ -35,7 +39,9 @@ use http_body_util::{BodyExt, Full};
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::{HeaderMap, Response, StatusCode};
 use redb::{ReadableDatabase, ReadableTable};
+use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use ring::digest::{Context, SHA256};
+use ring::rand::{SecureRandom, SystemRandom};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -76,19 +82,38 @@ pub struct Recorded {
 }
 
 impl Recorded {
-    fn to_value(&self, at: i64) -> ApiResult<Vec<u8>> {
+    /// `at` (i64 big-endian) ‖ nonce (12 bytes) ‖ the sealed record: the time stays readable for
+    /// the sweep.
+    fn to_value(&self, at: i64, seal: &[u8; 32]) -> ApiResult<Vec<u8>> {
+        let key = sealing_key(seal)?;
+        let mut nonce = [0u8; NONCE_LEN];
+        SystemRandom::new().fill(&mut nonce).map_err(|_| ApiError::internal("no randomness"))?;
+        let mut sealed = encode(self)?;
+        key.seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::empty(), &mut sealed)
+            .map_err(|_| ApiError::internal("sealing failed"))?;
         let mut v = at.to_be_bytes().to_vec();
-        v.extend_from_slice(&encode(self)?);
+        v.extend_from_slice(&nonce);
+        v.extend_from_slice(&sealed);
         Ok(v)
     }
 
     /// The record in `value` unless it is older than the TTL at `now`.
-    fn from_value(value: &[u8], now: i64) -> ApiResult<Option<Recorded>> {
+    fn from_value(value: &[u8], now: i64, seal: &[u8; 32]) -> ApiResult<Option<Recorded>> {
         if expired(value, now) {
             return Ok(None);
         }
-        decode(&value[8..]).map(Some)
+        let (nonce, sealed) = value[8..].split_at_checked(NONCE_LEN).ok_or_else(|| ApiError::internal("short record"))?;
+        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| ApiError::internal("bad nonce"))?;
+        let mut sealed = sealed.to_vec();
+        let plain = sealing_key(seal)?
+            .open_in_place(nonce, Aad::empty(), &mut sealed)
+            .map_err(|_| ApiError::internal("a recorded response does not open"))?;
+        decode(plain).map(Some)
     }
+}
+
+fn sealing_key(seal: &[u8; 32]) -> ApiResult<LessSafeKey> {
+    Ok(LessSafeKey::new(UnboundKey::new(&CHACHA20_POLY1305, seal).map_err(|_| ApiError::internal("sealing key"))?))
 }
 
 /// Whether a stored value is past its 24 h (a value too short to carry its time counts as past).
@@ -218,7 +243,7 @@ impl Place {
         }
     }
 
-    fn lookup(&self, scope: &[u8; 32], now: i64) -> ApiResult<Option<Recorded>> {
+    fn lookup(&self, scope: &[u8; 32], seal: &[u8; 32], now: i64) -> ApiResult<Option<Recorded>> {
         let key = self.row_key(scope);
         let value = match self {
             Place::Store { cell, .. } => {
@@ -233,7 +258,7 @@ impl Place {
             }
         };
         match value {
-            Some(v) => Recorded::from_value(&v, now),
+            Some(v) => Recorded::from_value(&v, now, seal),
             None => Ok(None),
         }
     }
@@ -402,13 +427,16 @@ pub async fn run(cx: Ctx, handler: Handler) -> ApiResult<Resp> {
         // Nowhere to keep a record in this process (no such POST route exists today).
         (None, None) => return handler(cx).await,
     };
-    let scope = digest(&[caller(&cx).as_bytes(), cx.method.as_str().as_bytes(), cx.uri.path().as_bytes(), key.as_bytes()]);
+    let who = caller(&cx);
+    let parts = [who.as_bytes(), cx.method.as_str().as_bytes(), cx.uri.path().as_bytes(), key.as_bytes()];
+    let scope = digest(&parts);
+    let seal = digest(&[b"seal".as_slice(), parts[0], parts[1], parts[2], parts[3]]);
     let query = cx.uri.query().unwrap_or("");
     let fingerprint = digest(&[query.as_bytes(), &cx.body]);
     let node = cx.node.clone();
 
     let pass = node.idempotency.enter(scope).await?;
-    if let Some(r) = place.lookup(&scope, now_ms())? {
+    if let Some(r) = place.lookup(&scope, &seal, now_ms())? {
         return replay(r, &fingerprint);
     }
     // Its own task: the operation and its record finish even if this request is dropped.
@@ -429,7 +457,7 @@ pub async fn run(cx: Ctx, handler: Handler) -> ApiResult<Resp> {
         let now = now_ms();
         // The operation is done: a record that cannot be written costs only the replay, so the
         // caller still gets its answer.
-        match record.to_value(now) {
+        match record.to_value(now, &seal) {
             Ok(value) => {
                 if let Err(e) = place.save(&scope, value).await {
                     tracing::warn!(error = %e, "an idempotent response was not recorded");
@@ -484,9 +512,11 @@ mod tests {
             headers: vec![("content-type".into(), b"application/json".to_vec())],
             body: b"{}".to_vec(),
         };
-        let v = r.to_value(1_000).unwrap();
-        assert_eq!(Recorded::from_value(&v, 1_000 + TTL_MS - 1).unwrap(), Some(r));
-        assert_eq!(Recorded::from_value(&v, 1_000 + TTL_MS).unwrap(), None);
+        let v = r.to_value(1_000, &[3; 32]).unwrap();
+        assert!(!v.windows(16).any(|w| w == b"application/json"), "the record is sealed");
+        assert_eq!(Recorded::from_value(&v, 1_000 + TTL_MS - 1, &[3; 32]).unwrap(), Some(r));
+        assert_eq!(Recorded::from_value(&v, 1_000 + TTL_MS, &[3; 32]).unwrap(), None);
+        assert!(Recorded::from_value(&v, 1_000, &[4; 32]).is_err(), "another key does not open it");
         assert!(expired(b"short", 0));
     }
 

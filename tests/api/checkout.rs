@@ -484,6 +484,16 @@ async fn gift_cards_pay_part_or_all_of_a_checkout() {
     assert_eq!((amount(&order, "/giftCardTotal"), amount(&order, "/paymentTotal")), (5000, 0));
     let left = c.get(&shop.path(&format!("/gift-cards/{}", big["id"].as_str().unwrap())), t).await.expect(200).body;
     assert_eq!((left["status"].as_str(), amount(&left, "/balance")), (Some("ACTIVE"), 15000));
+
+    // Guessing codes is cut short: ten tries per checkout and minute, then 429.
+    let co =
+        c.post(&shop.path("/checkouts"), t, json!({"lineItems": [{"variantId": shirt, "quantity": 1}]})).await.expect(201).body;
+    let lookup = shop.path(&format!("/checkouts/{}/gift-cards/lookup", co["id"].as_str().unwrap()));
+    for i in 0..10 {
+        c.post(&lookup, t, json!({"code": format!("GUESS{i:04}XYZ")})).await.expect(404);
+    }
+    let limited = c.post(&lookup, t, json!({"code": "GUESS0010XYZ"})).await.expect(429);
+    assert!(limited.headers.get("retry-after").is_some());
 }
 
 #[tokio::test]
@@ -527,7 +537,7 @@ async fn storefront_events_are_counted_per_day_and_keep_the_session_alive() {
     assert_eq!(no_context.body["error"]["fields"].as_array().unwrap().len(), 3);
 
     let store: uuid::Uuid = shop.store.parse().unwrap();
-    let cell = app.server.as_ref().unwrap().node.cells["cell-1"].clone();
+    let cell = app.cell();
     let now = shopcell::domain::time::now_ms();
     assert_eq!(cell.storefront_event_count(store, "page_view", now).unwrap(), 3);
     assert_eq!(cell.storefront_event_count(store, "add_to_cart", now).unwrap(), 1);

@@ -2,10 +2,7 @@
 //! several codes, code search, eligible automatic discounts, comments, the deprecated export,
 //! and usage consumed only by the order-creating write.
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
-use shopcell::cells::Cell;
 use shopcell::cells::discounts::consume_usage;
 use uuid::Uuid;
 
@@ -18,10 +15,6 @@ fn fields(a: &Answer) -> Vec<String> {
 
 fn codes(list: &Value) -> Vec<String> {
     list["data"].as_array().unwrap().iter().map(|d| d["code"].as_str().unwrap_or("").to_string()).collect()
-}
-
-fn cell(app: &TestApp) -> Arc<Cell> {
-    app.server.as_ref().unwrap().node.cells["cell-1"].clone()
 }
 
 #[tokio::test]
@@ -402,7 +395,7 @@ async fn usage_is_consumed_only_by_the_order_write_and_enforced_there() {
         .await;
     let store: Uuid = shop.store.parse().unwrap();
     let id = |d: &Value| -> Uuid { d["id"].as_str().unwrap().parse().unwrap() };
-    let cell = cell(&app);
+    let cell = app.cell();
     let consume = |discount: Uuid, customer: Option<&str>| {
         let (cell, customer) = (cell.clone(), customer.map(str::to_string));
         async move { cell.writer.write(Some(store), move |tx| consume_usage(tx, store, discount, customer.as_deref())).await }

@@ -2,10 +2,7 @@
 //! code uniqueness, list filters, sorts and paging, disabling for good, expiry, redemptions as the
 //! card shows them, and bad input that writes nothing.
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
-use shopcell::cells::Cell;
 use shopcell::cells::gift_cards::redeem_gift_card;
 use shopcell::domain::money::{Currency, Money};
 use shopcell::domain::time::{now_ms, parse_rfc3339, rfc3339};
@@ -28,10 +25,6 @@ fn ids(list: &Value) -> Vec<String> {
 
 fn balances(list: &Value) -> Vec<i64> {
     list["data"].as_array().unwrap().iter().map(|g| g["balance"]["amount"].as_i64().unwrap()).collect()
-}
-
-fn cell(app: &TestApp) -> Arc<Cell> {
-    app.server.as_ref().unwrap().node.cells["cell-1"].clone()
 }
 
 /// Issues a card as the store's owner; the 201 body.
@@ -104,9 +97,9 @@ async fn a_card_is_issued_with_its_code_shown_once_and_stored_only_as_a_digest()
 
     // The lookup the checkout uses finds a card by its code in any form, in its own store only.
     let store: Uuid = shop.store.parse().unwrap();
-    let found = cell(&app).gift_card_by_code(store, "giftcard-2026-wxyz").unwrap().unwrap();
+    let found = app.cell().gift_card_by_code(store, "giftcard-2026-wxyz").unwrap().unwrap();
     assert_eq!((found.id.to_string(), found.last_characters()), (chosen["id"].as_str().unwrap().to_string(), "WXYZ"));
-    assert!(cell(&app).gift_card_by_code(store, "GIFTCARD2026WXYY").unwrap().is_none());
+    assert!(app.cell().gift_card_by_code(store, "GIFTCARD2026WXYY").unwrap().is_none());
 
     // Neither code is anywhere in the cell's database file.
     app.stop().await;
@@ -234,7 +227,7 @@ async fn a_card_expires_at_its_expiry() {
     assert_eq!((expired["status"].as_str(), expired["balance"]["amount"].as_i64()), (Some("EXPIRED"), Some(700)));
     assert_eq!(ids(&list(c, &shop, "status=expired").await), [g["id"].as_str().unwrap().to_string()]);
     let store: Uuid = shop.store.parse().unwrap();
-    let card = cell(&app).gift_card(store, g["id"].as_str().unwrap().parse().unwrap()).unwrap();
+    let card = app.cell().gift_card(store, g["id"].as_str().unwrap().parse().unwrap()).unwrap();
     assert_eq!(card.spendable(now_ms()), 0);
     // A new expiry in the future brings it back.
     let back = c.patch(&one, t, json!({"expiresOn": "2099-01-31"})).await.expect(200).body;
@@ -250,7 +243,7 @@ async fn redemptions_lower_the_balance_and_show_on_the_card() {
     let g = issue(c, &shop, json!({"initialValue": usd(500), "code": "REDEEM-ME-2026"})).await;
     let id: Uuid = g["id"].as_str().unwrap().parse().unwrap();
     let store: Uuid = shop.store.parse().unwrap();
-    let cell = cell(&app);
+    let cell = app.cell();
     let dollars = Currency::parse("USD").unwrap();
     let redeem = |amount: i64, order: Uuid| {
         let cell = cell.clone();

@@ -354,3 +354,28 @@ async fn behind_a_router_the_operation_runs_once() {
     let other = post_keyed(&c, &products(&s), Some(&u.token), "routed", &product("Vase")).await.expect(422);
     assert_eq!(other.code(), "IDEMPOTENCY_KEY_REUSED");
 }
+
+#[tokio::test]
+async fn a_secret_shown_once_is_replayed_but_never_stored_in_clear() {
+    let mut app = spawn_app().await;
+    let c = &app.client;
+    let owner = create_user(c).await;
+    let store = create_store(c, &owner).await;
+    let path = format!("/api/v1/stores/{store}/gift-cards");
+    let body = json!({"initialValue": {"amount": 5000, "currency": "USD"}, "code": "SEALEDCODE2026"});
+    let first = post_keyed(c, &path, Some(&owner.token), "gift-1", &body).await.expect(201);
+    let again = post_keyed(c, &path, Some(&owner.token), "gift-1", &body).await.expect(201);
+    assert!(replayed(&again));
+    assert_eq!((first.body["code"].as_str(), again.body), (Some("SEALEDCODE2026"), first.body.clone()));
+    // A publishable key's secret too.
+    let keys = format!("/api/v1/stores/{store}/publishable-keys");
+    let key = post_keyed(c, &keys, Some(&owner.token), "pk-1", &json!({"environment": "live"})).await.expect(201).body;
+    let secret = key["key"].as_str().unwrap().to_string();
+    app.stop().await;
+    for file in ["cells/cell-1/cell.redb", "account/account.redb"] {
+        let bytes = std::fs::read(app.dir.path().join(file)).unwrap();
+        for s in ["SEALEDCODE2026", secret.as_str()] {
+            assert!(!bytes.windows(s.len()).any(|w| w == s.as_bytes()), "{s} is stored in clear in {file}");
+        }
+    }
+}

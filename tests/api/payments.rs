@@ -24,10 +24,6 @@ fn money(amount: i64, currency: &str) -> Money {
     Money { amount, currency: Currency::parse(currency).unwrap() }
 }
 
-fn cell(app: &TestApp) -> Arc<Cell> {
-    app.server.as_ref().unwrap().node.cells["cell-1"].clone()
-}
-
 /// A store with its owner and a live publishable key.
 struct Shop {
     owner: User,
@@ -103,7 +99,7 @@ async fn test_card_tokens_succeed_decline_or_require_authentication() {
     let app = spawn_app().await;
     let c = &app.client;
     let shop = Shop::new(c).await;
-    let cell = cell(&app);
+    let cell = app.cell();
 
     let (intent, secret) =
         cell.create_payment_intent(shop.store, new_intent(PaymentMethodKind::CreditCard, money(2500, "USD"))).await.unwrap();
@@ -188,7 +184,7 @@ async fn shoppers_need_the_client_secret_and_learn_nothing_without_it() {
     let app = spawn_app().await;
     let c = &app.client;
     let shop = Shop::new(c).await;
-    let cell = cell(&app);
+    let cell = app.cell();
     let (intent, secret) =
         cell.create_payment_intent(shop.store, new_intent(PaymentMethodKind::CreditCard, money(900, "USD"))).await.unwrap();
     let (_, other_secret) =
@@ -242,7 +238,7 @@ async fn promptpay_and_bank_transfers_stay_pending_until_confirmed() {
     let app = spawn_app().await;
     let c = &app.client;
     let shop = Shop::new(c).await;
-    let cell = cell(&app);
+    let cell = app.cell();
 
     let new = new_intent(PaymentMethodKind::Promptpay, money(12345, "THB"));
     let checkout = new.checkout_id;
@@ -292,7 +288,7 @@ async fn claiming_checks_checkout_amount_status_and_single_use() {
     let app = spawn_app().await;
     let c = &app.client;
     let shop = Shop::new(c).await;
-    let cell = cell(&app);
+    let cell = app.cell();
     let store = shop.store;
     let confirm = |id: Uuid, token: &'static str| {
         let cell = cell.clone();
@@ -383,7 +379,7 @@ async fn the_stripe_client_creates_confirms_and_refreshes_against_a_local_server
     let app = stripe_app(&fake, KEY).await;
     let c = &app.client;
     let shop = Shop::new(c).await;
-    let cell = cell(&app);
+    let cell = app.cell();
 
     let mut new = new_intent(PaymentMethodKind::CreditCard, money(1500, "JPY"));
     new.metadata = json!({"cartId": "cart 1&2", "items": 2});
@@ -475,7 +471,7 @@ async fn stripe_failures_are_bad_gateway_without_the_key() {
     let wrong_key = "sk_test_wrong_key_0000";
     let app = stripe_app(&fake, wrong_key).await;
     let shop = Shop::new(&app.client).await;
-    let cell = cell(&app);
+    let cell = app.cell();
     let e =
         cell.create_payment_intent(shop.store, new_intent(PaymentMethodKind::CreditCard, money(1000, "USD"))).await.unwrap_err();
     assert_eq!(e.code.as_str(), "BAD_GATEWAY");
@@ -495,7 +491,8 @@ async fn stripe_failures_are_bad_gateway_without_the_key() {
     ])
     .await;
     let shop = Shop::new(&dead.client).await;
-    let e = self::cell(&dead)
+    let e = dead
+        .cell()
         .create_payment_intent(shop.store, new_intent(PaymentMethodKind::CreditCard, money(1000, "USD")))
         .await
         .unwrap_err();
@@ -520,7 +517,7 @@ fn stripe_needs_its_secret_key() {
 async fn concurrent_confirmations_of_one_intent_succeed_once() {
     let app = spawn_app().await;
     let shop = Shop::new(&app.client).await;
-    let cell = cell(&app);
+    let cell = app.cell();
     let (intent, secret) =
         cell.create_payment_intent(shop.store, new_intent(PaymentMethodKind::CreditCard, money(700, "USD"))).await.unwrap();
     let mut set = tokio::task::JoinSet::new();

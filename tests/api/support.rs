@@ -61,6 +61,11 @@ impl TestApp {
         }
     }
 
+    /// The running server's first cell, for checks below the HTTP surface.
+    pub fn cell(&self) -> std::sync::Arc<shopcell::cells::Cell> {
+        self.server.as_ref().expect("running").node.cells["cell-1"].clone()
+    }
+
     pub fn addr(&self) -> SocketAddr {
         self.server.as_ref().expect("running").addr
     }
