@@ -77,6 +77,19 @@ pub fn write_order(tx: &mut Tx, store: Uuid, old: Option<&Order>, new: &Order) -
     tx.put(ORDERS, &row_key(store, new.id), &encode(new)?)
 }
 
+/// Moves an order whose payment succeeded after it was placed to PAID (inside the intent's write).
+pub fn mark_paid(tx: &mut Tx, store: Uuid, id: Uuid, now: i64) -> ApiResult<()> {
+    let Some(bytes) = tx.get(ORDERS, &row_key(store, id))? else { return Ok(()) };
+    let old: Order = decode(&bytes)?;
+    if old.financial_status == FinancialStatus::Paid {
+        return Ok(());
+    }
+    let mut new = old.clone();
+    new.financial_status = FinancialStatus::Paid;
+    new.updated_at = now;
+    write_order(tx, store, Some(&old), &new)
+}
+
 /// The list filters of `GET S/orders`.
 #[derive(Debug, Default, Clone)]
 pub struct OrderFilter {

@@ -326,6 +326,10 @@ impl Cell {
                 row.version += 1;
                 row.updated_at = now_ms();
                 tx.put(PAYMENT_INTENTS, &row_key(store, id), &encode(&row)?)?;
+                // A payer who pays after the order was placed (PromptPay, bank transfer) settles it.
+                if let (Some(order), IntentStatus::Succeeded) = (row.order_id, row.status) {
+                    crate::cells::orders::mark_paid(tx, store, order, row.updated_at)?;
+                }
                 Ok(row)
             })
             .await

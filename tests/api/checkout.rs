@@ -572,7 +572,7 @@ async fn a_completion_retried_with_its_idempotency_key_answers_the_same_order() 
 }
 
 #[tokio::test]
-async fn a_promptpay_checkout_becomes_a_pending_order_until_the_payer_pays() {
+async fn a_promptpay_order_stays_pending_until_the_payer_pays() {
     let app = spawn_app().await;
     let c = &app.client;
     let owner = create_user(c).await;
@@ -626,6 +626,12 @@ async fn a_promptpay_checkout_becomes_a_pending_order_until_the_payer_pays() {
     assert_eq!(c.get(&format!("{base}/orders?financialStatus=PAID"), t).await.expect(200).body["total"], 0);
     let e = c.get(&format!("{base}/orders?financialStatus=SETTLED"), t).await.expect(400);
     assert_eq!(e.body["error"]["fields"][0]["field"], "financialStatus");
+
+    // The payer scans the QR code and pays: the order is settled.
+    c.post(&format!("{base}/payment-intents/{intent}/confirm"), t, json!({})).await.expect(200);
+    let paid = c.get(&format!("{base}/orders/{}", order["id"].as_str().unwrap()), t).await.expect(200).body;
+    assert_eq!(paid["financialStatus"], "PAID");
+    assert_eq!(c.get(&format!("{base}/orders?financialStatus=PAID"), t).await.expect(200).body["total"], 1);
 }
 
 #[tokio::test]
