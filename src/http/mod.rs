@@ -36,8 +36,8 @@ pub fn json<T: Serialize + ?Sized>(status: StatusCode, body: &T) -> Resp {
 }
 
 /// A 200 with JSON that is already rendered.
-pub fn ok_raw(body: Vec<u8>) -> Resp {
-    let mut r = Response::new(Full::new(Bytes::from(body)));
+pub fn ok_raw(body: impl Into<Bytes>) -> Resp {
+    let mut r = Response::new(Full::new(body.into()));
     r.headers_mut().insert(CONTENT_TYPE, JSON);
     r
 }
@@ -45,6 +45,11 @@ pub fn ok_raw(body: Vec<u8>) -> Resp {
 /// `{"data": [items…], fields…}` around JSON items that are already rendered, without parsing
 /// them again.
 pub fn envelope_raw(items: &[Vec<u8>], fields: &[(&str, serde_json::Value)]) -> Resp {
+    ok_raw(envelope_body(items, fields))
+}
+
+/// The body of [`envelope_raw`], for answers that are also kept (search answers are cached).
+pub fn envelope_body(items: &[Vec<u8>], fields: &[(&str, serde_json::Value)]) -> Vec<u8> {
     let mut out = Vec::with_capacity(items.iter().map(|i| i.len() + 1).sum::<usize>() + 128);
     out.extend_from_slice(b"{\"data\":[");
     for (i, item) in items.iter().enumerate() {
@@ -58,7 +63,7 @@ pub fn envelope_raw(items: &[Vec<u8>], fields: &[(&str, serde_json::Value)]) -> 
         out.extend_from_slice(format!(",\"{name}\":{value}").as_bytes());
     }
     out.push(b'}');
-    ok_raw(out)
+    out
 }
 
 /// The paginated list envelope around rendered JSON items.

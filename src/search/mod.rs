@@ -11,6 +11,7 @@
 //! The indexer wakes on every commit of the cell writer and at least every [`TICK`], so a
 //! product is searchable well within a second of its 2xx.
 
+pub mod cache;
 pub mod indexer;
 pub mod query;
 pub mod schema;
@@ -78,6 +79,8 @@ pub struct Search {
     index: Index,
     pub fields: Fields,
     reader: IndexReader,
+    /// Recent answers of `GET S/products/search` (see [`cache`]).
+    pub answers: cache::AnswerCache,
     writer: Mutex<Option<IndexWriter<TantivyDocument>>>,
     /// Poked by the cell writer after every commit.
     wake: Arc<Notify>,
@@ -112,6 +115,7 @@ impl Search {
             index,
             fields,
             reader,
+            answers: cache::AnswerCache::default(),
             writer: Mutex::new(Some(writer)),
             wake,
             stopping: AtomicBool::new(false),
@@ -183,6 +187,11 @@ impl Search {
             w.delete_term(Term::from_field_text(f.store, &schema::store_term(store)));
             Ok(())
         })
+    }
+
+    /// The generation of the index as searches see it now: it changes with every indexer commit.
+    pub fn generation(&self) -> u64 {
+        self.reader.searcher().generation().generation_id()
     }
 
     /// One page of products matching `req`.
@@ -299,7 +308,9 @@ impl crate::cells::Cell {
         Ok((products, hits))
     }
 
-    /// The hits of a search with their rendered product views, in hit order.
+    /// The hits of a search with their rendered product views, in hit order. With a status
+    /// filter, a hit whose product has since changed status (its document not yet refreshed) is
+    /// left out too: shoppers never see a product the moment it stops being ACTIVE.
     pub fn search_product_views(&self, req: &SearchRequest, fingerprint: u32) -> ApiResult<(Vec<Vec<u8>>, Hits)> {
         let hits = self.search.search(req, fingerprint)?;
         let txn = self.read()?;
@@ -307,9 +318,18 @@ impl crate::cells::Cell {
         let mut views = Vec::with_capacity(hits.ids.len());
         for id in &hits.ids {
             if let Some(row) = table.get(Key::store(req.store).id(*id).bytes())? {
-                views.push(row.value().get(1..).unwrap_or_default().to_vec());
+                let (status, json) = row.value().split_first().unwrap_or((&u8::MAX, &[]));
+                if req.status.is_none_or(|s| s as u8 == *status) {
+                    views.push(json.to_vec());
+                }
             }
         }
         Ok((views, hits))
+    }
+
+    /// The versions a search answer of `store` is computed from (see [`cache`]); read before
+    /// the search, so an answer is never older than its tag.
+    pub fn search_tag(&self, store: Uuid) -> cache::Tag {
+        (self.writer.generations.get(store), self.search.generation())
     }
 }
