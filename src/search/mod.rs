@@ -198,7 +198,7 @@ impl Search {
     pub fn search(&self, req: &SearchRequest, fingerprint: u32) -> ApiResult<Hits> {
         let searcher = self.reader.searcher();
         let words = self.index.tokenizer_for_field(self.fields.title).map_err(ApiError::internal)?;
-        let query = QueryBuilder { fields: &self.fields, words }.build(req);
+        let query = QueryBuilder { fields: &self.fields, words, searcher: &searcher }.build(req);
         let want = if req.after.is_some() { req.limit } else { req.offset + req.limit };
         let collector =
             PageCollector { fields: self.fields, sort: req.sort, want, after: req.after.clone(), allowed: req.allowed.clone() };
