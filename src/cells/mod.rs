@@ -62,6 +62,8 @@ pub struct Cell {
     pub publisher: publisher::Publisher,
     /// In-memory copies of big list orders (deep pages).
     pub orders: order_cache::OrderCache,
+    /// Recent product list pages, rendered (see `search::cache`).
+    pub pages: crate::search::cache::AnswerCache,
     states: RwLock<HashMap<Uuid, StoreState>>,
 }
 
@@ -121,6 +123,7 @@ impl Cell {
             search,
             publisher,
             orders: order_cache::OrderCache::default(),
+            pages: crate::search::cache::AnswerCache::default(),
             states: RwLock::new(states),
         })
     }

@@ -68,8 +68,13 @@ pub fn envelope_body(items: &[Vec<u8>], fields: &[(&str, serde_json::Value)]) ->
 
 /// The paginated list envelope around rendered JSON items.
 pub fn page_raw(items: &[Vec<u8>], total: u64, page: u32, limit: u32) -> Resp {
+    ok_raw(page_body(items, total, page, limit))
+}
+
+/// The body of [`page_raw`].
+pub fn page_body(items: &[Vec<u8>], total: u64, page: u32, limit: u32) -> Vec<u8> {
     let total_pages = total.div_ceil(u64::from(limit.max(1)));
-    envelope_raw(
+    envelope_body(
         items,
         &[("total", total.into()), ("page", page.into()), ("limit", limit.into()), ("totalPages", total_pages.into())],
     )

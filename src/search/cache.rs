@@ -1,19 +1,22 @@
-//! Recent search answers of a cell, whole response bodies, for queries that many shoppers repeat.
+//! Recent answers of a cell, whole response bodies, for reads that many shoppers repeat: product
+//! searches (`api::search`) and product list pages (`api::products`).
 //!
-//! An answer depends on two things that change: the tantivy index (which hits) and the store's
-//! redb rows (the product views rendered for them). An entry is tagged with both versions, read
+//! A search answer depends on two things that change: the tantivy index (which hits) and the
+//! store's redb rows (the product views rendered for them). An entry is tagged with both versions, read
 //! before the answer is computed — the store's write generation (`storage::writer::Generations`,
 //! bumped by every committed write of the store) and the generation of the index searcher (new
 //! after every indexer commit) — and is served only while both are unchanged. A computed answer
 //! is never older than its tag, so a cached one is exactly what a fresh search would answer
 //! against the same index and rows: a write or an index refresh makes every older entry of the
-//! store unusable at once, and a product stays searchable within the indexer's delay.
+//! store unusable at once, and a product stays searchable within the indexer's delay. A list page
+//! depends on the rows alone and is tagged with the store's write generation only.
 //!
 //! The cache is bounded by entries and bytes; when full, it drops an arbitrary quarter of its
 //! entries (the map's own order), which keeps most of the often-repeated answers in place.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 
@@ -24,7 +27,7 @@ const MAX_BYTES: usize = 32 << 20;
 /// Bodies larger than this are not kept (a 250-hit page of big products).
 const MAX_BODY: usize = 512 << 10;
 
-/// The versions an answer was computed from: (store write generation, index generation).
+/// The versions an answer was computed from: (store write generation, index generation or 0).
 pub type Tag = (u64, u64);
 
 struct Entry {
@@ -38,22 +41,40 @@ struct Map {
     bytes: usize,
 }
 
-/// Answers by query key (see `api::search`), each with its [`Tag`].
-#[derive(Default)]
+/// Answers by request key, each with its [`Tag`].
 pub struct AnswerCache {
     map: Mutex<Map>,
+    enabled: AtomicBool,
+}
+
+impl Default for AnswerCache {
+    fn default() -> Self {
+        AnswerCache { map: Mutex::default(), enabled: AtomicBool::new(true) }
+    }
 }
 
 impl AnswerCache {
+    /// Turns the cache off (every answer computed afresh, nothing kept) or back on; the catalog
+    /// benchmark measures both.
+    pub fn set_enabled(&self, on: bool) {
+        self.enabled.store(on, Ordering::Relaxed);
+        if !on && let Ok(mut map) = self.map.lock() {
+            *map = Map::default();
+        }
+    }
+
     /// The kept answer of `key`, when it was computed at `tag`.
     pub fn get(&self, key: &str, tag: Tag) -> Option<Bytes> {
+        if !self.enabled.load(Ordering::Relaxed) {
+            return None;
+        }
         let map = self.map.lock().ok()?;
         map.entries.get(key).filter(|e| e.tag == tag).map(|e| e.body.clone())
     }
 
     /// Keeps `body` as the answer of `key` at `tag`, replacing an older one.
     pub fn put(&self, key: String, tag: Tag, body: Bytes) {
-        if body.len() > MAX_BODY {
+        if body.len() > MAX_BODY || !self.enabled.load(Ordering::Relaxed) {
             return;
         }
         let Ok(mut map) = self.map.lock() else { return };
@@ -98,6 +119,10 @@ mod tests {
         c.put("q".into(), (2, 1), Bytes::from_static(b"b"));
         assert_eq!(c.get("q", (2, 1)).as_deref(), Some(&b"b"[..]));
         assert_eq!(c.len(), 1);
+        c.set_enabled(false);
+        assert!(c.is_empty() && c.get("q", (2, 1)).is_none());
+        c.put("q".into(), (2, 1), Bytes::from_static(b"b"));
+        assert!(c.is_empty());
     }
 
     #[test]
