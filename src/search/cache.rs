@@ -2,10 +2,11 @@
 //! searches (`api::search`) and product list pages (`api::products`).
 //!
 //! A search answer depends on two things that change: the tantivy index (which hits) and the
-//! store's redb rows (the product views rendered for them). An entry is tagged with both versions, read
-//! before the answer is computed — the store's write generation (`storage::writer::Generations`,
-//! bumped by every committed write of the store) and the generation of the index searcher (new
-//! after every indexer commit) — and is served only while both are unchanged. A computed answer
+//! store's redb rows (the product views rendered for them). An entry is tagged with both
+//! versions, read before the answer is computed — the store's write generation
+//! (`storage::writer::Generations`, bumped by every committed write of the store) and the version
+//! of the index (`Search::generation`, changed by every commit or merge that changes what a
+//! search sees) — and is served only while both are unchanged. A computed answer
 //! is never older than its tag, so a cached one is exactly what a fresh search would answer
 //! against the same index and rows: a write or an index refresh makes every older entry of the
 //! store unusable at once, and a product stays searchable within the indexer's delay. A list page

@@ -189,9 +189,13 @@ impl Search {
         })
     }
 
-    /// The generation of the index as searches see it now: it changes with every indexer commit.
+    /// The version of the index as searches see it now: a digest of its segments and their
+    /// deletes, so it changes with every commit and merge that changes what a search can find,
+    /// and not with the indexer's idle reloads (tantivy numbers every reload anew).
     pub fn generation(&self) -> u64 {
-        self.reader.searcher().generation().generation_id()
+        let mut h = std::hash::DefaultHasher::new();
+        std::hash::Hash::hash(self.reader.searcher().generation().segments(), &mut h);
+        std::hash::Hasher::finish(&h)
     }
 
     /// One page of products matching `req`.
