@@ -632,7 +632,13 @@ impl Cell {
     }
 
     /// A page of a collection's ACTIVE products (what shoppers see) and how many there are.
-    pub fn active_collection_page(&self, store: Uuid, c: &Collection, skip: usize, take: usize) -> ApiResult<(Vec<Product>, u64)> {
+    pub fn active_collection_page(
+        &self,
+        store: Uuid,
+        c: &Collection,
+        skip: usize,
+        take: usize,
+    ) -> ApiResult<(Vec<Product>, u64)> {
         let txn = self.read()?;
         let (ids, total) = active_members(&txn, store, c, skip, take, true)?;
         Ok((load_products(&txn, store, ids)?, total))

@@ -337,3 +337,34 @@ impl crate::cells::Cell {
         (self.writer.generations.get(store), self.search.generation())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_index_version_follows_content_not_reloads() {
+        let (schema, _) = schema::build();
+        let search = Search::new(Index::create_in_ram(schema), Arc::new(Notify::new())).unwrap();
+        let empty = search.generation();
+        search.reader.reload().unwrap();
+        assert_eq!(search.generation(), empty, "an idle reload changes nothing searches see");
+        search
+            .write(|w, f| {
+                w.add_document(tantivy::doc!(f.store => "s", f.title => "mug"))?;
+                Ok(())
+            })
+            .unwrap();
+        let one = search.generation();
+        assert_ne!(one, empty);
+        search.reader.reload().unwrap();
+        assert_eq!(search.generation(), one);
+        search
+            .write(|w, f| {
+                w.delete_term(Term::from_field_text(f.store, "s"));
+                Ok(())
+            })
+            .unwrap();
+        assert_ne!(search.generation(), one, "a delete changes it too");
+    }
+}

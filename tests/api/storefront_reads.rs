@@ -130,8 +130,7 @@ async fn shoppers_see_published_collections_with_their_active_products() {
     let did = draft["id"].as_str().unwrap().to_string();
     c.post(&format!("{base}/{did}/products"), Some(&owner.token), members).await.expect(200);
     let future = rfc3339_in(3600);
-    let scheduled =
-        c.post(&base, Some(&owner.token), json!({"title": "Later", "publishAt": future})).await.expect(201).body;
+    let scheduled = c.post(&base, Some(&owner.token), json!({"title": "Later", "publishAt": future})).await.expect(201).body;
     assert_eq!(scheduled["status"], "scheduled");
     let sid = scheduled["id"].as_str().unwrap().to_string();
     let gone = c.post(&base, Some(&owner.token), make("Gone", "published")).await.expect(201).body;
@@ -146,7 +145,8 @@ async fn shoppers_see_published_collections_with_their_active_products() {
         assert_eq!(list["data"][0]["productCount"], 3, "ACTIVE products only");
     }
     let embedded = shop(c, &format!("{base}?includeProducts=true"), &key).await.expect(200).body;
-    let shown: Vec<&str> = embedded["data"][0]["products"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap()).collect();
+    let shown: Vec<&str> =
+        embedded["data"][0]["products"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap()).collect();
     assert_eq!(shown, [a1.as_str(), a2.as_str(), a3.as_str()]);
     // Members still see every live collection, and every product in them.
     let all = c.get(&base, Some(&owner.token)).await.expect(200).body;
@@ -192,13 +192,7 @@ async fn shoppers_see_published_collections_with_their_active_products() {
     assert_eq!(c.get(&base, None).await.expect(401).code(), "UNAUTHORIZED");
     assert_eq!(c.get(&products, None).await.expect(401).code(), "UNAUTHORIZED");
     let create = c
-        .send(
-            Method::POST,
-            &base,
-            None,
-            &[("x-publishable-key", key.as_str())],
-            Some(bytes::Bytes::from(r#"{"title":"x"}"#)),
-        )
+        .send(Method::POST, &base, None, &[("x-publishable-key", key.as_str())], Some(bytes::Bytes::from(r#"{"title":"x"}"#)))
         .await;
     assert_eq!(create.status.as_u16(), 401);
     c.delete(&format!("/api/v1/stores/{s}/publishable-keys/{key_id}"), Some(&owner.token)).await.expect(204);
