@@ -206,3 +206,43 @@ async fn shoppers_see_published_collections_with_their_active_products() {
 fn rfc3339_in(seconds: i64) -> String {
     shopcell::domain::time::rfc3339(shopcell::domain::time::now_ms() + seconds * 1000)
 }
+
+#[tokio::test]
+async fn repeated_reads_follow_every_write() {
+    // Pages and search answers are kept between requests: each must still show a write at once
+    // (a list page) or as soon as the index has it (a search).
+    let app = spawn_app().await;
+    let c = &app.client;
+    let owner = create_user(c).await;
+    let s = create_store(c, &owner).await;
+    let cup = product(c, &owner, &s, "Tea cup", "ACTIVE").await;
+    let (_, key) = new_key(c, &owner, &s).await;
+    let list = format!("/api/v1/stores/{s}/products?sortBy=price&sortOrder=asc");
+    let search = format!("/api/v1/stores/{s}/products/search?q=tea");
+    for _ in 0..2 {
+        assert_eq!(shop(c, &list, &key).await.expect(200).body["data"][0]["title"], "Tea cup");
+    }
+    eventually(c, &owner, &search, |b| b["total"] == 1).await;
+    shop(c, &search, &key).await.expect(200);
+
+    c.patch(&format!("/api/v1/stores/{s}/products/{cup}"), Some(&owner.token), json!({"title": "Tea mug"})).await.expect(200);
+    let page = shop(c, &list, &key).await.expect(200).body;
+    assert_eq!((page["total"].as_u64(), page["data"][0]["title"].as_str()), (Some(1), Some("Tea mug")));
+    let found = shop(c, &search, &key).await.expect(200).body;
+    assert_eq!(found["data"][0]["title"], "Tea mug", "the stored view is read afresh after a write");
+
+    let pot = product(c, &owner, &s, "Tea pot", "ACTIVE").await;
+    assert_eq!(shop(c, &list, &key).await.expect(200).body["total"], 2);
+    let started = Instant::now();
+    loop {
+        let b = shop(c, &search, &key).await.expect(200).body;
+        if b["total"] == 2 {
+            assert!(ids(&b).contains(&pot.as_str()));
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(2), "the new product never showed: {b}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    c.delete(&format!("/api/v1/stores/{s}/products/{pot}"), Some(&owner.token)).await.expect(204);
+    assert_eq!(shop(c, &list, &key).await.expect(200).body["total"], 1);
+}
