@@ -7,7 +7,7 @@ use crate::handler;
 use crate::http::context::Ctx;
 use crate::http::query::Paging;
 use crate::http::route::{Access, Param, Route, Service, param};
-use crate::http::{Resp, created, no_content, ok, ok_raw, page_raw};
+use crate::http::{Resp, created, no_content, ok, ok_raw, page_body};
 
 const LIST_PARAMS: &[Param] = &[
     param("page", "integer", "1-based page, default 1"),
@@ -77,8 +77,17 @@ async fn list(cx: Ctx) -> ApiResult<Resp> {
         Some(name) => Status::parse(name),
         None => None,
     };
+    // A page depends on the store's rows alone: kept under the store's write generation, read
+    // before the page is (see `search::cache`).
+    let key = format!("{}|{status:?}|{}|{}|{}|{}", s.id, paging.sort_by, paging.desc, paging.page, paging.limit);
+    let tag = (s.cell.writer.generations.get(s.id), 0);
+    if let Some(body) = s.cell.pages.get(&key, tag) {
+        return Ok(ok_raw(body));
+    }
     let (views, total) = s.cell.list_product_views(s.id, status, &paging)?;
-    Ok(page_raw(&views, total, paging.page, paging.limit))
+    let body = bytes::Bytes::from(page_body(&views, total, paging.page, paging.limit));
+    s.cell.pages.put(key, tag, body.clone());
+    Ok(ok_raw(body))
 }
 
 async fn create(cx: Ctx) -> ApiResult<Resp> {

@@ -3,13 +3,18 @@
 //! Paging: `page`/`limit` for the first 10,000 hits, and the opaque `cursor` of `nextCursor`
 //! for any depth (search-after on the sort key and the product id; see `search::query`). A
 //! cursor only fits the query, `searchBy`, `search` and `sort` it came from.
+//!
+//! Storefront route: shoppers (publishable key) search ACTIVE products only. Answers are kept in
+//! the cell's answer cache (`search::cache`) under everything that shapes them, and served from it
+//! while neither the store's rows nor the index have changed.
 
+use crate::domain::product::Status;
 use crate::error::{ApiError, ApiResult};
 use crate::handler;
 use crate::http::context::Ctx;
 use crate::http::query::{LIMIT_DEFAULT, LIMIT_MAX};
 use crate::http::route::{Access, Param, Route, Service, param, required};
-use crate::http::{Resp, envelope_raw};
+use crate::http::{Resp, envelope_body, ok_raw};
 use crate::search::MAX_OFFSET;
 use crate::search::query::{Cursor, SearchBy, SearchRequest, Sort, fingerprint};
 
@@ -28,8 +33,14 @@ const PARAMS: &[Param] = &[
 
 pub fn routes() -> Vec<Route> {
     vec![
-        Route::get("/stores/{storeId}/products/search", Service::Cell, Access::Member, handler!(search), "Search products")
-            .query(PARAMS),
+        Route::get(
+            "/stores/{storeId}/products/search",
+            Service::Cell,
+            Access::Storefront,
+            handler!(search),
+            "Search products (shoppers: ACTIVE ones only)",
+        )
+        .query(PARAMS),
     ]
 }
 
@@ -65,6 +76,21 @@ async fn search(cx: Ctx) -> ApiResult<Resp> {
             page
         }
     };
+    let shopper = cx.is_shopper();
+    // Everything the answer depends on besides the index and the rows (the cache's tag).
+    // (A decoded cursor is URL-safe base64, so `|` cannot occur in it; `q` carries its length.)
+    let key = format!(
+        "{}|{}|{by_name}|{sort_name}|{page}|{limit}|{}|{}|{q}{}",
+        s.id,
+        u8::from(shopper),
+        cx.query.str("cursor").unwrap_or(""),
+        q.len(),
+        second.unwrap_or(""),
+    );
+    let tag = s.cell.search_tag(s.id);
+    if let Some(body) = s.cell.search.answers.get(&key, tag) {
+        return Ok(ok_raw(body));
+    }
     let mut terms = vec![(q.to_string(), by)];
     if let Some(t) = second {
         terms.push((t.to_string(), by));
@@ -72,7 +98,7 @@ async fn search(cx: Ctx) -> ApiResult<Resp> {
     let req = SearchRequest {
         store: s.id,
         terms,
-        status: None,
+        status: shopper.then_some(Status::Active),
         product_type: None,
         allowed: None,
         sort,
@@ -82,7 +108,7 @@ async fn search(cx: Ctx) -> ApiResult<Resp> {
     };
     let (views, hits) = s.cell.search_product_views(&req, fp)?;
     let next_cursor = hits.next.map(|c| c.encode());
-    Ok(envelope_raw(
+    let body = bytes::Bytes::from(envelope_body(
         &views,
         &[
             ("total", hits.total.into()),
@@ -91,5 +117,7 @@ async fn search(cx: Ctx) -> ApiResult<Resp> {
             ("totalPages", hits.total.div_ceil(limit as u64).into()),
             ("nextCursor", next_cursor.into()),
         ],
-    ))
+    ));
+    s.cell.search.answers.put(key, tag, body.clone());
+    Ok(ok_raw(body))
 }

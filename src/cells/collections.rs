@@ -470,6 +470,61 @@ impl CollectionFilter {
     }
 }
 
+// ---- what shoppers see ----------------------------------------------------------------------
+
+/// The ACTIVE members of `c` in its order, `skip` then `take`, and (when `count`) how many there
+/// are. Each member's status is the first byte of its stored product view, so this reads index
+/// rows and one short row per member, never a product record; without `count` the walk stops
+/// at the end of the page.
+fn active_members(
+    txn: &redb::ReadTransaction,
+    store: Uuid,
+    c: &Collection,
+    skip: usize,
+    take: usize,
+    count: bool,
+) -> ApiResult<(Vec<Uuid>, u64)> {
+    let views = txn.open_table(PRODUCT_VIEWS.def)?;
+    let active = crate::domain::product::Status::Active as u8;
+    let window = skip as u64..skip.saturating_add(take) as u64;
+    let mut ids = Vec::with_capacity(take.min(256));
+    let mut seen = 0u64;
+    let members = txn.open_table(COLLECTION_PRODUCTS.def)?;
+    let prefix = row_key(store, c.id);
+    let (start, end) = prefix_range(&prefix);
+    let range = match &end {
+        Some(end) => members.range(start.as_slice()..end.as_slice())?,
+        None => members.range(start.as_slice()..)?,
+    };
+    let rows: Box<dyn Iterator<Item = _>> = if c.sort_order.kind().1 { Box::new(range.rev()) } else { Box::new(range) };
+    for row in rows {
+        if !count && seen >= window.end {
+            break;
+        }
+        let (k, _) = row?;
+        let Some(pid) = trailing_id(k.value()) else { continue };
+        let is_active = views.get(row_key(store, pid).as_slice())?.is_some_and(|v| v.value().first() == Some(&active));
+        if is_active {
+            if window.contains(&seen) {
+                ids.push(pid);
+            }
+            seen += 1;
+        }
+    }
+    Ok((ids, seen))
+}
+
+/// The product records of `ids`, in order (a member whose row is gone is left out).
+fn load_products(txn: &redb::ReadTransaction, store: Uuid, ids: Vec<Uuid>) -> ApiResult<Vec<Product>> {
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        if let Some(p) = read::get(txn, PRODUCTS, &row_key(store, id))? {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
 // ---- the cell's operations ------------------------------------------------------------------
 
 impl Cell {
@@ -552,21 +607,46 @@ impl Cell {
         Ok((out, total))
     }
 
-    /// The products of a collection in its order: `skip` then `take`.
-    pub fn collection_products(&self, store: Uuid, c: &Collection, skip: usize, take: usize) -> ApiResult<Vec<Product>> {
+    /// The products of a collection in its order: `skip` then `take`; with `active_only` (shoppers),
+    /// only its ACTIVE products, skipped and taken among themselves.
+    pub fn collection_products(
+        &self,
+        store: Uuid,
+        c: &Collection,
+        skip: usize,
+        take: usize,
+        active_only: bool,
+    ) -> ApiResult<Vec<Product>> {
         let txn = self.read()?;
-        let mut ids = Vec::with_capacity(take.min(256));
-        read::scan(&txn, COLLECTION_PRODUCTS, &row_key(store, c.id), c.sort_order.kind().1, skip, take, |k, _| {
-            ids.extend(trailing_id(k));
-            Ok(())
-        })?;
-        let mut out = Vec::with_capacity(ids.len());
-        for id in ids {
-            if let Some(p) = read::get(&txn, PRODUCTS, &row_key(store, id))? {
-                out.push(p);
-            }
-        }
-        Ok(out)
+        let ids = if active_only {
+            active_members(&txn, store, c, skip, take, false)?.0
+        } else {
+            let mut ids = Vec::with_capacity(take.min(256));
+            read::scan(&txn, COLLECTION_PRODUCTS, &row_key(store, c.id), c.sort_order.kind().1, skip, take, |k, _| {
+                ids.extend(trailing_id(k));
+                Ok(())
+            })?;
+            ids
+        };
+        load_products(&txn, store, ids)
+    }
+
+    /// A page of a collection's ACTIVE products (what shoppers see) and how many there are.
+    pub fn active_collection_page(
+        &self,
+        store: Uuid,
+        c: &Collection,
+        skip: usize,
+        take: usize,
+    ) -> ApiResult<(Vec<Product>, u64)> {
+        let txn = self.read()?;
+        let (ids, total) = active_members(&txn, store, c, skip, take, true)?;
+        Ok((load_products(&txn, store, ids)?, total))
+    }
+
+    /// How many of a collection's products are ACTIVE: its `productCount` as shoppers see it.
+    pub fn active_product_count(&self, store: Uuid, c: &Collection) -> ApiResult<u64> {
+        Ok(active_members(&self.read()?, store, c, 0, 0, true)?.1)
     }
 
     /// Whether `product` is in `collection` (for the `collection` filter of product lists).

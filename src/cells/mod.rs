@@ -71,6 +71,8 @@ pub struct Cell {
     pub orders: order_cache::OrderCache,
     /// The payment providers intents are created at and confirmed through (`payments.rs`).
     payments: crate::payments::Providers,
+    /// Recent product list pages, rendered (see `search::cache`).
+    pub pages: crate::search::cache::AnswerCache,
     states: RwLock<HashMap<Uuid, StoreState>>,
 }
 
@@ -131,6 +133,7 @@ impl Cell {
             publisher,
             orders: order_cache::OrderCache::default(),
             payments: crate::payments::Providers::default(),
+            pages: crate::search::cache::AnswerCache::default(),
             states: RwLock::new(states),
         })
     }

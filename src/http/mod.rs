@@ -37,15 +37,15 @@ pub fn json<T: Serialize + ?Sized>(status: StatusCode, body: &T) -> Resp {
 }
 
 /// A 200 with JSON that is already rendered.
-pub fn ok_raw(body: Vec<u8>) -> Resp {
-    let mut r = Response::new(Full::new(Bytes::from(body)));
+pub fn ok_raw(body: impl Into<Bytes>) -> Resp {
+    let mut r = Response::new(Full::new(body.into()));
     r.headers_mut().insert(CONTENT_TYPE, JSON);
     r
 }
 
 /// `{"data": [items…], fields…}` around JSON items that are already rendered, without parsing
-/// them again.
-pub fn envelope_raw(items: &[Vec<u8>], fields: &[(&str, serde_json::Value)]) -> Resp {
+/// them again (answers that are also kept: search answers and list pages are cached).
+pub fn envelope_body(items: &[Vec<u8>], fields: &[(&str, serde_json::Value)]) -> Vec<u8> {
     let mut out = Vec::with_capacity(items.iter().map(|i| i.len() + 1).sum::<usize>() + 128);
     out.extend_from_slice(b"{\"data\":[");
     for (i, item) in items.iter().enumerate() {
@@ -59,13 +59,13 @@ pub fn envelope_raw(items: &[Vec<u8>], fields: &[(&str, serde_json::Value)]) -> 
         out.extend_from_slice(format!(",\"{name}\":{value}").as_bytes());
     }
     out.push(b'}');
-    ok_raw(out)
+    out
 }
 
 /// The paginated list envelope around rendered JSON items.
-pub fn page_raw(items: &[Vec<u8>], total: u64, page: u32, limit: u32) -> Resp {
+pub fn page_body(items: &[Vec<u8>], total: u64, page: u32, limit: u32) -> Vec<u8> {
     let total_pages = total.div_ceil(u64::from(limit.max(1)));
-    envelope_raw(
+    envelope_body(
         items,
         &[("total", total.into()), ("page", page.into()), ("limit", limit.into()), ("totalPages", total_pages.into())],
     )

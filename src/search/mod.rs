@@ -11,6 +11,7 @@
 //! The indexer wakes on every commit of the cell writer and at least every [`TICK`], so a
 //! product is searchable well within a second of its 2xx.
 
+pub mod cache;
 pub mod indexer;
 pub mod query;
 pub mod schema;
@@ -78,6 +79,8 @@ pub struct Search {
     index: Index,
     pub fields: Fields,
     reader: IndexReader,
+    /// Recent answers of `GET S/products/search` (see [`cache`]).
+    pub answers: cache::AnswerCache,
     writer: Mutex<Option<IndexWriter<TantivyDocument>>>,
     /// Poked by the cell writer after every commit.
     wake: Arc<Notify>,
@@ -112,6 +115,7 @@ impl Search {
             index,
             fields,
             reader,
+            answers: cache::AnswerCache::default(),
             writer: Mutex::new(Some(writer)),
             wake,
             stopping: AtomicBool::new(false),
@@ -185,11 +189,20 @@ impl Search {
         })
     }
 
+    /// The version of the index as searches see it now: a digest of its segments and their
+    /// deletes, so it changes with every commit and merge that changes what a search can find,
+    /// and not with the indexer's idle reloads (tantivy numbers every reload anew).
+    pub fn generation(&self) -> u64 {
+        let mut h = std::hash::DefaultHasher::new();
+        std::hash::Hash::hash(self.reader.searcher().generation().segments(), &mut h);
+        std::hash::Hasher::finish(&h)
+    }
+
     /// One page of products matching `req`.
     pub fn search(&self, req: &SearchRequest, fingerprint: u32) -> ApiResult<Hits> {
         let searcher = self.reader.searcher();
         let words = self.index.tokenizer_for_field(self.fields.title).map_err(ApiError::internal)?;
-        let query = QueryBuilder { fields: &self.fields, words }.build(req);
+        let query = QueryBuilder { fields: &self.fields, words, searcher: &searcher }.build(req);
         let want = if req.after.is_some() { req.limit } else { req.offset + req.limit };
         let collector =
             PageCollector { fields: self.fields, sort: req.sort, want, after: req.after.clone(), allowed: req.allowed.clone() };
@@ -299,7 +312,9 @@ impl crate::cells::Cell {
         Ok((products, hits))
     }
 
-    /// The hits of a search with their rendered product views, in hit order.
+    /// The hits of a search with their rendered product views, in hit order. With a status
+    /// filter, a hit whose product has since changed status (its document not yet refreshed) is
+    /// left out too: shoppers never see a product the moment it stops being ACTIVE.
     pub fn search_product_views(&self, req: &SearchRequest, fingerprint: u32) -> ApiResult<(Vec<Vec<u8>>, Hits)> {
         let hits = self.search.search(req, fingerprint)?;
         let txn = self.read()?;
@@ -307,9 +322,49 @@ impl crate::cells::Cell {
         let mut views = Vec::with_capacity(hits.ids.len());
         for id in &hits.ids {
             if let Some(row) = table.get(Key::store(req.store).id(*id).bytes())? {
-                views.push(row.value().get(1..).unwrap_or_default().to_vec());
+                let (status, json) = row.value().split_first().unwrap_or((&u8::MAX, &[]));
+                if req.status.is_none_or(|s| s as u8 == *status) {
+                    views.push(json.to_vec());
+                }
             }
         }
         Ok((views, hits))
+    }
+
+    /// The versions a search answer of `store` is computed from (see [`cache`]); read before
+    /// the search, so an answer is never older than its tag.
+    pub fn search_tag(&self, store: Uuid) -> cache::Tag {
+        (self.writer.generations.get(store), self.search.generation())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_index_version_follows_content_not_reloads() {
+        let (schema, _) = schema::build();
+        let search = Search::new(Index::create_in_ram(schema), Arc::new(Notify::new())).unwrap();
+        let empty = search.generation();
+        search.reader.reload().unwrap();
+        assert_eq!(search.generation(), empty, "an idle reload changes nothing searches see");
+        search
+            .write(|w, f| {
+                w.add_document(tantivy::doc!(f.store => "s", f.title => "mug"))?;
+                Ok(())
+            })
+            .unwrap();
+        let one = search.generation();
+        assert_ne!(one, empty);
+        search.reader.reload().unwrap();
+        assert_eq!(search.generation(), one);
+        search
+            .write(|w, f| {
+                w.delete_term(Term::from_field_text(f.store, "s"));
+                Ok(())
+            })
+            .unwrap();
+        assert_ne!(search.generation(), one, "a delete changes it too");
     }
 }

@@ -9,7 +9,7 @@
 //! usual price of relevance paging.
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::{BTreeSet, BinaryHeap, HashSet};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -22,7 +22,7 @@ use tantivy::query::{
 };
 use tantivy::schema::{Field, IndexRecordOption, Term};
 use tantivy::tokenizer::TextAnalyzer;
-use tantivy::{DocId, Score, SegmentOrdinal, SegmentReader};
+use tantivy::{DocId, Score, Searcher, SegmentOrdinal, SegmentReader};
 use uuid::Uuid;
 
 use crate::domain::product::Status;
@@ -238,7 +238,15 @@ fn score_key(s: Score) -> u64 {
 pub struct QueryBuilder<'a> {
     pub fields: &'a Fields,
     pub words: TextAnalyzer,
+    /// The index the query will run on: typo-tolerant words are expanded against its term
+    /// dictionaries, and code clauses no term can match are left out.
+    pub searcher: &'a Searcher,
 }
+
+/// Most dictionary terms a query word is expanded to (its typo variants and, for the last word,
+/// its completions). A word with more keeps the automaton queries, which match the same documents
+/// at a cost that grows with the documents of every matching term.
+const MAX_EXPANSIONS: usize = 16;
 
 /// Typo tolerance by word length: none under 4 characters, one edit from 4, two from 8.
 fn distance(word: &str) -> u8 {
@@ -281,24 +289,83 @@ impl QueryBuilder<'_> {
     }
 
     /// One word against title-like fields: exact (scored), within the typo distance, and for
-    /// the last word of the query also as a prefix (search as you type).
+    /// the last word of the query also as a prefix (search as you type). The typo and prefix
+    /// automata are run against the term dictionaries here, and the few terms they accept are
+    /// matched as plain terms: a misspelt word becomes one posting list to intersect instead of
+    /// a union of automaton bitsets. Typo and completion matches add no score of their own, so
+    /// exact matches rank first.
     fn word(&self, fields: &[Field], word: &str, last: bool) -> Box<dyn Query> {
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for &field in fields {
             let term = Term::from_field_text(field, word);
-            should.push((
-                Occur::Should,
-                boxed(BoostQuery::new(boxed(TermQuery::new(term.clone(), IndexRecordOption::WithFreqs)), 2.0)),
-            ));
+            let exact = || boxed(BoostQuery::new(boxed(TermQuery::new(term.clone(), IndexRecordOption::WithFreqs)), 2.0));
+            let mut automata = Vec::new();
             let d = distance(word);
             if d > 0 {
-                should.push((Occur::Should, boxed(FuzzyTermQuery::new(term.clone(), d, true))));
+                automata.push(FuzzyTermQuery::new(term.clone(), d, true));
             }
             if last && word.len() >= 2 {
-                should.push((Occur::Should, boxed(FuzzyTermQuery::new_prefix(term, 0, true))));
+                automata.push(FuzzyTermQuery::new_prefix(term.clone(), 0, true));
+            }
+            if automata.is_empty() {
+                should.push((Occur::Should, exact()));
+                continue;
+            }
+            match self.expand(field, &automata) {
+                Some(mut terms) => {
+                    if terms.remove(word.as_bytes()) {
+                        should.push((Occur::Should, exact()));
+                    }
+                    for t in terms {
+                        let other = TermQuery::new(Term::from_field_bytes(field, &t), IndexRecordOption::Basic);
+                        should.push((Occur::Should, boxed(ConstScoreQuery::new(boxed(other), 0.0))));
+                    }
+                }
+                None => {
+                    should.push((Occur::Should, exact()));
+                    should.extend(automata.into_iter().map(|a| (Occur::Should, boxed(a))));
+                }
             }
         }
-        boxed(BooleanQuery::new(should))
+        match should.len() {
+            0 => boxed(EmptyQuery),
+            1 => should.pop().map(|(_, q)| q).unwrap_or_else(|| boxed(EmptyQuery)),
+            _ => boxed(BooleanQuery::new(should)),
+        }
+    }
+
+    /// Every term of `field` that one of `automata` accepts, in every segment; `None` when there
+    /// are more than [`MAX_EXPANSIONS`] (or a dictionary cannot be read: the automata then run
+    /// as queries, which report such errors themselves).
+    fn expand(&self, field: Field, automata: &[FuzzyTermQuery]) -> Option<BTreeSet<Vec<u8>>> {
+        let mut terms = BTreeSet::new();
+        for a in automata {
+            let dfa = a.automaton().ok()?;
+            for segment in self.searcher.segment_readers() {
+                let index = segment.inverted_index(field).ok()?;
+                let mut stream = index.terms().search(&dfa).into_stream().ok()?;
+                while stream.advance() {
+                    if terms.insert(stream.key().to_vec()) && terms.len() > MAX_EXPANSIONS {
+                        return None;
+                    }
+                }
+            }
+        }
+        Some(terms)
+    }
+
+    /// Whether some segment has a term of `field` in `[from, to)`: a code no sku or barcode
+    /// starts with needs no clause. Unreadable dictionaries answer yes (the clause stays).
+    fn any_term(&self, field: Field, from: &[u8], to: Option<&[u8]>) -> bool {
+        self.searcher.segment_readers().iter().any(|segment| {
+            let Ok(index) = segment.inverted_index(field) else { return true };
+            let range = index.terms().range().ge(from);
+            let range = match to {
+                Some(to) => range.lt(to),
+                None => range,
+            };
+            range.into_stream().map(|mut s| s.advance()).unwrap_or(true)
+        })
     }
 
     /// Every word must match one of `fields`.
@@ -318,8 +385,12 @@ impl QueryBuilder<'_> {
         if code.is_empty() {
             return None;
         }
+        let end = prefix_successor(code.as_bytes());
+        if !self.any_term(field, code.as_bytes(), end.as_deref()) {
+            return Some(boxed(EmptyQuery));
+        }
         let exact = TermQuery::new(Term::from_field_text(field, &code), IndexRecordOption::Basic);
-        let upper = match prefix_successor(code.as_bytes()) {
+        let upper = match end {
             Some(end) => Bound::Excluded(Term::from_field_bytes(field, &end)),
             None => Bound::Unbounded,
         };
@@ -339,12 +410,17 @@ impl QueryBuilder<'_> {
             SearchBy::Sku => self.code(f.sku, text),
             SearchBy::Barcode => self.code(f.barcode, text),
             SearchBy::All => {
-                let parts: Vec<_> = [self.words(&[f.all_words], text), self.code(f.sku, text), self.code(f.barcode, text)]
+                let mut parts: Vec<_> = [self.words(&[f.all_words], text), self.code(f.sku, text), self.code(f.barcode, text)]
                     .into_iter()
                     .flatten()
+                    .filter(|q| !q.is::<EmptyQuery>())
                     .map(|q| (Occur::Should, q))
                     .collect();
-                if parts.is_empty() { None } else { Some(boxed(BooleanQuery::new(parts))) }
+                match parts.len() {
+                    0 => Some(boxed(EmptyQuery)),
+                    1 => parts.pop().map(|(_, q)| q),
+                    _ => Some(boxed(BooleanQuery::new(parts))),
+                }
             }
         }
     }
@@ -355,8 +431,8 @@ impl QueryBuilder<'_> {
         let mut must = vec![(Occur::Must, filter(f.store, &store_term(req.store)))];
         for (text, by) in &req.terms {
             match self.term(text, *by) {
-                Some(q) => must.push((Occur::Must, q)),
-                None => return boxed(EmptyQuery),
+                Some(q) if !q.is::<EmptyQuery>() => must.push((Occur::Must, q)),
+                _ => return boxed(EmptyQuery),
             }
         }
         if let Some(s) = req.status {

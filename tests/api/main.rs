@@ -29,6 +29,7 @@ mod roles;
 mod scenarios;
 mod search;
 mod shipping_tax;
+mod storefront_reads;
 mod stores;
 mod subscriptions;
 mod support;
