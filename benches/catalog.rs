@@ -25,7 +25,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::Parser;
 use common::{
     BareServer, BenchRequest, BoxError, Client, Endpoint, LoadReport, Settings, expect_json, run_batch, run_load, runtime,
     start_bare_hyper,
@@ -33,8 +32,7 @@ use common::{
 use hyper::StatusCode;
 use serde_json::{Value, json};
 use shopcell::cells::Cell;
-use shopcell::cli::{Cli, Command};
-use shopcell::run::{self, Running};
+use shopcell::run::Running;
 use shopcell::search::query::{SearchBy, SearchRequest, Sort, fingerprint};
 use uuid::Uuid;
 
@@ -131,20 +129,10 @@ fn bench() -> Result<(), BoxError> {
     let load = runtime("load-gen")?;
     let server_rt = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("server").build()?;
     let data = tempfile::Builder::new().prefix("shopcell-catalog-").tempdir()?;
-    let running = start_server(&server_rt, data.path())?;
+    let running = common::start_in_process(&server_rt, data.path())?;
     let result = scenarios(&settings, products, &load, &bare, &running);
     server_rt.block_on(running.stop());
     result
-}
-
-fn start_server(rt: &tokio::runtime::Runtime, data: &std::path::Path) -> Result<Running, BoxError> {
-    let data = data.to_str().ok_or("temp dir is not UTF-8")?;
-    let cli = Cli::try_parse_from(["shopcell", "serve", "--data", data, "--listen", "127.0.0.1:0"])?;
-    let Command::Serve(args) = cli.command else { return Err("not a serve command".into()) };
-    rt.block_on(async {
-        let node = run::build_serve(&args)?;
-        run::spawn(node, args.listen).await
-    })
 }
 
 /// Everything measured, for the summary.

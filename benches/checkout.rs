@@ -15,12 +15,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Parser;
 use common::{BoxError, Client, Endpoint, expect_json, redb_fsync_baseline, run_batch};
 use hyper::StatusCode;
 use serde_json::{Value, json};
-use shopcell::cli::{Cli, Command};
-use shopcell::run::{self, Running};
 use uuid::Uuid;
 
 /// Completions per second the issue asks for.
@@ -42,7 +39,7 @@ fn bench() -> Result<(), BoxError> {
     let load = common::runtime("load-gen")?;
     let server_rt = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("server").build()?;
     let data = tempfile::Builder::new().prefix("shopcell-checkout-").tempdir()?;
-    let running = start_server(&server_rt, data.path())?;
+    let running = common::start_in_process(&server_rt, data.path())?;
     let result = (|| -> Result<(), BoxError> {
         let endpoint = Endpoint::new(running.addr);
         let (authed, base, lines, rate) = load.block_on(seed(&endpoint, count))?;
@@ -74,16 +71,6 @@ fn bench() -> Result<(), BoxError> {
     })();
     server_rt.block_on(running.stop());
     result
-}
-
-fn start_server(rt: &tokio::runtime::Runtime, data: &std::path::Path) -> Result<Running, BoxError> {
-    let data = data.to_str().ok_or("temp dir is not UTF-8")?;
-    let cli = Cli::try_parse_from(["shopcell", "serve", "--data", data, "--listen", "127.0.0.1:0"])?;
-    let Command::Serve(args) = cli.command else { return Err("not a serve command".into()) };
-    rt.block_on(async {
-        let node = run::build_serve(&args)?;
-        run::spawn(node, args.listen).await
-    })
 }
 
 /// A store with three tracked products (stock for every checkout), a code usable by each order,

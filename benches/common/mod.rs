@@ -470,6 +470,19 @@ pub fn redb_fsync_baseline(dir: &Path, duration: Duration) -> Result<FsyncBaseli
 // The server under test
 // ---------------------------------------------------------------------------------------------
 
+/// `shopcell serve` on `data` in this process, on `rt` (its own runtime, as the binary has), on a
+/// free loopback port.
+pub fn start_in_process(rt: &Runtime, data: &Path) -> Result<shopcell::run::Running, BoxError> {
+    use clap::Parser;
+    let data = data.to_str().ok_or("temp dir is not UTF-8")?;
+    let cli = shopcell::cli::Cli::try_parse_from(["shopcell", "serve", "--data", data, "--listen", "127.0.0.1:0"])?;
+    let shopcell::cli::Command::Serve(args) = cli.command else { return Err("not a serve command".into()) };
+    rt.block_on(async {
+        let node = shopcell::run::build_serve(&args)?;
+        shopcell::run::spawn(node, args.listen).await
+    })
+}
+
 /// How long `shopcell serve` may take to print its URL (first start generates the signing key).
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 

@@ -202,7 +202,11 @@ async fn validate(cx: Ctx) -> ApiResult<Resp> {
         return Err(ApiError::field("code", "must be 1 to 255 characters"));
     }
     let now = now_ms();
-    let priced = s.cell.price(s.id, &CalcRequest::from_cart(s.cell.resolve_cart_context(s.id, body.cart)?, vec![code.to_string()])?, now)?;
+    let priced = s.cell.price(
+        s.id,
+        &CalcRequest::from_cart(s.cell.resolve_cart_context(s.id, body.cart)?, vec![code.to_string()])?,
+        now,
+    )?;
     Ok(ok(&priced.code_result(0, now)))
 }
 

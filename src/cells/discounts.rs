@@ -21,7 +21,7 @@ use crate::domain::time::{now_ms, rfc3339};
 use crate::error::{ApiError, ApiResult, Check, Code};
 use crate::http::query::Paging;
 use crate::storage::codec::{decode, encode};
-use crate::storage::keys::{Key, trailing_id};
+use crate::storage::keys::Key;
 use crate::storage::read;
 use crate::storage::tables::{
     COUNTERS, DISCOUNT_AUTOMATIC, DISCOUNT_CODES, DISCOUNT_COMMENTS, DISCOUNT_ORDER, DISCOUNT_USAGE, DISCOUNTS,
@@ -339,39 +339,18 @@ impl Cell {
         paging: &Paging,
         now: i64,
     ) -> ApiResult<(Vec<Discount>, u64)> {
-        let txn = self.read()?;
         let field = SORT_FIELDS.iter().position(|f| *f == paging.sort_by).unwrap_or(0) as u8;
-        let prefix = Key::store(store).u8(field);
-        let table = txn.open_table(DISCOUNTS.def)?;
-        let get = |id: Uuid| -> ApiResult<Option<Discount>> {
-            table.get(row_key(store, id).as_slice())?.map(|v| decode(v.value())).transpose()
-        };
-        let mut out = Vec::with_capacity(paging.limit as usize);
-        if filter.is_empty() {
-            let total = read::counter(&txn, COUNTERS, &counter_key(store))?;
-            let mut ids = Vec::with_capacity(paging.limit as usize);
-            read::scan(&txn, DISCOUNT_ORDER, prefix.bytes(), paging.desc, paging.offset(), paging.limit as usize, |k, _| {
-                ids.extend(trailing_id(k));
-                Ok(())
-            })?;
-            for id in ids {
-                out.extend(get(id)?);
-            }
-            return Ok((out, total));
-        }
-        let (skip, take) = (paging.offset(), paging.limit as usize);
-        let mut total = 0u64;
-        read::scan(&txn, DISCOUNT_ORDER, prefix.bytes(), paging.desc, 0, usize::MAX, |k, _| {
-            let Some(d) = trailing_id(k).map(get).transpose()?.flatten() else { return Ok(()) };
-            if filter.matches(&d, now) {
-                if (total as usize) >= skip && out.len() < take {
-                    out.push(d);
-                }
-                total += 1;
-            }
-            Ok(())
-        })?;
-        Ok((out, total))
+        let accepts = |d: &Discount| filter.matches(d, now);
+        read::record_page(
+            &self.read()?,
+            DISCOUNT_ORDER,
+            DISCOUNTS,
+            Key::store(store).u8(field).bytes(),
+            paging.desc,
+            (paging.offset(), paging.limit as usize),
+            &counter_key(store),
+            (!filter.is_empty()).then_some(&accepts as &dyn Fn(&Discount) -> bool),
+        )
     }
 
     /// ACTIVE code discounts whose code or title contains `search` (any case), usable on

@@ -19,7 +19,7 @@ use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::query::Paging;
 use crate::storage::codec::{decode, encode};
-use crate::storage::keys::{Key, trailing_id};
+use crate::storage::keys::Key;
 use crate::storage::read;
 use crate::storage::tables::{COUNTERS, GIFT_CARD_CODES, GIFT_CARD_ORDER, GIFT_CARDS, STORES};
 use crate::storage::writer::Tx;
@@ -205,39 +205,18 @@ impl Cell {
         paging: &Paging,
         now: i64,
     ) -> ApiResult<(Vec<GiftCard>, u64)> {
-        let txn = self.read()?;
         let field = SORT_FIELDS.iter().position(|f| *f == paging.sort_by).unwrap_or(0) as u8;
-        let prefix = Key::store(store).u8(field);
-        let table = txn.open_table(GIFT_CARDS.def)?;
-        let get = |id: Uuid| -> ApiResult<Option<GiftCard>> {
-            table.get(row_key(store, id).as_slice())?.map(|v| decode(v.value())).transpose()
-        };
-        let (skip, take) = (paging.offset(), paging.limit as usize);
-        let mut out = Vec::with_capacity(take);
-        if filter.is_empty() {
-            let total = read::counter(&txn, COUNTERS, &counter_key(store))?;
-            let mut ids = Vec::with_capacity(take);
-            read::scan(&txn, GIFT_CARD_ORDER, prefix.bytes(), paging.desc, skip, take, |k, _| {
-                ids.extend(trailing_id(k));
-                Ok(())
-            })?;
-            for id in ids {
-                out.extend(get(id)?);
-            }
-            return Ok((out, total));
-        }
-        let mut total = 0u64;
-        read::scan(&txn, GIFT_CARD_ORDER, prefix.bytes(), paging.desc, 0, usize::MAX, |k, _| {
-            let Some(g) = trailing_id(k).map(get).transpose()?.flatten() else { return Ok(()) };
-            if filter.matches(&g, store, now) {
-                if (total as usize) >= skip && out.len() < take {
-                    out.push(g);
-                }
-                total += 1;
-            }
-            Ok(())
-        })?;
-        Ok((out, total))
+        let accepts = |g: &GiftCard| filter.matches(g, store, now);
+        read::record_page(
+            &self.read()?,
+            GIFT_CARD_ORDER,
+            GIFT_CARDS,
+            Key::store(store).u8(field).bytes(),
+            paging.desc,
+            (paging.offset(), paging.limit as usize),
+            &counter_key(store),
+            (!filter.is_empty()).then_some(&accepts as &dyn Fn(&GiftCard) -> bool),
+        )
     }
 }
 

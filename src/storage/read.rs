@@ -83,3 +83,50 @@ pub fn filtered_page(
     })?;
     Ok((ids, kept))
 }
+
+/// A page of the records of `records` in the order of the index `order` (rows `prefix ‖ … ‖ id`),
+/// with their number. Without a filter the page is read from the index and the number from the
+/// counter row `counter`; a filter that cannot be indexed (status depends on the clock) walks the
+/// whole index and tests each record. Record keys are `store ‖ id`.
+#[allow(clippy::too_many_arguments)]
+pub fn record_page<T: DeserializeOwned>(
+    txn: &ReadTransaction,
+    order: StoreTable,
+    records: StoreTable,
+    prefix: &[u8],
+    desc: bool,
+    (skip, take): (usize, usize),
+    counter_key: &[u8],
+    filter: Option<&dyn Fn(&T) -> bool>,
+) -> ApiResult<(Vec<T>, u64)> {
+    let table = txn.open_table(records.def)?;
+    let store = prefix.get(..16).unwrap_or_default();
+    let get = |id: uuid::Uuid| -> ApiResult<Option<T>> {
+        let key = [store, id.as_bytes().as_slice()].concat();
+        table.get(key.as_slice())?.map(|v| codec::decode(v.value())).transpose()
+    };
+    let mut out = Vec::with_capacity(take);
+    let Some(accepts) = filter else {
+        let mut ids = Vec::with_capacity(take);
+        scan(txn, order, prefix, desc, skip, take, |k, _| {
+            ids.extend(crate::storage::keys::trailing_id(k));
+            Ok(())
+        })?;
+        for id in ids {
+            out.extend(get(id)?);
+        }
+        return Ok((out, counter(txn, crate::storage::tables::COUNTERS, counter_key)?));
+    };
+    let mut total = 0u64;
+    scan(txn, order, prefix, desc, 0, usize::MAX, |k, _| {
+        let Some(record) = crate::storage::keys::trailing_id(k).map(get).transpose()?.flatten() else { return Ok(()) };
+        if accepts(&record) {
+            if (total as usize) >= skip && out.len() < take {
+                out.push(record);
+            }
+            total += 1;
+        }
+        Ok(())
+    })?;
+    Ok((out, total))
+}
