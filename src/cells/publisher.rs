@@ -1,4 +1,5 @@
-//! The per-cell task that publishes scheduled collections when they fall due.
+//! The per-cell background task: publishes scheduled collections when they fall due, and every
+//! ten minutes sweeps abandoned carts and expired storefront sessions.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,6 +24,8 @@ use crate::storage::writer::{Tx, Writer};
 const MAX_WAIT: Duration = Duration::from_secs(5);
 /// Pause before retrying a publish that failed (a store frozen by a move, say).
 const RETRY: i64 = 1000;
+/// How often stale carts and storefront sessions are swept.
+const SWEEP_EVERY_MS: i64 = 10 * 60 * 1000;
 
 /// The per-cell task that publishes scheduled collections when they are due. It reads the
 /// `collection_schedule` table, so schedules survive restarts: the first pass after a start
@@ -68,7 +71,14 @@ impl Drop for Publisher {
 }
 
 async fn publish_loop(db: &Database, writer: &Writer, wake: &Notify, stopping: &AtomicBool) {
+    let mut swept = now_ms();
     while !stopping.load(Ordering::SeqCst) {
+        if now_ms() - swept >= SWEEP_EVERY_MS {
+            swept = now_ms();
+            if let Err(e) = crate::cells::storefront::sweep_stale(db, writer, swept).await {
+                tracing::warn!(error = %e, "sweeping stale carts and sessions failed; next pass retries");
+            }
+        }
         let next = match publish_due(db, writer, stopping).await {
             Ok(next) => next,
             Err(e) => {

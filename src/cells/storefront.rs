@@ -1,6 +1,9 @@
 //! Storefront sessions and events: how an anonymous shopper's browser is recognised across
 //! guest-checkout calls. A session token is shown once; the cell keeps only its sha256.
 
+use std::collections::HashMap;
+
+use redb::{Database, ReadableDatabase, ReadableTable};
 use ring::digest::{SHA256, digest};
 use ring::rand::{SecureRandom, SystemRandom};
 use schemars::JsonSchema;
@@ -8,16 +11,22 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::cells::Cell;
+use crate::domain::cart::Cart;
 use crate::domain::fields::check_text;
 use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Check};
-use crate::storage::codec::encode;
-use crate::storage::keys::Key;
+use crate::storage::codec::{decode, encode};
+use crate::storage::keys::{Key, leading_store};
 use crate::storage::read;
-use crate::storage::tables::{COUNTERS, STOREFRONT_SESSIONS};
+use crate::storage::tables::{CARTS, COUNTERS, STOREFRONT_SESSIONS, StoreTable};
+use crate::storage::writer::Writer;
 
 /// How long a storefront session lasts without use.
 pub const SESSION_TTL_MS: i64 = 30 * 24 * 3600 * 1000;
+/// How long an untouched cart is kept: carts are the shopper's, and nobody else removes them.
+pub const CART_TTL_MS: i64 = 30 * 24 * 3600 * 1000;
+/// Most rows one sweep deletes, so a pass stays short.
+const SWEEP_BATCH: usize = 10_000;
 /// The event kinds a storefront reports.
 pub const EVENT_TYPES: &[&str] = &["page_view", "product_view", "collection_view", "search", "add_to_cart", "checkout_started"];
 
@@ -143,5 +152,59 @@ impl Cell {
     /// Events of `kind` counted on the day holding `at` (ms).
     pub fn storefront_event_count(&self, store: Uuid, kind: &str, at: i64) -> ApiResult<u64> {
         read::counter(&self.read()?, COUNTERS, &event_counter(store, kind, at))
+    }
+}
+
+/// Deletes carts untouched for [`CART_TTL_MS`] and expired storefront sessions (at most
+/// [`SWEEP_BATCH`] of each); returns how many rows went. Run by the cell's background task.
+/// Found with a read, deleted store by store through the writer, each row checked again there.
+pub async fn sweep_stale(db: &Database, writer: &Writer, now: i64) -> ApiResult<usize> {
+    let mut stale: HashMap<Uuid, Vec<(StoreTable, Vec<u8>)>> = HashMap::new();
+    {
+        let txn = db.begin_read()?;
+        for table in [CARTS, STOREFRONT_SESSIONS] {
+            let mut found = 0;
+            for item in txn.open_table(table.def)?.iter()? {
+                let (k, v) = item?;
+                if is_stale(table, v.value(), now)
+                    && let Some(store) = leading_store(k.value())
+                {
+                    stale.entry(store).or_default().push((table, k.value().to_vec()));
+                    found += 1;
+                    if found >= SWEEP_BATCH {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    let mut deleted = 0;
+    for (store, rows) in stale {
+        // A store in the last step of a move refuses writes; its rows are swept where it lands.
+        if let Ok(n) = writer
+            .write(Some(store), move |tx| {
+                let mut n = 0;
+                for (table, key) in &rows {
+                    if tx.get(*table, key)?.is_some_and(|v| is_stale(*table, &v, now)) {
+                        tx.delete(*table, key)?;
+                        n += 1;
+                    }
+                }
+                Ok(n)
+            })
+            .await
+        {
+            deleted += n;
+        }
+    }
+    Ok(deleted)
+}
+
+/// Whether a row of `table` (carts or storefront sessions) has outlived its time at `now`.
+fn is_stale(table: StoreTable, bytes: &[u8], now: i64) -> bool {
+    if table.index == CARTS.index {
+        decode::<Cart>(bytes).is_ok_and(|c| now - c.updated_at >= CART_TTL_MS)
+    } else {
+        decode::<StorefrontSession>(bytes).is_ok_and(|s| s.expires_at <= now)
     }
 }

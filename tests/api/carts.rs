@@ -179,3 +179,35 @@ async fn a_line_that_can_no_longer_be_bought_is_set_apart_and_discounts_read_car
     assert_eq!(read["unavailableLineItems"][0]["reason"], "the product is archived");
     assert_eq!(amount(&read, "/subtotal"), 3000);
 }
+
+#[tokio::test]
+async fn abandoned_carts_and_expired_sessions_are_swept() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let shop = Shop::new(c).await;
+    let guest = Guest::new(c, &shop).await;
+    let (_, shirt) = shop.product(c, "Shirt", 2500, 200).await;
+    let cart = guest.post(c, &shop.path("/carts/items"), json!({"variantId": shirt, "quantity": 1})).await.expect(201).body;
+    let path = shop.path(&format!("/carts/{}", cart["id"].as_str().unwrap()));
+    let headers = [
+        ("x-publishable-key", guest.key.as_str()),
+        ("user-agent", "test"),
+        ("referer", "https://shop.example/"),
+        ("x-forwarded-for", "198.51.100.7"),
+    ];
+    let session = c.send(Method::POST, &shop.path("/storefront/sessions"), None, &headers, None).await.expect(201).body;
+    let token = session["sessionToken"].as_str().unwrap();
+    let (cell, store) = (app.cell(), shop.store.parse().unwrap());
+    let sweep = |at: i64| shopcell::cells::storefront::sweep_stale(&cell.db, &cell.writer, at);
+
+    let now = shopcell::domain::time::now_ms();
+    assert_eq!(sweep(now + 29 * 24 * 3600 * 1000).await.unwrap(), 0, "a month has not passed");
+    guest.get(c, &path).await.expect(200);
+    assert!(cell.storefront_session(store, token).unwrap().is_some());
+    assert_eq!(sweep(now + 31 * 24 * 3600 * 1000).await.unwrap(), 2);
+    guest.get(c, &path).await.expect(404);
+    let e = guest
+        .post(c, &shop.path("/checkouts"), json!({"lineItems": [{"variantId": shirt, "quantity": 1}], "sessionToken": token}))
+        .await;
+    assert_eq!(e.expect(403).code(), "INVALID_SESSION_TOKEN");
+}
