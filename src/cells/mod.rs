@@ -62,6 +62,8 @@ pub struct Cell {
     pub publisher: publisher::Publisher,
     /// In-memory copies of big list orders (deep pages).
     pub orders: order_cache::OrderCache,
+    /// Store settings of recent requests, current while their store's generation is.
+    pub settings: stores::SettingsCache,
     states: RwLock<HashMap<Uuid, StoreState>>,
 }
 
@@ -121,6 +123,7 @@ impl Cell {
             search,
             publisher,
             orders: order_cache::OrderCache::default(),
+            settings: stores::SettingsCache::default(),
             states: RwLock::new(states),
         })
     }
