@@ -2,8 +2,9 @@
 //! automatic discounts, tax rates and the chosen shipping rate from one read transaction, then
 //! hands everything to the pure engine in [`crate::domain::pricing::calc`]. Nothing here writes.
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use redb::{ReadOnlyTable, ReadTransaction};
 use schemars::JsonSchema;
@@ -12,7 +13,7 @@ use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::cells::discounts::{code_key, customer_key, row_key, usage_with};
-use crate::domain::money::Money;
+use crate::domain::money::{Currency, Money};
 use crate::domain::pricing::WarningCode;
 use crate::domain::pricing::calc::{
     CalcInput, CalcLine, Calculation, CodeInput, MAX_LINES, MAX_QUANTITY, ManualDiscount, ResolvedDiscount, Source, calculate,
@@ -21,13 +22,12 @@ use crate::domain::pricing::discount::{Discount, DiscountStatus, MAX_CODES_PER_R
 use crate::domain::pricing::shipping::{Address, ShippingZone, rates_for};
 use crate::domain::pricing::tax::{TaxRate, TaxSettings};
 use crate::domain::product::{Product, Status};
-use crate::domain::store::StoreSettings;
 use crate::error::{ApiError, ApiResult, Check};
 use crate::storage::codec::decode;
 use crate::storage::keys::{Key, prefix_range, trailing_id};
 use crate::storage::tables::{
-    DISCOUNT_AUTOMATIC, DISCOUNT_CODES, DISCOUNT_USAGE, DISCOUNTS, PRODUCT_COLLECTIONS, PRODUCTS, SHIPPING_ZONES, STORES,
-    StoreTable, TAX_RATES, VARIANTS,
+    DISCOUNT_AUTOMATIC, DISCOUNT_CODES, DISCOUNT_USAGE, DISCOUNTS, PRODUCT_COLLECTIONS, PRODUCTS, SHIPPING_ZONES, StoreTable,
+    TAX_RATES, VARIANTS,
 };
 
 /// One line of `POST S/calculate`.
@@ -214,14 +214,77 @@ impl Priced {
 
 type Table = ReadOnlyTable<&'static [u8], &'static [u8]>;
 
-/// The tables a calculation reads, each opened once: a calculation is a hot read path, and
-/// opening a table costs a lookup of its root in the transaction.
-struct Snapshot {
+/// What a calculation needs of a variant; `None` in the cache for a variant the store does not have.
+#[derive(Debug, Clone, Copy)]
+struct VariantRow {
+    product_id: Uuid,
+    status: Status,
+    currency: Currency,
+    price: i64,
+    weight_grams: u32,
+}
+
+/// Most stores whose pricing rows a cell keeps; the cache is emptied when full.
+const PRICING_STORES_MAX: usize = 1_000;
+/// Most variants (and, apart, products' collections) kept per store; emptied when full.
+const PRICING_ROWS_MAX: usize = 50_000;
+
+/// The rows of one store that calculations read over and over, as of one write generation of
+/// the store: variants with their product's status and currency, product collections, tax rates
+/// and shipping zones. Filled as calculations read them; a write to the store makes a new one.
+#[derive(Default)]
+struct StorePricing {
+    generation: u64,
+    variants: RwLock<HashMap<Uuid, Option<VariantRow>>>,
+    collections: RwLock<HashMap<Uuid, Arc<Vec<Uuid>>>>,
+    tax_rates: OnceLock<Arc<Vec<TaxRate>>>,
+    zones: OnceLock<Arc<Vec<ShippingZone>>>,
+}
+
+/// A cell's [`StorePricing`] per store. Entries are read from a transaction begun after the
+/// generation they are tagged with was read, so an entry is never older than its tag, and one
+/// whose tag is not the store's current generation is never used.
+#[derive(Default)]
+pub struct PricingCache(Mutex<HashMap<Uuid, Arc<StorePricing>>>);
+
+impl PricingCache {
+    /// The store's entry for `generation`, a new empty one when the kept one is of another.
+    fn at(&self, store: Uuid, generation: u64) -> Arc<StorePricing> {
+        let Ok(mut stores) = self.0.lock() else { return Arc::new(StorePricing { generation, ..StorePricing::default() }) };
+        if let Some(p) = stores.get(&store)
+            && p.generation == generation
+        {
+            return p.clone();
+        }
+        if stores.len() >= PRICING_STORES_MAX && !stores.contains_key(&store) {
+            stores.clear();
+        }
+        let fresh = Arc::new(StorePricing { generation, ..StorePricing::default() });
+        stores.insert(store, fresh.clone());
+        fresh
+    }
+}
+
+fn remember<K: std::hash::Hash + Eq, V>(map: &RwLock<HashMap<K, V>>, key: K, value: V) {
+    if let Ok(mut m) = map.write() {
+        if m.len() >= PRICING_ROWS_MAX {
+            m.clear();
+        }
+        m.insert(key, value);
+    }
+}
+
+/// The tables a calculation reads, each opened once and only when a row is not in the cache: a
+/// calculation is a hot read path, and opening a table costs a lookup of its root in the
+/// transaction.
+struct Snapshot<'t> {
+    txn: &'t ReadTransaction,
     store: Uuid,
-    variants: Table,
-    products: Table,
+    cache: Arc<StorePricing>,
+    variants: OnceCell<Table>,
+    products: OnceCell<Table>,
     /// Opened only when a discount of the calculation looks at collections.
-    product_collections: Option<Table>,
+    product_collections: Option<OnceCell<Table>>,
     codes: Table,
     discounts: Table,
     usage: Table,
@@ -231,17 +294,72 @@ fn open(txn: &ReadTransaction, t: StoreTable) -> ApiResult<Table> {
     Ok(txn.open_table(t.def)?)
 }
 
-impl Snapshot {
-    fn new(txn: &ReadTransaction, store: Uuid) -> ApiResult<Snapshot> {
+/// The table in `cell`, opened on first use.
+fn lazy<'c>(txn: &ReadTransaction, cell: &'c OnceCell<Table>, t: StoreTable) -> ApiResult<&'c Table> {
+    if let Some(table) = cell.get() {
+        return Ok(table);
+    }
+    let table = open(txn, t)?;
+    Ok(cell.get_or_init(|| table))
+}
+
+impl<'t> Snapshot<'t> {
+    fn new(txn: &'t ReadTransaction, store: Uuid, cache: Arc<StorePricing>) -> ApiResult<Snapshot<'t>> {
         Ok(Snapshot {
+            txn,
             store,
-            variants: open(txn, VARIANTS)?,
-            products: open(txn, PRODUCTS)?,
+            cache,
+            variants: OnceCell::new(),
+            products: OnceCell::new(),
             product_collections: None,
             codes: open(txn, DISCOUNT_CODES)?,
             discounts: open(txn, DISCOUNTS)?,
             usage: open(txn, DISCOUNT_USAGE)?,
         })
+    }
+
+    /// A variant with its product's status and currency; `None` for one the store does not have.
+    fn variant(&self, id: Uuid) -> ApiResult<Option<VariantRow>> {
+        if let Some(row) = self.cache.variants.read().ok().and_then(|m| m.get(&id).copied()) {
+            return Ok(row);
+        }
+        let row = self.read_variant(id)?;
+        remember(&self.cache.variants, id, row);
+        Ok(row)
+    }
+
+    fn read_variant(&self, id: Uuid) -> ApiResult<Option<VariantRow>> {
+        let variants = lazy(self.txn, &self.variants, VARIANTS)?;
+        let Some(v) = variants.get(Key::store(self.store).id(id).bytes())? else { return Ok(None) };
+        let product_id = Uuid::from_slice(v.value()).map_err(ApiError::internal)?;
+        let products = lazy(self.txn, &self.products, PRODUCTS)?;
+        let Some(row) = products.get(Key::store(self.store).id(product_id).bytes())? else { return Ok(None) };
+        let p: Product = decode(row.value())?;
+        Ok(p.variants.iter().find(|v| v.id == id).map(|v| VariantRow {
+            product_id: p.id,
+            status: p.status,
+            currency: p.currency,
+            price: v.price,
+            weight_grams: v.weight_grams.unwrap_or(0),
+        }))
+    }
+
+    /// The store's tax rates (small, read whole).
+    fn tax_rates(&self) -> ApiResult<Arc<Vec<TaxRate>>> {
+        if let Some(rates) = self.cache.tax_rates.get() {
+            return Ok(rates.clone());
+        }
+        let rates = Arc::new(all(self.txn, TAX_RATES, self.store)?);
+        Ok(self.cache.tax_rates.get_or_init(|| rates).clone())
+    }
+
+    /// The store's shipping zones (small, read whole).
+    fn zones(&self) -> ApiResult<Arc<Vec<ShippingZone>>> {
+        if let Some(zones) = self.cache.zones.get() {
+            return Ok(zones.clone());
+        }
+        let zones = Arc::new(all(self.txn, SHIPPING_ZONES, self.store)?);
+        Ok(self.cache.zones.get_or_init(|| zones).clone())
     }
 
     /// The rows of `table` under `prefix`, in key order.
@@ -258,14 +376,19 @@ impl Snapshot {
         Ok(())
     }
 
-    /// The collections a product is in, from the product → collection index.
+    /// The collections a product is in, from the product → collection index; none when no
+    /// discount of the calculation looks at collections.
     fn product_collections(&self, product: Uuid) -> ApiResult<Vec<Uuid>> {
+        let Some(cell) = &self.product_collections else { return Ok(Vec::new()) };
+        if let Some(ids) = self.cache.collections.read().ok().and_then(|m| m.get(&product).cloned()) {
+            return Ok(ids.to_vec());
+        }
         let mut ids = Vec::new();
-        let Some(table) = &self.product_collections else { return Ok(ids) };
-        Snapshot::each(table, Key::store(self.store).id(product).bytes(), |k, _| {
+        Snapshot::each(lazy(self.txn, cell, PRODUCT_COLLECTIONS)?, Key::store(self.store).id(product).bytes(), |k, _| {
             ids.extend(trailing_id(k));
             Ok(())
         })?;
+        remember(&self.cache.collections, product, Arc::new(ids.clone()));
         Ok(ids)
     }
 
@@ -308,37 +431,18 @@ fn resolve_lines(snap: &Snapshot, req: &CalcRequest) -> ApiResult<Vec<CalcLine>>
     let mut c = Check::new();
     let at = |i: usize, field: &str| format!("{pre}lineItems[{i}].{field}");
     let unknown = "no such variant in this store";
-    // A cart often holds several variants of one product: decode each product once.
-    let mut cache: HashMap<Uuid, (Product, Vec<Uuid>)> = HashMap::new();
+    // A cart often holds several variants of one product: look up its collections once.
+    let mut collections: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
     let mut lines = Vec::with_capacity(req.lines.len());
     for (i, l) in req.lines.iter().enumerate() {
         if !(1..=MAX_QUANTITY).contains(&l.quantity) {
             c.fail(&at(i, "quantity"), format!("must be 1 to {MAX_QUANTITY}"));
         }
-        let product_id = match snap.variants.get(Key::store(snap.store).id(l.variant_id).bytes())? {
-            Some(v) => Uuid::from_slice(v.value()).map_err(ApiError::internal)?,
-            None => {
-                c.fail(&at(i, "variantId"), unknown);
-                continue;
-            }
-        };
-        let (p, collections) = match cache.entry(product_id) {
-            Entry::Occupied(e) => &*e.into_mut(),
-            Entry::Vacant(e) => {
-                let Some(row) = snap.products.get(Key::store(snap.store).id(product_id).bytes())? else {
-                    c.fail(&at(i, "variantId"), unknown);
-                    continue;
-                };
-                let p: Product = decode(row.value())?;
-                let collections = snap.product_collections(product_id)?;
-                &*e.insert((p, collections))
-            }
-        };
-        let Some(v) = p.variants.iter().find(|v| v.id == l.variant_id) else {
+        let Some(v) = snap.variant(l.variant_id)? else {
             c.fail(&at(i, "variantId"), unknown);
             continue;
         };
-        match p.status {
+        match v.status {
             Status::Archived => {
                 c.fail(&at(i, "variantId"), "the product is archived");
                 continue;
@@ -350,13 +454,21 @@ fn resolve_lines(snap: &Snapshot, req: &CalcRequest) -> ApiResult<Vec<CalcLine>>
             }
             _ => {}
         }
+        let collection_ids = match collections.get(&v.product_id) {
+            Some(ids) => ids.clone(),
+            None => {
+                let ids = snap.product_collections(v.product_id)?;
+                collections.insert(v.product_id, ids.clone());
+                ids
+            }
+        };
         lines.push(CalcLine {
-            variant_id: v.id,
-            product_id: p.id,
-            collection_ids: collections.clone(),
-            unit_price: Money { amount: v.price, currency: p.currency },
+            variant_id: l.variant_id,
+            product_id: v.product_id,
+            collection_ids,
+            unit_price: Money { amount: v.price, currency: v.currency },
             quantity: l.quantity,
-            weight_grams: v.weight_grams.unwrap_or(0),
+            weight_grams: v.weight_grams,
             // Variants carry no tax exemption yet: every line is taxable.
             taxable: true,
             discount: l.discount.clone(),
@@ -383,12 +495,11 @@ impl Cell {
             c.fail("shippingMethodId", "needs a shippingAddress to be offered");
         }
         c.finish()?;
+        // Read before the transaction begins: cached rows are never older than their tag.
+        let cache = self.pricing.at(store, self.writer.generations.get(store));
+        let settings = self.store_settings_cached(store)?;
         let txn = self.read()?;
-        let settings: StoreSettings = match open(&txn, STORES)?.get(Key::store(store).bytes())? {
-            Some(v) => decode(v.value())?,
-            None => return Err(ApiError::not_found()),
-        };
-        let mut snap = Snapshot::new(&txn, store)?;
+        let mut snap = Snapshot::new(&txn, store, cache)?;
         // Discounts first: whether any looks at collections decides if lines need theirs.
         let customer = customer_key(req.customer_id, None);
         let mut codes = Vec::with_capacity(req.codes.len());
@@ -415,12 +526,12 @@ impl Cell {
         };
         let found = codes.iter().filter_map(|c| c.found.as_ref()).chain(&automatic);
         if found.map(|r| &r.discount).any(by_collection) {
-            snap.product_collections = Some(open(&txn, PRODUCT_COLLECTIONS)?);
+            snap.product_collections = Some(OnceCell::new());
         }
         let lines = resolve_lines(&snap, req)?;
         let destination = req.address.as_ref().map(Address::destination);
         let rates: Vec<TaxRate> = match &destination {
-            Some(_) => all(&txn, TAX_RATES, store)?,
+            Some(_) => snap.tax_rates()?.to_vec(),
             None => Vec::new(),
         };
         let mut input = CalcInput {
@@ -437,7 +548,7 @@ impl Cell {
             now,
         };
         if let (Some(method), Some(dest)) = (&req.shipping_method_id, &input.destination) {
-            let zones: Vec<ShippingZone> = all(&txn, SHIPPING_ZONES, store)?;
+            let zones = snap.zones()?;
             let (weight, subtotal) = input.shipping_basis();
             let offered = rates_for(&zones, dest, weight, subtotal, settings.currency);
             let chosen = offered.into_iter().find(|r| r.id.eq_ignore_ascii_case(method.trim()));

@@ -64,6 +64,8 @@ pub struct Cell {
     pub orders: order_cache::OrderCache,
     /// Store settings of recent requests, current while their store's generation is.
     pub settings: stores::SettingsCache,
+    /// Variants, tax rates and zones of recent calculations, current while their store's generation is.
+    pub pricing: calculate::PricingCache,
     states: RwLock<HashMap<Uuid, StoreState>>,
 }
 
@@ -124,6 +126,7 @@ impl Cell {
             publisher,
             orders: order_cache::OrderCache::default(),
             settings: stores::SettingsCache::default(),
+            pricing: calculate::PricingCache::default(),
             states: RwLock::new(states),
         })
     }
