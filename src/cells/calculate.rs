@@ -239,6 +239,10 @@ struct StorePricing {
     collections: RwLock<HashMap<Uuid, Arc<Vec<Uuid>>>>,
     tax_rates: OnceLock<Arc<Vec<TaxRate>>>,
     zones: OnceLock<Arc<Vec<ShippingZone>>>,
+    /// (code as entered, trimmed; customer key) → the discount it names with its usage.
+    codes: RwLock<HashMap<(String, Option<String>), Option<ResolvedDiscount>>>,
+    /// Customer key → every automatic discount with its usage, active or not, in key order.
+    automatic: RwLock<HashMap<Option<String>, Arc<Vec<ResolvedDiscount>>>>,
 }
 
 /// A cell's [`StorePricing`] per store. Entries are read from a transaction begun after the
@@ -274,48 +278,59 @@ fn remember<K: std::hash::Hash + Eq, V>(map: &RwLock<HashMap<K, V>>, key: K, val
     }
 }
 
-/// The tables a calculation reads, each opened once and only when a row is not in the cache: a
-/// calculation is a hot read path, and opening a table costs a lookup of its root in the
-/// transaction.
-struct Snapshot<'t> {
-    txn: &'t ReadTransaction,
+/// What a calculation reads: the store's cached rows, and for what is not cached one read
+/// transaction, begun and each table opened only when first needed (a calculation is a hot read
+/// path, and opening a table costs a lookup of its root in the transaction).
+struct Snapshot<'c> {
+    cell: &'c Cell,
     store: Uuid,
     cache: Arc<StorePricing>,
+    txn: OnceCell<ReadTransaction>,
     variants: OnceCell<Table>,
     products: OnceCell<Table>,
-    /// Opened only when a discount of the calculation looks at collections.
+    /// Used only when a discount of the calculation looks at collections.
     product_collections: Option<OnceCell<Table>>,
-    codes: Table,
-    discounts: Table,
-    usage: Table,
+    codes: OnceCell<Table>,
+    discounts: OnceCell<Table>,
+    usage: OnceCell<Table>,
 }
 
 fn open(txn: &ReadTransaction, t: StoreTable) -> ApiResult<Table> {
     Ok(txn.open_table(t.def)?)
 }
 
-/// The table in `cell`, opened on first use.
-fn lazy<'c>(txn: &ReadTransaction, cell: &'c OnceCell<Table>, t: StoreTable) -> ApiResult<&'c Table> {
-    if let Some(table) = cell.get() {
-        return Ok(table);
-    }
-    let table = open(txn, t)?;
-    Ok(cell.get_or_init(|| table))
-}
-
-impl<'t> Snapshot<'t> {
-    fn new(txn: &'t ReadTransaction, store: Uuid, cache: Arc<StorePricing>) -> ApiResult<Snapshot<'t>> {
-        Ok(Snapshot {
-            txn,
+impl<'c> Snapshot<'c> {
+    /// `cache` must be taken before this snapshot's transaction begins (see [`PricingCache`]).
+    fn new(cell: &'c Cell, store: Uuid, cache: Arc<StorePricing>) -> Snapshot<'c> {
+        Snapshot {
+            cell,
             store,
             cache,
+            txn: OnceCell::new(),
             variants: OnceCell::new(),
             products: OnceCell::new(),
             product_collections: None,
-            codes: open(txn, DISCOUNT_CODES)?,
-            discounts: open(txn, DISCOUNTS)?,
-            usage: open(txn, DISCOUNT_USAGE)?,
-        })
+            codes: OnceCell::new(),
+            discounts: OnceCell::new(),
+            usage: OnceCell::new(),
+        }
+    }
+
+    fn txn(&self) -> ApiResult<&ReadTransaction> {
+        if let Some(txn) = self.txn.get() {
+            return Ok(txn);
+        }
+        let txn = self.cell.read()?;
+        Ok(self.txn.get_or_init(|| txn))
+    }
+
+    /// The table in `slot`, opened on first use.
+    fn table<'s>(&'s self, slot: &'s OnceCell<Table>, t: StoreTable) -> ApiResult<&'s Table> {
+        if let Some(table) = slot.get() {
+            return Ok(table);
+        }
+        let table = open(self.txn()?, t)?;
+        Ok(slot.get_or_init(|| table))
     }
 
     /// A variant with its product's status and currency; `None` for one the store does not have.
@@ -329,10 +344,10 @@ impl<'t> Snapshot<'t> {
     }
 
     fn read_variant(&self, id: Uuid) -> ApiResult<Option<VariantRow>> {
-        let variants = lazy(self.txn, &self.variants, VARIANTS)?;
+        let variants = self.table(&self.variants, VARIANTS)?;
         let Some(v) = variants.get(Key::store(self.store).id(id).bytes())? else { return Ok(None) };
         let product_id = Uuid::from_slice(v.value()).map_err(ApiError::internal)?;
-        let products = lazy(self.txn, &self.products, PRODUCTS)?;
+        let products = self.table(&self.products, PRODUCTS)?;
         let Some(row) = products.get(Key::store(self.store).id(product_id).bytes())? else { return Ok(None) };
         let p: Product = decode(row.value())?;
         Ok(p.variants.iter().find(|v| v.id == id).map(|v| VariantRow {
@@ -349,7 +364,7 @@ impl<'t> Snapshot<'t> {
         if let Some(rates) = self.cache.tax_rates.get() {
             return Ok(rates.clone());
         }
-        let rates = Arc::new(all(self.txn, TAX_RATES, self.store)?);
+        let rates = Arc::new(all(self.txn()?, TAX_RATES, self.store)?);
         Ok(self.cache.tax_rates.get_or_init(|| rates).clone())
     }
 
@@ -358,7 +373,7 @@ impl<'t> Snapshot<'t> {
         if let Some(zones) = self.cache.zones.get() {
             return Ok(zones.clone());
         }
-        let zones = Arc::new(all(self.txn, SHIPPING_ZONES, self.store)?);
+        let zones = Arc::new(all(self.txn()?, SHIPPING_ZONES, self.store)?);
         Ok(self.cache.zones.get_or_init(|| zones).clone())
     }
 
@@ -384,7 +399,7 @@ impl<'t> Snapshot<'t> {
             return Ok(ids.to_vec());
         }
         let mut ids = Vec::new();
-        Snapshot::each(lazy(self.txn, cell, PRODUCT_COLLECTIONS)?, Key::store(self.store).id(product).bytes(), |k, _| {
+        Snapshot::each(self.table(cell, PRODUCT_COLLECTIONS)?, Key::store(self.store).id(product).bytes(), |k, _| {
             ids.extend(trailing_id(k));
             Ok(())
         })?;
@@ -393,21 +408,58 @@ impl<'t> Snapshot<'t> {
     }
 
     fn discount(&self, id: Uuid) -> ApiResult<Option<Discount>> {
-        self.discounts.get(row_key(self.store, id).as_slice())?.map(|v| decode(v.value())).transpose()
+        let discounts = self.table(&self.discounts, DISCOUNTS)?;
+        discounts.get(row_key(self.store, id).as_slice())?.map(|v| decode(v.value())).transpose()
     }
 
     /// The discount a code names, without regard to case.
     fn find_code(&self, code: &str) -> ApiResult<Option<Discount>> {
-        let Some(id) = self.codes.get(code_key(self.store, code).as_slice())? else { return Ok(None) };
+        let codes = self.table(&self.codes, DISCOUNT_CODES)?;
+        let Some(id) = codes.get(code_key(self.store, code).as_slice())? else { return Ok(None) };
         let id = Uuid::from_slice(id.value()).map_err(ApiError::internal)?;
         self.discount(id)
     }
 
     /// A discount with its usage counts (total, and by `customer`).
     fn resolve(&self, d: Discount, customer: Option<&str>) -> ApiResult<ResolvedDiscount> {
-        let get = |k: &[u8]| -> ApiResult<Option<Vec<u8>>> { Ok(self.usage.get(k)?.map(|v| v.value().to_vec())) };
+        let usage_table = self.table(&self.usage, DISCOUNT_USAGE)?;
+        let get = |k: &[u8]| -> ApiResult<Option<Vec<u8>>> { Ok(usage_table.get(k)?.map(|v| v.value().to_vec())) };
         let usage = usage_with(get, self.store, d.id, customer)?;
         Ok(ResolvedDiscount { discount: d, usage })
+    }
+
+    /// The discount a code (trimmed, 1 to 255 bytes) names, with its usage by `customer`.
+    fn code(&self, code: &str, customer: Option<&str>) -> ApiResult<Option<ResolvedDiscount>> {
+        let key = (code.to_string(), customer.map(str::to_string));
+        if let Some(found) = self.cache.codes.read().ok().and_then(|m| m.get(&key).cloned()) {
+            return Ok(found);
+        }
+        let found = self.find_code(code)?.map(|d| self.resolve(d, customer)).transpose()?;
+        remember(&self.cache.codes, key, found.clone());
+        Ok(found)
+    }
+
+    /// Every automatic discount of the store with its usage by `customer`, in key order, active
+    /// or not (the caller filters by the time of the calculation).
+    fn automatic(&self, customer: Option<&str>) -> ApiResult<Arc<Vec<ResolvedDiscount>>> {
+        let key = customer.map(str::to_string);
+        if let Some(all) = self.cache.automatic.read().ok().and_then(|m| m.get(&key).cloned()) {
+            return Ok(all);
+        }
+        let mut ids = Vec::new();
+        Snapshot::each(&open(self.txn()?, DISCOUNT_AUTOMATIC)?, Key::store(self.store).bytes(), |k, _| {
+            ids.extend(trailing_id(k));
+            Ok(())
+        })?;
+        let mut all = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(d) = self.discount(id)? {
+                all.push(self.resolve(d, customer)?);
+            }
+        }
+        let all = Arc::new(all);
+        remember(&self.cache.automatic, key, all.clone());
+        Ok(all)
     }
 }
 
@@ -498,29 +550,23 @@ impl Cell {
         // Read before the transaction begins: cached rows are never older than their tag.
         let cache = self.pricing.at(store, self.writer.generations.get(store));
         let settings = self.store_settings_cached(store)?;
-        let txn = self.read()?;
-        let mut snap = Snapshot::new(&txn, store, cache)?;
+        let mut snap = Snapshot::new(self, store, cache);
         // Discounts first: whether any looks at collections decides if lines need theirs.
         let customer = customer_key(req.customer_id, None);
         let mut codes = Vec::with_capacity(req.codes.len());
         for code in &req.codes {
             let trimmed = code.trim();
             // A code that cannot exist is simply not found; the engine names over-long ones.
-            let found = if trimmed.is_empty() || trimmed.len() > 255 { None } else { snap.find_code(trimmed)? };
-            codes.push(CodeInput { code: code.clone(), found: found.map(|d| snap.resolve(d, customer.as_deref())).transpose()? });
+            let found = if trimmed.is_empty() || trimmed.len() > 255 { None } else { snap.code(trimmed, customer.as_deref())? };
+            codes.push(CodeInput { code: code.clone(), found });
         }
-        let mut automatic = Vec::new();
-        let mut ids = Vec::new();
-        Snapshot::each(&open(&txn, DISCOUNT_AUTOMATIC)?, Key::store(store).bytes(), |k, _| {
-            ids.extend(trailing_id(k));
-            Ok(())
-        })?;
-        for id in ids {
-            // Inactive ones would only be dropped by the engine: skip their usage reads.
-            if let Some(d) = snap.discount(id)?.filter(|d| d.status(now) == DiscountStatus::Active) {
-                automatic.push(snap.resolve(d, customer.as_deref())?);
-            }
-        }
+        // Inactive ones would only be dropped by the engine.
+        let automatic: Vec<ResolvedDiscount> = snap
+            .automatic(customer.as_deref())?
+            .iter()
+            .filter(|r| r.discount.status(now) == DiscountStatus::Active)
+            .cloned()
+            .collect();
         let by_collection = |d: &Discount| {
             !d.collection_ids.is_empty() || d.buy_x_get_y.as_ref().is_some_and(|b| !b.buy_collection_ids.is_empty())
         };
