@@ -229,9 +229,13 @@ const PRICING_STORES_MAX: usize = 1_000;
 /// Most variants (and, apart, products' collections) kept per store; emptied when full.
 const PRICING_ROWS_MAX: usize = 50_000;
 
+/// A code as entered (trimmed) and the customer key its usage is counted for.
+type CodeKey = (String, Option<String>);
+
 /// The rows of one store that calculations read over and over, as of one write generation of
-/// the store: variants with their product's status and currency, product collections, tax rates
-/// and shipping zones. Filled as calculations read them; a write to the store makes a new one.
+/// the store: variants with their product's status and currency, product collections, tax rates,
+/// shipping zones and discounts with their usage. Filled as calculations read them; a write to the
+/// store makes a new one.
 #[derive(Default)]
 struct StorePricing {
     generation: u64,
@@ -240,7 +244,7 @@ struct StorePricing {
     tax_rates: OnceLock<Arc<Vec<TaxRate>>>,
     zones: OnceLock<Arc<Vec<ShippingZone>>>,
     /// (code as entered, trimmed; customer key) → the discount it names with its usage.
-    codes: RwLock<HashMap<(String, Option<String>), Option<ResolvedDiscount>>>,
+    codes: RwLock<HashMap<CodeKey, Option<ResolvedDiscount>>>,
     /// Customer key → every automatic discount with its usage, active or not, in key order.
     automatic: RwLock<HashMap<Option<String>, Arc<Vec<ResolvedDiscount>>>>,
 }

@@ -64,7 +64,7 @@ pub struct Cell {
     pub orders: order_cache::OrderCache,
     /// Store settings of recent requests, current while their store's generation is.
     pub settings: stores::SettingsCache,
-    /// Variants, tax rates and zones of recent calculations, current while their store's generation is.
+    /// Variants, tax rates, zones and discounts of recent calculations, current while their store's generation is.
     pub pricing: calculate::PricingCache,
     states: RwLock<HashMap<Uuid, StoreState>>,
 }
