@@ -169,24 +169,22 @@ impl Node {
         }
     }
 
-    /// Whether the caller's session is live, and their role in `store` (when given).
-    async fn access(&self, p: &Principal, store: Option<Uuid>) -> ApiResult<(bool, Option<Role>)> {
+    /// Whether the caller's session is live, and their role in `store` (when given). With the
+    /// account service in this process, the cell holding the store comes along, read in the
+    /// same transaction (the third value; `None` means: ask [`Node::locate`]).
+    async fn access(&self, p: &Principal, store: Option<Uuid>) -> ApiResult<(bool, Option<Role>, Option<String>)> {
         if let Some(a) = &self.account {
-            let active = a.session_active(p.session_id)?;
+            let (active, role, cell) = a.admission(p.session_id, p.user_id, store)?;
             if active {
                 a.touch(p.session_id);
             }
-            let role = match store {
-                Some(s) if active => a.role(s, p.user_id)?,
-                _ => None,
-            };
-            return Ok((active, role));
+            return Ok((active, role, cell));
         }
         let key = (store.unwrap_or_default(), p.user_id, p.session_id);
         if let Some((role, active, at)) = self.access.read().ok().and_then(|c| c.get(&key).copied())
             && at.elapsed() < ACCESS_TTL
         {
-            return Ok((active, role));
+            return Ok((active, role, None));
         }
         let up = self.account_upstream.as_ref().ok_or_else(|| ApiError::internal("no account service configured"))?;
         let path = format!(
@@ -203,7 +201,7 @@ impl Node {
             }
             c.insert(key, (role, a.session_active, Instant::now()));
         }
-        Ok((a.session_active, role))
+        Ok((a.session_active, role, None))
     }
 
     /// Answers one request. Never panics and never answers anything but the JSON of `API.md`.
@@ -289,8 +287,8 @@ impl Node {
             }
             Access::Storefront => {
                 let s = store_id.ok_or_else(|| ApiError::internal("a storefront route without {storeId}"))?;
-                let (role, grant) = self.storefront_access(principal.as_ref(), s, &parts.headers).await?;
-                let Some(cell) = self.local_cell_for(s).await? else { return Ok(not_here(service_call)) };
+                let (role, grant, located) = self.storefront_access(principal.as_ref(), s, &parts.headers).await?;
+                let Some(cell) = self.local_cell_for(s, located).await? else { return Ok(not_here(service_call)) };
                 if let Some(g) = grant {
                     // A shopper is anonymous, whatever token came along with the key.
                     principal = None;
@@ -301,13 +299,13 @@ impl Node {
             Access::Member | Access::Admin => {
                 let p = principal.as_ref().ok_or_else(|| ApiError::new(Code::UNAUTHORIZED))?;
                 let scoped = if route.service == Service::Cell { store_id } else { None };
-                let (active, role) = self.access(p, scoped).await?;
+                let (active, role, located) = self.access(p, scoped).await?;
                 if !active {
                     return Err(ApiError::msg(Code::INVALID_TOKEN, "the session has ended"));
                 }
                 if let Some(s) = scoped {
                     let role = role.ok_or_else(ApiError::not_found)?;
-                    let Some(cell) = self.local_cell_for(s).await? else { return Ok(not_here(service_call)) };
+                    let Some(cell) = self.local_cell_for(s, located).await? else { return Ok(not_here(service_call)) };
                     if route.access == Access::Admin && !role.is_admin() {
                         return Err(ApiError::new(Code::FORBIDDEN));
                     }
@@ -339,19 +337,20 @@ impl Node {
     /// Who may use a storefront route of `store`: a member by their token (with their role), or
     /// else an anonymous shopper by the store's publishable key. Another store's key is a 404,
     /// exactly like a store that does not exist; an unknown, revoked or malformed key is a 401.
+    /// The third value is the store's cell when the member check read it (see [`Node::access`]).
     async fn storefront_access(
         &self,
         p: Option<&Principal>,
         store: Uuid,
         headers: &hyper::HeaderMap,
-    ) -> ApiResult<(Option<Role>, Option<KeyGrant>)> {
+    ) -> ApiResult<(Option<Role>, Option<KeyGrant>, Option<String>)> {
         if let Some(p) = p {
-            let (active, role) = self.access(p, Some(store)).await?;
+            let (active, role, located) = self.access(p, Some(store)).await?;
             if !active {
                 return Err(ApiError::msg(Code::INVALID_TOKEN, "the session has ended"));
             }
             if role.is_some() {
-                return Ok((role, None));
+                return Ok((role, None, located));
             }
         }
         let Some(raw) = headers.get(KEY_HEADER) else {
@@ -362,16 +361,20 @@ impl Node {
         if grant.store_id != store {
             return Err(ApiError::not_found());
         }
-        Ok((None, Some(grant)))
+        Ok((None, Some(grant), None))
     }
 
-    /// The cell of this process that serves `store`, if any.
-    async fn local_cell_for(&self, store: Uuid) -> ApiResult<Option<Arc<Cell>>> {
+    /// The cell of this process that serves `store`, if any; `located` is the directory's
+    /// answer when the caller already has it.
+    async fn local_cell_for(&self, store: Uuid, located: Option<String>) -> ApiResult<Option<Arc<Cell>>> {
         let cell = match self.mode {
-            Mode::Serve => match self.locate(store).await? {
-                Some(name) => self.cells.get(&name).cloned(),
-                None => None,
-            },
+            Mode::Serve => {
+                let name = match located {
+                    Some(name) => Some(name),
+                    None => self.locate(store).await?,
+                };
+                name.and_then(|name| self.cells.get(&name).cloned())
+            }
             _ => self.cells.values().find(|c| c.holds(store)).cloned(),
         };
         Ok(cell.filter(|c| c.holds(store)))

@@ -217,6 +217,23 @@ impl AccountService {
         Ok(s.revoked_at.is_none())
     }
 
+    /// Everything the dispatcher checks before a store route, from one read transaction: whether
+    /// the session is live and, when it is and a store is named, the caller's role there and the
+    /// cell holding the store (`None` when the store is not in the directory).
+    pub fn admission(&self, sid: Uuid, user: Uuid, store: Option<Uuid>) -> ApiResult<(bool, Option<Role>, Option<String>)> {
+        let txn = self.db.begin_read()?;
+        let active = match txn.open_table(SESSIONS)?.get(sid.as_u128())? {
+            Some(v) => decode::<Session>(v.value())?.revoked_at.is_none(),
+            None => false,
+        };
+        let Some(store) = store.filter(|_| active) else { return Ok((active, None, None)) };
+        let members = txn.open_table(MEMBERS)?;
+        let m: Option<Membership> = members.get((store.as_u128(), user.as_u128()))?.map(|v| decode(v.value())).transpose()?;
+        let entry: Option<StoreEntry> =
+            txn.open_table(STORE_DIRECTORY)?.get(store.as_u128())?.map(|v| decode(v.value())).transpose()?;
+        Ok((active, m.map(|m| m.role), entry.map(|e| e.cell)))
+    }
+
     // ---- the store directory ----------------------------------------------------------------
 
     /// The cell holding a store.

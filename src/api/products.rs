@@ -7,7 +7,7 @@ use crate::handler;
 use crate::http::context::Ctx;
 use crate::http::query::Paging;
 use crate::http::route::{Access, Param, Route, Service, param};
-use crate::http::{Resp, created, no_content, ok, ok_raw, page_body};
+use crate::http::{Resp, created, created_raw, no_content, ok, ok_raw, page_body};
 
 const LIST_PARAMS: &[Param] = &[
     param("page", "integer", "1-based page, default 1"),
@@ -93,8 +93,8 @@ async fn list(cx: Ctx) -> ApiResult<Resp> {
 async fn create(cx: Ctx) -> ApiResult<Resp> {
     let s = cx.scope()?;
     let body: CreateProduct = cx.json()?;
-    let p = s.cell.create_product(s.id, body).await?;
-    Ok(created(&p.view()))
+    let (_, view) = s.cell.create_product(s.id, body).await?;
+    Ok(created_raw(view))
 }
 
 async fn get(cx: Ctx) -> ApiResult<Resp> {

@@ -2,8 +2,9 @@
 //! automatic discounts, tax rates and the chosen shipping rate from one read transaction, then
 //! hands everything to the pure engine in [`crate::domain::pricing::calc`]. Nothing here writes.
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use redb::{ReadOnlyTable, ReadTransaction};
 use schemars::JsonSchema;
@@ -12,7 +13,7 @@ use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::cells::discounts::{code_key, customer_key, row_key, usage_with};
-use crate::domain::money::Money;
+use crate::domain::money::{Currency, Money};
 use crate::domain::pricing::WarningCode;
 use crate::domain::pricing::calc::{
     CalcInput, CalcLine, Calculation, CodeInput, MAX_LINES, MAX_QUANTITY, ManualDiscount, ResolvedDiscount, Source, calculate,
@@ -21,13 +22,12 @@ use crate::domain::pricing::discount::{Discount, DiscountStatus, MAX_CODES_PER_R
 use crate::domain::pricing::shipping::{Address, ShippingZone, rates_for};
 use crate::domain::pricing::tax::{TaxRate, TaxSettings};
 use crate::domain::product::{Product, Status};
-use crate::domain::store::StoreSettings;
 use crate::error::{ApiError, ApiResult, Check};
 use crate::storage::codec::decode;
 use crate::storage::keys::{Key, prefix_range, trailing_id};
 use crate::storage::tables::{
-    DISCOUNT_AUTOMATIC, DISCOUNT_CODES, DISCOUNT_USAGE, DISCOUNTS, PRODUCT_COLLECTIONS, PRODUCTS, SHIPPING_ZONES, STORES,
-    StoreTable, TAX_RATES, VARIANTS,
+    DISCOUNT_AUTOMATIC, DISCOUNT_CODES, DISCOUNT_USAGE, DISCOUNTS, PRODUCT_COLLECTIONS, PRODUCTS, SHIPPING_ZONES, StoreTable,
+    TAX_RATES, VARIANTS,
 };
 
 /// One line of `POST S/calculate`.
@@ -211,34 +211,171 @@ impl Priced {
 
 type Table = ReadOnlyTable<&'static [u8], &'static [u8]>;
 
-/// The tables a calculation reads, each opened once: a calculation is a hot read path, and
-/// opening a table costs a lookup of its root in the transaction.
-struct Snapshot {
+/// What a calculation needs of a variant; `None` in the cache for a variant the store does not have.
+#[derive(Debug, Clone, Copy)]
+struct VariantRow {
+    product_id: Uuid,
+    status: Status,
+    currency: Currency,
+    price: i64,
+    weight_grams: u32,
+}
+
+/// Most stores whose pricing rows a cell keeps; the cache is emptied when full.
+const PRICING_STORES_MAX: usize = 1_000;
+/// Most variants (and, apart, products' collections) kept per store; emptied when full.
+const PRICING_ROWS_MAX: usize = 50_000;
+
+/// A code as entered (trimmed) and the customer key its usage is counted for.
+type CodeKey = (String, Option<String>);
+
+/// The rows of one store that calculations read over and over, as of one write generation of
+/// the store: variants with their product's status and currency, product collections, tax rates,
+/// shipping zones and discounts with their usage. Filled as calculations read them; a write to the
+/// store makes a new one.
+#[derive(Default)]
+struct StorePricing {
+    generation: u64,
+    variants: RwLock<HashMap<Uuid, Option<VariantRow>>>,
+    collections: RwLock<HashMap<Uuid, Arc<Vec<Uuid>>>>,
+    tax_rates: OnceLock<Arc<Vec<TaxRate>>>,
+    zones: OnceLock<Arc<Vec<ShippingZone>>>,
+    /// (code as entered, trimmed; customer key) → the discount it names with its usage.
+    codes: RwLock<HashMap<CodeKey, Option<ResolvedDiscount>>>,
+    /// Customer key → every automatic discount with its usage, active or not, in key order.
+    automatic: RwLock<HashMap<Option<String>, Arc<Vec<ResolvedDiscount>>>>,
+}
+
+/// A cell's [`StorePricing`] per store. Entries are read from a transaction begun after the
+/// generation they are tagged with was read, so an entry is never older than its tag, and one
+/// whose tag is not the store's current generation is never used.
+#[derive(Default)]
+pub struct PricingCache(Mutex<HashMap<Uuid, Arc<StorePricing>>>);
+
+impl PricingCache {
+    /// The store's entry for `generation`, a new empty one when the kept one is of another.
+    fn at(&self, store: Uuid, generation: u64) -> Arc<StorePricing> {
+        let Ok(mut stores) = self.0.lock() else { return Arc::new(StorePricing { generation, ..StorePricing::default() }) };
+        if let Some(p) = stores.get(&store)
+            && p.generation == generation
+        {
+            return p.clone();
+        }
+        if stores.len() >= PRICING_STORES_MAX && !stores.contains_key(&store) {
+            stores.clear();
+        }
+        let fresh = Arc::new(StorePricing { generation, ..StorePricing::default() });
+        stores.insert(store, fresh.clone());
+        fresh
+    }
+}
+
+fn remember<K: std::hash::Hash + Eq, V>(map: &RwLock<HashMap<K, V>>, key: K, value: V) {
+    if let Ok(mut m) = map.write() {
+        if m.len() >= PRICING_ROWS_MAX {
+            m.clear();
+        }
+        m.insert(key, value);
+    }
+}
+
+/// What a calculation reads: the store's cached rows, and for what is not cached one read
+/// transaction, begun and each table opened only when first needed (a calculation is a hot read
+/// path, and opening a table costs a lookup of its root in the transaction).
+struct Snapshot<'c> {
+    cell: &'c Cell,
     store: Uuid,
-    variants: Table,
-    products: Table,
-    /// Opened only when a discount of the calculation looks at collections.
-    product_collections: Option<Table>,
-    codes: Table,
-    discounts: Table,
-    usage: Table,
+    cache: Arc<StorePricing>,
+    txn: OnceCell<ReadTransaction>,
+    variants: OnceCell<Table>,
+    products: OnceCell<Table>,
+    /// Used only when a discount of the calculation looks at collections.
+    product_collections: Option<OnceCell<Table>>,
+    codes: OnceCell<Table>,
+    discounts: OnceCell<Table>,
+    usage: OnceCell<Table>,
 }
 
 fn open(txn: &ReadTransaction, t: StoreTable) -> ApiResult<Table> {
     Ok(txn.open_table(t.def)?)
 }
 
-impl Snapshot {
-    fn new(txn: &ReadTransaction, store: Uuid) -> ApiResult<Snapshot> {
-        Ok(Snapshot {
+impl<'c> Snapshot<'c> {
+    /// `cache` must be taken before this snapshot's transaction begins (see [`PricingCache`]).
+    fn new(cell: &'c Cell, store: Uuid, cache: Arc<StorePricing>) -> Snapshot<'c> {
+        Snapshot {
+            cell,
             store,
-            variants: open(txn, VARIANTS)?,
-            products: open(txn, PRODUCTS)?,
+            cache,
+            txn: OnceCell::new(),
+            variants: OnceCell::new(),
+            products: OnceCell::new(),
             product_collections: None,
-            codes: open(txn, DISCOUNT_CODES)?,
-            discounts: open(txn, DISCOUNTS)?,
-            usage: open(txn, DISCOUNT_USAGE)?,
-        })
+            codes: OnceCell::new(),
+            discounts: OnceCell::new(),
+            usage: OnceCell::new(),
+        }
+    }
+
+    fn txn(&self) -> ApiResult<&ReadTransaction> {
+        if let Some(txn) = self.txn.get() {
+            return Ok(txn);
+        }
+        let txn = self.cell.read()?;
+        Ok(self.txn.get_or_init(|| txn))
+    }
+
+    /// The table in `slot`, opened on first use.
+    fn table<'s>(&'s self, slot: &'s OnceCell<Table>, t: StoreTable) -> ApiResult<&'s Table> {
+        if let Some(table) = slot.get() {
+            return Ok(table);
+        }
+        let table = open(self.txn()?, t)?;
+        Ok(slot.get_or_init(|| table))
+    }
+
+    /// A variant with its product's status and currency; `None` for one the store does not have.
+    fn variant(&self, id: Uuid) -> ApiResult<Option<VariantRow>> {
+        if let Some(row) = self.cache.variants.read().ok().and_then(|m| m.get(&id).copied()) {
+            return Ok(row);
+        }
+        let row = self.read_variant(id)?;
+        remember(&self.cache.variants, id, row);
+        Ok(row)
+    }
+
+    fn read_variant(&self, id: Uuid) -> ApiResult<Option<VariantRow>> {
+        let variants = self.table(&self.variants, VARIANTS)?;
+        let Some(v) = variants.get(Key::store(self.store).id(id).bytes())? else { return Ok(None) };
+        let product_id = Uuid::from_slice(v.value()).map_err(ApiError::internal)?;
+        let products = self.table(&self.products, PRODUCTS)?;
+        let Some(row) = products.get(Key::store(self.store).id(product_id).bytes())? else { return Ok(None) };
+        let p: Product = decode(row.value())?;
+        Ok(p.variants.iter().find(|v| v.id == id).map(|v| VariantRow {
+            product_id: p.id,
+            status: p.status,
+            currency: p.currency,
+            price: v.price,
+            weight_grams: v.weight_grams.unwrap_or(0),
+        }))
+    }
+
+    /// The store's tax rates (small, read whole).
+    fn tax_rates(&self) -> ApiResult<Arc<Vec<TaxRate>>> {
+        if let Some(rates) = self.cache.tax_rates.get() {
+            return Ok(rates.clone());
+        }
+        let rates = Arc::new(all(self.txn()?, TAX_RATES, self.store)?);
+        Ok(self.cache.tax_rates.get_or_init(|| rates).clone())
+    }
+
+    /// The store's shipping zones (small, read whole).
+    fn zones(&self) -> ApiResult<Arc<Vec<ShippingZone>>> {
+        if let Some(zones) = self.cache.zones.get() {
+            return Ok(zones.clone());
+        }
+        let zones = Arc::new(all(self.txn()?, SHIPPING_ZONES, self.store)?);
+        Ok(self.cache.zones.get_or_init(|| zones).clone())
     }
 
     /// The rows of `table` under `prefix`, in key order.
@@ -255,33 +392,75 @@ impl Snapshot {
         Ok(())
     }
 
-    /// The collections a product is in, from the product → collection index.
+    /// The collections a product is in, from the product → collection index; none when no
+    /// discount of the calculation looks at collections.
     fn product_collections(&self, product: Uuid) -> ApiResult<Vec<Uuid>> {
+        let Some(cell) = &self.product_collections else { return Ok(Vec::new()) };
+        if let Some(ids) = self.cache.collections.read().ok().and_then(|m| m.get(&product).cloned()) {
+            return Ok(ids.to_vec());
+        }
         let mut ids = Vec::new();
-        let Some(table) = &self.product_collections else { return Ok(ids) };
-        Snapshot::each(table, Key::store(self.store).id(product).bytes(), |k, _| {
+        Snapshot::each(self.table(cell, PRODUCT_COLLECTIONS)?, Key::store(self.store).id(product).bytes(), |k, _| {
             ids.extend(trailing_id(k));
             Ok(())
         })?;
+        remember(&self.cache.collections, product, Arc::new(ids.clone()));
         Ok(ids)
     }
 
     fn discount(&self, id: Uuid) -> ApiResult<Option<Discount>> {
-        self.discounts.get(row_key(self.store, id).as_slice())?.map(|v| decode(v.value())).transpose()
+        let discounts = self.table(&self.discounts, DISCOUNTS)?;
+        discounts.get(row_key(self.store, id).as_slice())?.map(|v| decode(v.value())).transpose()
     }
 
     /// The discount a code names, without regard to case.
     fn find_code(&self, code: &str) -> ApiResult<Option<Discount>> {
-        let Some(id) = self.codes.get(code_key(self.store, code).as_slice())? else { return Ok(None) };
+        let codes = self.table(&self.codes, DISCOUNT_CODES)?;
+        let Some(id) = codes.get(code_key(self.store, code).as_slice())? else { return Ok(None) };
         let id = Uuid::from_slice(id.value()).map_err(ApiError::internal)?;
         self.discount(id)
     }
 
     /// A discount with its usage counts (total, and by `customer`).
     fn resolve(&self, d: Discount, customer: Option<&str>) -> ApiResult<ResolvedDiscount> {
-        let get = |k: &[u8]| -> ApiResult<Option<Vec<u8>>> { Ok(self.usage.get(k)?.map(|v| v.value().to_vec())) };
+        let usage_table = self.table(&self.usage, DISCOUNT_USAGE)?;
+        let get = |k: &[u8]| -> ApiResult<Option<Vec<u8>>> { Ok(usage_table.get(k)?.map(|v| v.value().to_vec())) };
         let usage = usage_with(get, self.store, d.id, customer)?;
         Ok(ResolvedDiscount { discount: d, usage })
+    }
+
+    /// The discount a code (trimmed, 1 to 255 bytes) names, with its usage by `customer`.
+    fn code(&self, code: &str, customer: Option<&str>) -> ApiResult<Option<ResolvedDiscount>> {
+        let key = (code.to_string(), customer.map(str::to_string));
+        if let Some(found) = self.cache.codes.read().ok().and_then(|m| m.get(&key).cloned()) {
+            return Ok(found);
+        }
+        let found = self.find_code(code)?.map(|d| self.resolve(d, customer)).transpose()?;
+        remember(&self.cache.codes, key, found.clone());
+        Ok(found)
+    }
+
+    /// Every automatic discount of the store with its usage by `customer`, in key order, active
+    /// or not (the caller filters by the time of the calculation).
+    fn automatic(&self, customer: Option<&str>) -> ApiResult<Arc<Vec<ResolvedDiscount>>> {
+        let key = customer.map(str::to_string);
+        if let Some(all) = self.cache.automatic.read().ok().and_then(|m| m.get(&key).cloned()) {
+            return Ok(all);
+        }
+        let mut ids = Vec::new();
+        Snapshot::each(&open(self.txn()?, DISCOUNT_AUTOMATIC)?, Key::store(self.store).bytes(), |k, _| {
+            ids.extend(trailing_id(k));
+            Ok(())
+        })?;
+        let mut all = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(d) = self.discount(id)? {
+                all.push(self.resolve(d, customer)?);
+            }
+        }
+        let all = Arc::new(all);
+        remember(&self.cache.automatic, key, all.clone());
+        Ok(all)
     }
 }
 
@@ -305,37 +484,18 @@ fn resolve_lines(snap: &Snapshot, req: &CalcRequest) -> ApiResult<Vec<CalcLine>>
     let mut c = Check::new();
     let at = |i: usize, field: &str| format!("{pre}lineItems[{i}].{field}");
     let unknown = "no such variant in this store";
-    // A cart often holds several variants of one product: decode each product once.
-    let mut cache: HashMap<Uuid, (Product, Vec<Uuid>)> = HashMap::new();
+    // A cart often holds several variants of one product: look up its collections once.
+    let mut collections: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
     let mut lines = Vec::with_capacity(req.lines.len());
     for (i, l) in req.lines.iter().enumerate() {
         if !(1..=MAX_QUANTITY).contains(&l.quantity) {
             c.fail(&at(i, "quantity"), format!("must be 1 to {MAX_QUANTITY}"));
         }
-        let product_id = match snap.variants.get(Key::store(snap.store).id(l.variant_id).bytes())? {
-            Some(v) => Uuid::from_slice(v.value()).map_err(ApiError::internal)?,
-            None => {
-                c.fail(&at(i, "variantId"), unknown);
-                continue;
-            }
-        };
-        let (p, collections) = match cache.entry(product_id) {
-            Entry::Occupied(e) => &*e.into_mut(),
-            Entry::Vacant(e) => {
-                let Some(row) = snap.products.get(Key::store(snap.store).id(product_id).bytes())? else {
-                    c.fail(&at(i, "variantId"), unknown);
-                    continue;
-                };
-                let p: Product = decode(row.value())?;
-                let collections = snap.product_collections(product_id)?;
-                &*e.insert((p, collections))
-            }
-        };
-        let Some(v) = p.variants.iter().find(|v| v.id == l.variant_id) else {
+        let Some(v) = snap.variant(l.variant_id)? else {
             c.fail(&at(i, "variantId"), unknown);
             continue;
         };
-        match p.status {
+        match v.status {
             Status::Archived => {
                 c.fail(&at(i, "variantId"), "the product is archived");
                 continue;
@@ -347,13 +507,21 @@ fn resolve_lines(snap: &Snapshot, req: &CalcRequest) -> ApiResult<Vec<CalcLine>>
             }
             _ => {}
         }
+        let collection_ids = match collections.get(&v.product_id) {
+            Some(ids) => ids.clone(),
+            None => {
+                let ids = snap.product_collections(v.product_id)?;
+                collections.insert(v.product_id, ids.clone());
+                ids
+            }
+        };
         lines.push(CalcLine {
-            variant_id: v.id,
-            product_id: p.id,
-            collection_ids: collections.clone(),
-            unit_price: Money { amount: v.price, currency: p.currency },
+            variant_id: l.variant_id,
+            product_id: v.product_id,
+            collection_ids,
+            unit_price: Money { amount: v.price, currency: v.currency },
             quantity: l.quantity,
-            weight_grams: v.weight_grams.unwrap_or(0),
+            weight_grams: v.weight_grams,
             // Variants carry no tax exemption yet: every line is taxable.
             taxable: true,
             discount: l.discount.clone(),
@@ -380,44 +548,37 @@ impl Cell {
             c.fail("shippingMethodId", "needs a shippingAddress to be offered");
         }
         c.finish()?;
-        let txn = self.read()?;
-        let settings: StoreSettings = match open(&txn, STORES)?.get(Key::store(store).bytes())? {
-            Some(v) => decode(v.value())?,
-            None => return Err(ApiError::not_found()),
-        };
-        let mut snap = Snapshot::new(&txn, store)?;
+        // Read before the transaction begins: cached rows are never older than their tag.
+        let cache = self.pricing.at(store, self.writer.generations.get(store));
+        let settings = self.store_settings_cached(store)?;
+        let mut snap = Snapshot::new(self, store, cache);
         // Discounts first: whether any looks at collections decides if lines need theirs.
         let customer = customer_key(req.customer_id, None);
         let mut codes = Vec::with_capacity(req.codes.len());
         for code in &req.codes {
             let trimmed = code.trim();
             // A code that cannot exist is simply not found; the engine names over-long ones.
-            let found = if trimmed.is_empty() || trimmed.len() > 255 { None } else { snap.find_code(trimmed)? };
-            codes.push(CodeInput { code: code.clone(), found: found.map(|d| snap.resolve(d, customer.as_deref())).transpose()? });
+            let found = if trimmed.is_empty() || trimmed.len() > 255 { None } else { snap.code(trimmed, customer.as_deref())? };
+            codes.push(CodeInput { code: code.clone(), found });
         }
-        let mut automatic = Vec::new();
-        let mut ids = Vec::new();
-        Snapshot::each(&open(&txn, DISCOUNT_AUTOMATIC)?, Key::store(store).bytes(), |k, _| {
-            ids.extend(trailing_id(k));
-            Ok(())
-        })?;
-        for id in ids {
-            // Inactive ones would only be dropped by the engine: skip their usage reads.
-            if let Some(d) = snap.discount(id)?.filter(|d| d.status(now) == DiscountStatus::Active) {
-                automatic.push(snap.resolve(d, customer.as_deref())?);
-            }
-        }
+        // Inactive ones would only be dropped by the engine.
+        let automatic: Vec<ResolvedDiscount> = snap
+            .automatic(customer.as_deref())?
+            .iter()
+            .filter(|r| r.discount.status(now) == DiscountStatus::Active)
+            .cloned()
+            .collect();
         let by_collection = |d: &Discount| {
             !d.collection_ids.is_empty() || d.buy_x_get_y.as_ref().is_some_and(|b| !b.buy_collection_ids.is_empty())
         };
         let found = codes.iter().filter_map(|c| c.found.as_ref()).chain(&automatic);
         if found.map(|r| &r.discount).any(by_collection) {
-            snap.product_collections = Some(open(&txn, PRODUCT_COLLECTIONS)?);
+            snap.product_collections = Some(OnceCell::new());
         }
         let lines = resolve_lines(&snap, req)?;
         let destination = req.address.as_ref().map(Address::destination);
         let rates: Vec<TaxRate> = match &destination {
-            Some(_) => all(&txn, TAX_RATES, store)?,
+            Some(_) => snap.tax_rates()?.to_vec(),
             None => Vec::new(),
         };
         let mut input = CalcInput {
@@ -434,7 +595,7 @@ impl Cell {
             now,
         };
         if let (Some(method), Some(dest)) = (&req.shipping_method_id, &input.destination) {
-            let zones: Vec<ShippingZone> = all(&txn, SHIPPING_ZONES, store)?;
+            let zones = snap.zones()?;
             let (weight, subtotal) = input.shipping_basis();
             let offered = rates_for(&zones, dest, weight, subtotal, settings.currency);
             let chosen = offered.into_iter().find(|r| r.id.eq_ignore_ascii_case(method.trim()));

@@ -73,6 +73,10 @@ pub struct Cell {
     payments: crate::payments::Providers,
     /// Recent product list pages, rendered (see `search::cache`).
     pub pages: crate::search::cache::AnswerCache,
+    /// Store settings of recent requests, current while their store's generation is.
+    pub settings: stores::SettingsCache,
+    /// Variants, tax rates, zones and discounts of recent calculations, current while their store's generation is.
+    pub pricing: calculate::PricingCache,
     states: RwLock<HashMap<Uuid, StoreState>>,
 }
 
@@ -134,6 +138,8 @@ impl Cell {
             orders: order_cache::OrderCache::default(),
             payments: crate::payments::Providers::default(),
             pages: crate::search::cache::AnswerCache::default(),
+            settings: stores::SettingsCache::default(),
+            pricing: calculate::PricingCache::default(),
             states: RwLock::new(states),
         })
     }

@@ -62,8 +62,36 @@ fn counter_key(store: Uuid, b: u8) -> Vec<u8> {
     Key::store(store).str("products").u8(b).into_vec()
 }
 
+/// A product's two stored forms: the view row (status byte, then the JSON view) and the record.
+#[derive(Clone)]
+pub struct Rendered {
+    pub view: Vec<u8>,
+    pub record: Vec<u8>,
+}
+
+impl Rendered {
+    pub fn of(p: &Product) -> ApiResult<Rendered> {
+        let mut view = vec![p.status as u8];
+        serde_json::to_writer(&mut view, &p.view()).map_err(ApiError::internal)?;
+        Ok(Rendered { view, record: encode(p)? })
+    }
+
+    /// The JSON view alone, as answered to clients.
+    pub fn json(&self) -> &[u8] {
+        self.view.get(1..).unwrap_or_default()
+    }
+}
+
 /// Writes `new` in place of `old` (either may be absent: create, delete) with every secondary row.
 pub fn write_product(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Option<&Product>) -> ApiResult<()> {
+    let rendered = new.map(Rendered::of).transpose()?;
+    write_rendered(tx, store, old, new.zip(rendered.as_ref()))
+}
+
+/// [`write_product`] with the new product already rendered (creates render it before they queue,
+/// so the writer thread, which every write of the cell waits on, does not).
+fn write_rendered(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Option<(&Product, &Rendered)>) -> ApiResult<()> {
+    let (new, rendered) = (new.map(|(p, _)| p), new.map(|(_, r)| r));
     // The search document follows through the outbox, committed with the row itself.
     if let Some(id) = new.or(old).map(|p| p.id) {
         crate::search::outbox_append(tx, store, id)?;
@@ -93,10 +121,9 @@ pub fn write_product(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Optio
             }
             tx.bump(COUNTERS, &counter_key(store, ANY), 1)?;
             tx.bump(COUNTERS, &counter_key(store, bucket(n.status)), 1)?;
-            let mut view = vec![n.status as u8];
-            serde_json::to_writer(&mut view, &n.view()).map_err(ApiError::internal)?;
-            tx.put(PRODUCT_VIEWS, Key::store(store).id(n.id).bytes(), &view)?;
-            tx.put(PRODUCTS, Key::store(store).id(n.id).bytes(), &encode(n)?)
+            let r = rendered.ok_or_else(|| ApiError::internal("a written product is rendered"))?;
+            tx.put(PRODUCT_VIEWS, Key::store(store).id(n.id).bytes(), &r.view)?;
+            tx.put(PRODUCTS, Key::store(store).id(n.id).bytes(), &r.record)
         }
         None => match old {
             Some(o) => {
@@ -114,8 +141,10 @@ fn load(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<Product> {
 }
 
 impl Cell {
-    pub async fn create_product(&self, store: Uuid, input: CreateProduct) -> ApiResult<Product> {
-        let currency = self.store_settings(store)?.currency;
+    /// Creates a product and answers it with its rendered JSON view (the bytes stored in
+    /// `product_views`, which the 201 answers as they are).
+    pub async fn create_product(&self, store: Uuid, input: CreateProduct) -> ApiResult<(Product, Vec<u8>)> {
+        let currency = self.store_settings_cached(store)?.currency;
         validate_create(&input, currency)?;
         let now = now_ms();
         let variants = if input.variants.is_empty() {
@@ -123,14 +152,19 @@ impl Cell {
         } else {
             input.variants.iter().map(|v| new_variant(v, input.price, &input.options, now)).collect()
         };
+        let title = input.title.trim().to_string();
+        let base = slugify(&title);
+        let requested = input.handle;
         let draft = Product {
             id: Uuid::now_v7(),
-            title: input.title.trim().to_string(),
+            // Rendered with the handle it gets unless another product holds that one meanwhile;
+            // the writer renders again only in that case.
+            handle: requested.clone().unwrap_or_else(|| base.clone()),
+            title,
             description: input.description,
             vendor: input.vendor.trim().to_string(),
             product_type: input.product_type.trim().to_string(),
             tags: input.tags.iter().map(|t| t.trim().to_string()).collect(),
-            handle: String::new(),
             status: input.status.as_deref().and_then(Status::parse).unwrap_or(Status::Draft),
             category_id: input.category_id,
             options: input.options,
@@ -139,15 +173,35 @@ impl Cell {
             created_at: now,
             updated_at: now,
         };
-        let requested = input.handle;
-        self.writer
+        let rendered = Rendered::of(&draft)?;
+        let draft = Arc::new((draft, rendered));
+        let queued = draft.clone();
+        // The writer answers only what differs from the draft: a handle taken meanwhile.
+        let moved: Option<(Product, Rendered)> = self
+            .writer
             .write(Some(store), move |tx| {
+                let (draft, rendered) = &*queued;
+                let handle = resolve_handle(tx, PRODUCT_HANDLES, store, draft.id, requested.as_deref(), &base, "product")?;
+                if handle == draft.handle {
+                    write_rendered(tx, store, None, Some((draft, rendered)))?;
+                    return Ok(None);
+                }
                 let mut p = draft.clone();
-                p.handle = resolve_handle(tx, PRODUCT_HANDLES, store, p.id, requested.as_deref(), &slugify(&p.title), "product")?;
-                write_product(tx, store, None, Some(&p))?;
-                Ok(p)
+                p.handle = handle;
+                let fresh = Rendered::of(&p)?;
+                write_rendered(tx, store, None, Some((&p, &fresh)))?;
+                Ok(Some((p, fresh)))
             })
-            .await
+            .await?;
+        let (p, view) = match moved {
+            Some((p, r)) => (p, r.json().to_vec()),
+            None => {
+                let (p, r) = Arc::try_unwrap(draft).unwrap_or_else(|shared| (shared.0.clone(), shared.1.clone()));
+                let view = r.json().to_vec();
+                (p, view)
+            }
+        };
+        Ok((p, view))
     }
 
     pub fn product(&self, store: Uuid, id: Uuid) -> ApiResult<Product> {

@@ -1,5 +1,8 @@
 //! Store settings in the cell: the one writer of the `stores` row.
 
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
 use uuid::Uuid;
 
 use crate::cells::{Cell, StoreState};
@@ -11,7 +14,36 @@ use crate::storage::keys::Key;
 use crate::storage::read;
 use crate::storage::tables::{STORE_STATE, STORES};
 
+/// Stores whose settings are kept in [`SettingsCache`]; the cache is emptied when full.
+const SETTINGS_CACHE_MAX: usize = 10_000;
+
+/// Recently read store settings, each tagged with the store's write generation at the time of
+/// the read: hot paths (product creates, calculations) skip a read transaction and a decode
+/// while nothing has written the store since.
+#[derive(Default)]
+pub struct SettingsCache(RwLock<HashMap<Uuid, (u64, Arc<StoreSettings>)>>);
+
 impl Cell {
+    /// A store's settings, from the cache while the store's write generation is unchanged.
+    pub fn store_settings_cached(&self, store: Uuid) -> ApiResult<Arc<StoreSettings>> {
+        // Read before the transaction begins: a cached copy is never older than its tag.
+        let generation = self.writer.generations.get(store);
+        let cached = self.settings.0.read().ok().and_then(|m| m.get(&store).cloned());
+        if let Some((tag, settings)) = cached
+            && tag == generation
+        {
+            return Ok(settings);
+        }
+        let settings = Arc::new(self.store_settings(store)?);
+        if let Ok(mut m) = self.settings.0.write() {
+            if m.len() >= SETTINGS_CACHE_MAX && !m.contains_key(&store) {
+                m.clear();
+            }
+            m.insert(store, (generation, settings.clone()));
+        }
+        Ok(settings)
+    }
+
     /// Creates a store in this cell (called by the account service when it places a store).
     /// Creating the same store again with the same settings is accepted, so the call can be
     /// retried safely.

@@ -93,6 +93,11 @@ pub fn parse_path_id(name: &str, raw: &str) -> ApiResult<Uuid> {
 /// Parses JSON; a syntax error is `INVALID_JSON`, a wrong shape is `VALIDATION_FAILED` naming the
 /// field path (e.g. `price.amount`).
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
+    // Tracking the path costs on every value; it is needed only to name the field of an error,
+    // so a body that parses is read without it and only a failed one is read again with it.
+    if let Ok(value) = serde_json::from_slice(bytes) {
+        return Ok(value);
+    }
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();

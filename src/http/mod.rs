@@ -79,6 +79,13 @@ pub fn created<T: Serialize + ?Sized>(body: &T) -> Resp {
     json(StatusCode::CREATED, body)
 }
 
+/// A 201 with JSON that is already rendered.
+pub fn created_raw(body: Vec<u8>) -> Resp {
+    let mut r = ok_raw(body);
+    *r.status_mut() = StatusCode::CREATED;
+    r
+}
+
 pub fn no_content() -> Resp {
     let mut r = Response::new(Full::new(Bytes::new()));
     *r.status_mut() = StatusCode::NO_CONTENT;

@@ -213,42 +213,60 @@ pub fn validate(input: &CalcInput) -> ApiResult<()> {
     let mut c = Check::new();
     let cur = input.currency;
     let other_currency = |m: &Money| format!("must be the store currency {}, not {}", cur.code(), m.currency.code());
-    c.ensure(input.lines.len() <= MAX_LINES, "lineItems", format!("at most {MAX_LINES} lines"));
+    ensure(&mut c, input.lines.len() <= MAX_LINES, || "lineItems".into(), || format!("at most {MAX_LINES} lines"));
     let mut sum: i128 = 0;
     for (i, l) in input.lines.iter().enumerate() {
-        let at = format!("lineItems[{i}]");
-        c.ensure((1..=MAX_QUANTITY).contains(&l.quantity), &format!("{at}.quantity"), format!("must be 1 to {MAX_QUANTITY}"));
-        c.ensure((0..=MAX_AMOUNT).contains(&l.unit_price.amount), &format!("{at}.unitPrice.amount"), "must not be negative");
-        c.ensure(l.unit_price.currency == cur, &format!("{at}.unitPrice.currency"), other_currency(&l.unit_price));
+        let at = || format!("lineItems[{i}]");
+        ensure(
+            &mut c,
+            (1..=MAX_QUANTITY).contains(&l.quantity),
+            || format!("{}.quantity", at()),
+            || format!("must be 1 to {MAX_QUANTITY}"),
+        );
+        ensure(
+            &mut c,
+            (0..=MAX_AMOUNT).contains(&l.unit_price.amount),
+            || format!("{}.unitPrice.amount", at()),
+            || "must not be negative".into(),
+        );
+        ensure(&mut c, l.unit_price.currency == cur, || format!("{}.unitPrice.currency", at()), || other_currency(&l.unit_price));
         if let Some(d) = &l.discount {
-            check_manual(&mut c, &format!("{at}.discount"), d);
+            check_manual(&mut c, &format!("{}.discount", at()), d);
         }
         sum += i128::from(l.unit_price.amount) * i128::from(l.quantity);
     }
-    c.ensure(sum <= i128::from(MAX_AMOUNT), "lineItems", format!("the lines total more than {MAX_AMOUNT} minor units"));
-    c.ensure(
+    ensure(
+        &mut c,
+        sum <= i128::from(MAX_AMOUNT),
+        || "lineItems".into(),
+        || format!("the lines total more than {MAX_AMOUNT} minor units"),
+    );
+    ensure(
+        &mut c,
         input.order_discounts.len() <= MAX_ORDER_DISCOUNTS,
-        "orderDiscounts",
-        format!("at most {MAX_ORDER_DISCOUNTS} order discounts"),
+        || "orderDiscounts".into(),
+        || format!("at most {MAX_ORDER_DISCOUNTS} order discounts"),
     );
     for (i, d) in input.order_discounts.iter().enumerate() {
         check_manual(&mut c, &format!("orderDiscounts[{i}]"), d);
     }
-    c.ensure(
+    ensure(
+        &mut c,
         input.codes.len() <= MAX_CODES_PER_REQUEST,
-        "discountCodes",
-        format!("at most {MAX_CODES_PER_REQUEST} codes per request"),
+        || "discountCodes".into(),
+        || format!("at most {MAX_CODES_PER_REQUEST} codes per request"),
     );
     for (i, code) in input.codes.iter().enumerate() {
         let len = code.code.trim().len();
-        c.ensure((1..=255).contains(&len), &format!("discountCodes[{i}]"), "must be 1 to 255 characters");
+        ensure(&mut c, (1..=255).contains(&len), || format!("discountCodes[{i}]"), || "must be 1 to 255 characters".into());
     }
     if let Some(rate) = &input.shipping_rate {
         c.ensure((0..=MAX_AMOUNT).contains(&rate.price.amount), "shippingMethodId", "the rate's price must not be negative");
-        c.ensure(
+        ensure(
+            &mut c,
             rate.price.currency == cur,
-            "shippingMethodId",
-            other_currency(&Money { amount: 0, currency: rate.price.currency }),
+            || "shippingMethodId".into(),
+            || other_currency(&Money { amount: 0, currency: rate.price.currency }),
         );
     }
     if let Some(d) = &input.destination {
@@ -259,6 +277,14 @@ pub fn validate(input: &CalcInput) -> ApiResult<()> {
         );
     }
     c.finish()
+}
+
+/// [`Check::ensure`] that builds the field name and message only when the check fails: every
+/// calculation validates every line, and formatting them up front cost more than the pricing.
+fn ensure(c: &mut Check, ok: bool, field: impl FnOnce() -> String, message: impl FnOnce() -> String) {
+    if !ok {
+        c.fail(&field(), message());
+    }
 }
 
 /// The manual discount on `amount`, capped at it; `true` when the cap cut it.
