@@ -166,8 +166,7 @@ const CURRENCIES: &[(&str, u8)] = &[
 ];
 
 /// A known ISO 4217 currency: the code's three upper-case letters and its exponent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(into = "String")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Currency {
     code: [u8; 3],
     exponent: u8,
@@ -226,9 +225,11 @@ impl<'de> Deserialize<'de> for Currency {
     }
 }
 
-impl From<Currency> for String {
-    fn from(c: Currency) -> String {
-        c.code().to_string()
+/// The code as a string (bincode and JSON alike), written without an allocation: every money
+/// amount of every answer carries one.
+impl Serialize for Currency {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.code())
     }
 }
 
