@@ -202,11 +202,27 @@ impl Search {
     pub fn search(&self, req: &SearchRequest, fingerprint: u32) -> ApiResult<Hits> {
         let searcher = self.reader.searcher();
         let words = self.index.tokenizer_for_field(self.fields.title).map_err(ApiError::internal)?;
-        let query = QueryBuilder { fields: &self.fields, words, searcher: &searcher }.build(req);
+        let mut builder = QueryBuilder { fields: &self.fields, words, searcher: &searcher, relaxed: false, scored: false };
         let want = if req.after.is_some() { req.limit } else { req.offset + req.limit };
-        let collector =
-            PageCollector { fields: self.fields, sort: req.sort, want, after: req.after.clone(), allowed: req.allowed.clone() };
-        let found = searcher.search(query.as_ref(), &collector).map_err(ApiError::internal)?;
+        let run = |builder: &mut QueryBuilder| {
+            let query = builder.build(req);
+            let collector = PageCollector {
+                fields: self.fields,
+                sort: req.sort,
+                want,
+                after: req.after.clone(),
+                allowed: req.allowed.clone(),
+                scored: builder.scored,
+            };
+            searcher.search(query.as_ref(), &collector).map_err(ApiError::internal)
+        };
+        let mut found = run(&mut builder)?;
+        // Every word of a query must match; when no product has them all, the products with
+        // any of them are the answer, those matching more words first.
+        if found.total() == 0 && builder.can_relax(req) {
+            builder.relaxed = true;
+            found = run(&mut builder)?;
+        }
         Ok(page_of(found, req, fingerprint))
     }
 }
@@ -366,5 +382,54 @@ mod tests {
             })
             .unwrap();
         assert_ne!(search.generation(), one, "a delete changes it too");
+    }
+
+    fn found(search: &Search, store: Uuid, q: &str) -> Vec<u128> {
+        let req = SearchRequest {
+            store,
+            terms: vec![(q.to_string(), query::SearchBy::Title)],
+            status: None,
+            product_type: None,
+            allowed: None,
+            sort: query::Sort::Relevance,
+            offset: 0,
+            limit: 20,
+            after: None,
+        };
+        search.search(&req, 0).unwrap().ids.iter().map(|id| id.as_u128()).collect()
+    }
+
+    #[test]
+    fn every_word_must_match_and_any_word_when_none_has_all() {
+        let (schema, _) = schema::build();
+        let search = Search::new(Index::create_in_ram(schema), Arc::new(Notify::new())).unwrap();
+        let (store, other) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let add = |products: &[(Uuid, u64, &str)]| {
+            search
+                .write(|w, f| {
+                    for (s, id, title) in products {
+                        w.add_document(tantivy::doc!(
+                            f.store => schema::store_term(*s), f.id_hi => 0u64, f.id_lo => *id, f.title => *title
+                        ))?;
+                    }
+                    Ok(())
+                })
+                .unwrap()
+        };
+        let sorted = |mut v: Vec<u128>| {
+            v.sort();
+            v
+        };
+        // One store in the index: its filter is left out, the answers are the same.
+        add(&[(store, 1, "Blue Garden Chair"), (store, 2, "Red Garden Chair"), (store, 3, "Blue Mug")]);
+        assert_eq!(found(&search, store, "blue chair"), [1]);
+        assert_eq!(found(&search, store, "bleu chiar"), [1], "each word keeps its typo tolerance");
+        assert_eq!(sorted(found(&search, store, "red mug")), [2, 3], "no product has both: either word will do");
+        assert_eq!(found(&search, store, "blue garden zebra")[0], 1, "more matching words rank first");
+        assert_eq!(found(&search, store, "zebra okapi"), Vec::<u128>::new());
+        assert_eq!(found(&search, other, "blue"), Vec::<u128>::new());
+        add(&[(other, 4, "Red Mug")]);
+        assert_eq!(sorted(found(&search, store, "red mug")), [2, 3], "never another store's products");
+        assert_eq!(found(&search, other, "red mug"), [4]);
     }
 }

@@ -18,7 +18,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::query::{
-    BooleanQuery, BoostQuery, ConstScoreQuery, EmptyQuery, FuzzyTermQuery, InvertedIndexRangeQuery, Occur, Query, TermQuery,
+    AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, EmptyQuery, FuzzyTermQuery, InvertedIndexRangeQuery, Occur, Query,
+    TermQuery,
 };
 use tantivy::schema::{Field, IndexRecordOption, Term};
 use tantivy::tokenizer::TextAnalyzer;
@@ -241,6 +242,12 @@ pub struct QueryBuilder<'a> {
     /// The index the query will run on: typo-tolerant words are expanded against its term
     /// dictionaries, and code clauses no term can match are left out.
     pub searcher: &'a Searcher,
+    /// Whether a multi-word term matches products with any of its words (ranked by how many)
+    /// rather than all of them: the fallback when the strict query finds nothing.
+    pub relaxed: bool,
+    /// Whether the last built query scores at all: one made only of typo and completion terms
+    /// and filters scores every product 0, and the collector then needs no scores.
+    pub scored: bool,
 }
 
 /// Most dictionary terms a query word is expanded to (its typo variants and, for the last word,
@@ -273,9 +280,9 @@ fn boxed(q: impl Query + 'static) -> Box<dyn Query> {
     Box::new(q)
 }
 
-fn filter(field: Field, text: &str) -> Box<dyn Query> {
-    let term = TermQuery::new(Term::from_field_text(field, text), IndexRecordOption::Basic);
-    boxed(ConstScoreQuery::new(boxed(term), 0.0))
+/// A scoreless required term (boost 0 keeps it a plain term scorer; see [`QueryBuilder::word`]).
+fn filter(term: Term) -> Box<dyn Query> {
+    boxed(BoostQuery::new(boxed(TermQuery::new(term, IndexRecordOption::Basic)), 0.0))
 }
 
 impl QueryBuilder<'_> {
@@ -293,12 +300,33 @@ impl QueryBuilder<'_> {
     /// automata are run against the term dictionaries here, and the few terms they accept are
     /// matched as plain terms: a misspelt word becomes one posting list to intersect instead of
     /// a union of automaton bitsets. Typo and completion matches add no score of their own, so
-    /// exact matches rank first.
-    fn word(&self, fields: &[Field], word: &str, last: bool) -> Box<dyn Query> {
+    /// exact matches rank first; when the query is relaxed (see [`QueryBuilder::relaxed`]) every
+    /// matching word adds one, so products matching more of the words come first.
+    ///
+    /// Scoreless terms are boosted term queries (boost 0), not constant-score wrappers: a word
+    /// that resolves to one dictionary term stays a plain term scorer, which tantivy intersects
+    /// without dynamic dispatch.
+    ///
+    /// Answers too whether the word's clause scores (an exact match, or any relaxed one).
+    fn word(&self, fields: &[Field], word: &str, last: bool) -> (Box<dyn Query>, bool) {
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        let mut scored = self.relaxed;
+        let plain = |q: Box<dyn Query>| match self.relaxed {
+            true => (Occur::Should, boxed(ConstScoreQuery::new(q, 1.0))),
+            false => (Occur::Should, boxed(BoostQuery::new(q, 0.0))),
+        };
+        let other =
+            |field: Field, t: &[u8]| plain(boxed(TermQuery::new(Term::from_field_bytes(field, t), IndexRecordOption::Basic)));
         for &field in fields {
             let term = Term::from_field_text(field, word);
-            let exact = || boxed(BoostQuery::new(boxed(TermQuery::new(term.clone(), IndexRecordOption::WithFreqs)), 2.0));
+            let mut exact = |should: &mut Vec<(Occur, Box<dyn Query>)>| {
+                scored = true;
+                let with_freqs = TermQuery::new(term.clone(), IndexRecordOption::WithFreqs);
+                should.push((Occur::Should, boxed(BoostQuery::new(boxed(with_freqs), 2.0))));
+                if self.relaxed {
+                    should.push(other(field, word.as_bytes()));
+                }
+            };
             let mut automata = Vec::new();
             let d = distance(word);
             if d > 0 {
@@ -308,30 +336,28 @@ impl QueryBuilder<'_> {
                 automata.push(FuzzyTermQuery::new_prefix(term.clone(), 0, true));
             }
             if automata.is_empty() {
-                should.push((Occur::Should, exact()));
+                exact(&mut should);
                 continue;
             }
             match self.expand(field, &automata) {
                 Some(mut terms) => {
                     if terms.remove(word.as_bytes()) {
-                        should.push((Occur::Should, exact()));
+                        exact(&mut should);
                     }
-                    for t in terms {
-                        let other = TermQuery::new(Term::from_field_bytes(field, &t), IndexRecordOption::Basic);
-                        should.push((Occur::Should, boxed(ConstScoreQuery::new(boxed(other), 0.0))));
-                    }
+                    should.extend(terms.iter().map(|t| other(field, t)));
                 }
                 None => {
-                    should.push((Occur::Should, exact()));
-                    should.extend(automata.into_iter().map(|a| (Occur::Should, boxed(a))));
+                    exact(&mut should);
+                    should.extend(automata.into_iter().map(|a| plain(boxed(a))));
                 }
             }
         }
-        match should.len() {
+        let query = match should.len() {
             0 => boxed(EmptyQuery),
             1 => should.pop().map(|(_, q)| q).unwrap_or_else(|| boxed(EmptyQuery)),
             _ => boxed(BooleanQuery::new(should)),
-        }
+        };
+        (query, scored)
     }
 
     /// Every term of `field` that one of `automata` accepts, in every segment; `None` when there
@@ -368,15 +394,24 @@ impl QueryBuilder<'_> {
         })
     }
 
-    /// Every word must match one of `fields`.
-    fn words(&mut self, fields: &[Field], text: &str) -> Option<Box<dyn Query>> {
+    /// The clauses of `text` against `fields`: one per word, every one required; relaxed, one
+    /// clause that any of the words satisfies. `None` when the text has no words.
+    fn words(&mut self, fields: &[Field], text: &str) -> Option<Vec<Box<dyn Query>>> {
         let words = self.tokens(text);
         if words.is_empty() {
             return None;
         }
         let n = words.len();
-        let must = words.iter().enumerate().map(|(i, w)| (Occur::Must, self.word(fields, w, i + 1 == n))).collect();
-        Some(boxed(BooleanQuery::new(must)))
+        let mut clauses = Vec::with_capacity(n);
+        for (i, w) in words.iter().enumerate() {
+            let (clause, scored) = self.word(fields, w, i + 1 == n);
+            self.scored |= scored;
+            clauses.push(clause);
+        }
+        if self.relaxed && clauses.len() > 1 {
+            clauses = vec![boxed(BooleanQuery::new(clauses.into_iter().map(|q| (Occur::Should, q)).collect()))];
+        }
+        Some(clauses)
     }
 
     /// A code field: the exact value (scored above) or any value starting with it.
@@ -401,45 +436,91 @@ impl QueryBuilder<'_> {
         ])))
     }
 
-    /// `text` against the fields of `by`; `None` when it can match nothing (no words in it).
-    fn term(&mut self, text: &str, by: SearchBy) -> Option<Box<dyn Query>> {
+    /// `text` against the fields of `by`, as clauses that must all match (the words of a
+    /// title-like search, flattened into the whole query so tantivy intersects their postings
+    /// directly); `None` when it can match nothing.
+    fn term(&mut self, text: &str, by: SearchBy) -> Option<Vec<Box<dyn Query>>> {
         let f = *self.fields;
+        let code = |q: Option<Box<dyn Query>>| q.filter(|q| !q.is::<EmptyQuery>()).map(|q| vec![q]);
         match by {
             SearchBy::Title => self.words(&[f.title], text),
             SearchBy::VariantTitle => self.words(&[f.variant_title], text),
-            SearchBy::Sku => self.code(f.sku, text),
-            SearchBy::Barcode => self.code(f.barcode, text),
+            SearchBy::Sku => {
+                self.scored = true;
+                code(self.code(f.sku, text))
+            }
+            SearchBy::Barcode => {
+                self.scored = true;
+                code(self.code(f.barcode, text))
+            }
             SearchBy::All => {
-                let mut parts: Vec<_> = [self.words(&[f.all_words], text), self.code(f.sku, text), self.code(f.barcode, text)]
+                let words = self.words(&[f.all_words], text);
+                let codes: Vec<_> = [self.code(f.sku, text), self.code(f.barcode, text)]
                     .into_iter()
                     .flatten()
                     .filter(|q| !q.is::<EmptyQuery>())
-                    .map(|q| (Occur::Should, q))
                     .collect();
-                match parts.len() {
-                    0 => Some(boxed(EmptyQuery)),
-                    1 => parts.pop().map(|(_, q)| q),
-                    _ => Some(boxed(BooleanQuery::new(parts))),
+                if codes.is_empty() {
+                    return words;
                 }
+                self.scored = true;
+                let mut any: Vec<_> = codes.into_iter().map(|q| (Occur::Should, q)).collect();
+                if let Some(mut words) = words {
+                    let words = match words.len() {
+                        1 => words.pop().unwrap_or_else(|| boxed(EmptyQuery)),
+                        _ => boxed(BooleanQuery::new(words.into_iter().map(|q| (Occur::Must, q)).collect())),
+                    };
+                    any.push((Occur::Should, words));
+                }
+                Some(vec![boxed(BooleanQuery::new(any))])
             }
         }
     }
 
-    /// The whole query of a request: the store, every term, every filter.
+    /// Whether every document of the index belongs to `store` (a cell serving one store): its
+    /// filter would then only slow the intersection down.
+    fn store_everywhere(&self, store: &Term) -> bool {
+        self.searcher.segment_readers().iter().all(|segment| {
+            segment
+                .inverted_index(store.field())
+                .and_then(|index| Ok(index.doc_freq(store)?))
+                .is_ok_and(|n| n == segment.max_doc())
+        })
+    }
+
+    /// Whether relaxing changes the query of `req`: some term has several words.
+    pub fn can_relax(&mut self, req: &SearchRequest) -> bool {
+        req.terms.iter().any(|(text, by)| {
+            matches!(by, SearchBy::All | SearchBy::Title | SearchBy::VariantTitle) && self.tokens(text).len() > 1
+        })
+    }
+
+    /// The whole query of a request: the store, every term, every filter, as one conjunction.
     pub fn build(&mut self, req: &SearchRequest) -> Box<dyn Query> {
         let f = *self.fields;
-        let mut must = vec![(Occur::Must, filter(f.store, &store_term(req.store)))];
+        self.scored = false;
+        let mut must = Vec::new();
+        let store = Term::from_field_text(f.store, &store_term(req.store));
+        if !self.store_everywhere(&store) {
+            must.push((Occur::Must, filter(store)));
+        }
         for (text, by) in &req.terms {
             match self.term(text, *by) {
-                Some(q) if !q.is::<EmptyQuery>() => must.push((Occur::Must, q)),
+                Some(clauses) if !clauses.iter().any(|q| q.is::<EmptyQuery>()) => {
+                    must.extend(clauses.into_iter().map(|q| (Occur::Must, q)));
+                }
                 _ => return boxed(EmptyQuery),
             }
         }
         if let Some(s) = req.status {
-            must.push((Occur::Must, filter(f.status, s.name())));
+            must.push((Occur::Must, filter(Term::from_field_text(f.status, s.name()))));
         }
         if let Some(t) = &req.product_type {
-            must.push((Occur::Must, filter(f.product_type, &code_text(t))));
+            must.push((Occur::Must, filter(Term::from_field_text(f.product_type, &code_text(t)))));
+        }
+        if must.is_empty() {
+            // One store, nothing else asked: every document.
+            return boxed(AllQuery);
         }
         boxed(BooleanQuery::new(must))
     }
@@ -455,6 +536,9 @@ pub struct PageCollector {
     pub want: usize,
     pub after: Option<Cursor>,
     pub allowed: Option<Arc<HashSet<u128>>>,
+    /// Whether the query scores at all ([`QueryBuilder::scored`]): without, relevance is a tie
+    /// everywhere, settled by the ids, and tantivy skips scoring.
+    pub scored: bool,
 }
 
 /// What one segment (or the whole index, once merged) found.
@@ -463,6 +547,13 @@ pub struct Found {
     total: u64,
     /// Matches after the cursor (all matches without one).
     after: u64,
+}
+
+impl Found {
+    /// Every product that matched.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
 }
 
 pub struct SegmentPage {
@@ -509,7 +600,7 @@ impl Collector for PageCollector {
     }
 
     fn requires_scoring(&self) -> bool {
-        self.sort == Sort::Relevance
+        self.sort == Sort::Relevance && self.scored
     }
 
     fn merge_fruits(&self, fruits: Vec<Found>) -> tantivy::Result<Found> {
@@ -559,6 +650,19 @@ impl SegmentPage {
     fn surely_out(&self, num: u64) -> bool {
         self.heap.len() >= self.want && self.heap.peek().is_some_and(|worst| num > worst.num)
     }
+
+    /// Whether a document whose key ties with the worst hit of the full heap certainly cannot
+    /// enter it, judged by the upper half of its id (not for title sorts, where the text comes
+    /// between the key and the id).
+    fn surely_out_by_id_hi(&self, doc: DocId, num: u64) -> bool {
+        if self.sort.by_title() || self.heap.len() < self.want {
+            return false;
+        }
+        let Some(worst) = self.heap.peek().filter(|worst| worst.num == num) else { return false };
+        let hi = u128::from(self.id_hi.first(doc).unwrap_or(0)) << 64;
+        // The upper half of the tie id is the tie id of the upper half (see `Sort::tie_id`).
+        (self.sort.tie_id(hi) >> 64) > (worst.id >> 64)
+    }
 }
 
 impl SegmentCollector for SegmentPage {
@@ -583,6 +687,12 @@ impl SegmentCollector for SegmentPage {
             return;
         }
         if self.surely_after(num) && self.surely_out(num) {
+            self.after_count += 1;
+            return;
+        }
+        // A tie on the key is settled by the id; its upper half alone mostly settles it (ids are
+        // time-ordered, and whole pages tie when scores are equal).
+        if self.surely_after(num) && self.surely_out_by_id_hi(doc, num) {
             self.after_count += 1;
             return;
         }

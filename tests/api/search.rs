@@ -292,6 +292,55 @@ async fn a_second_term_narrows_the_results() {
 }
 
 #[tokio::test]
+async fn every_word_must_match_unless_no_product_has_them_all() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let u = create_user(c).await;
+    let s = create_store(c, &u).await;
+    let id = |v: Value| v["id"].as_str().expect("id").to_string();
+    let blue_chair = id(create(c, &u, &s, json!({"title": "Blue Garden Chair", "price": usd(100)})).await);
+    let red_chair = id(create(c, &u, &s, json!({"title": "Red Garden Chair", "price": usd(100)})).await);
+    let blue_mug = id(create(c, &u, &s, json!({"title": "Blue Mug", "price": usd(100)})).await);
+    eventually(c, &u, &search_path(&s, "q=garden"), SEARCHABLE_WITHIN, |b| b["total"] == 2).await;
+    let find = |q: &str| {
+        let path = search_path(&s, &format!("q={}", q.replace(' ', "%20")));
+        let token = u.token.clone();
+        async move { c.get(&path, Some(&token)).await.expect(200).body }
+    };
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+
+    // Both words match: only the product having both, though each word alone finds two.
+    assert_eq!(find("blue").await["total"], 2);
+    assert_eq!(find("chair").await["total"], 2);
+    let b = find("blue chair").await;
+    assert_eq!((ids(&b), b["total"].as_u64()), (one(&blue_chair), Some(1)));
+    // Each word keeps its own typo tolerance, and the last one matches as a prefix.
+    assert_eq!(ids(&find("bleu chiar").await), one(&blue_chair));
+    assert_eq!(sorted(ids(&find("garden ch").await)), sorted(vec![blue_chair.clone(), red_chair.clone()]));
+    let b = find("red garden chair").await;
+    assert_eq!((ids(&b), b["total"].as_u64()), (one(&red_chair), Some(1)));
+
+    // A word no product has: the others' matches are still found.
+    let b = find("chair zebra").await;
+    assert_eq!((sorted(ids(&b)), b["total"].as_u64()), (sorted(vec![blue_chair.clone(), red_chair.clone()]), Some(2)));
+    // No product has every word: products with any of them, those with more words first.
+    let b = find("red mug").await;
+    assert_eq!((sorted(ids(&b)), b["total"].as_u64()), (sorted(vec![red_chair.clone(), blue_mug.clone()]), Some(2)));
+    let b = find("blue garden zebra").await;
+    assert_eq!(b["total"], 3);
+    assert_eq!(ids(&b)[0], blue_chair);
+    // Words no product has find nothing.
+    assert_eq!(find("zebra okapi").await["total"], 0);
+    // A second term still narrows a relaxed query.
+    let path = search_path(&s, "q=red%20mug&search=chair");
+    let b = c.get(&path, Some(&u.token)).await.expect(200).body;
+    assert_eq!((ids(&b), b["total"].as_u64()), (one(&red_chair), Some(1)));
+}
+
+#[tokio::test]
 async fn another_stores_products_never_appear() {
     let app = spawn_app().await;
     let c = &app.client;
