@@ -13,14 +13,12 @@ mod common;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use clap::Parser;
 use common::{BenchRequest, BoxError, Client, Endpoint, LoadReport, Settings, expect_json, run_load, runtime, start_bare_hyper};
 use hyper::StatusCode;
 use serde_json::{Value, json};
 use shopcell::cells::calculate::{CalcRequest, CalculateBody};
-use shopcell::cli::{Cli, Command};
 use shopcell::domain::time::now_ms;
-use shopcell::run::{self, Running};
+use shopcell::run::Running;
 use uuid::Uuid;
 
 /// (price in cents, quantity, grams per unit) of the ten lines.
@@ -59,7 +57,7 @@ fn bench() -> Result<(), BoxError> {
     let load = runtime("load-gen")?;
     let server_rt = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("server").build()?;
     let data = tempfile::Builder::new().prefix("shopcell-selling-").tempdir()?;
-    let running = start_server(&server_rt, data.path())?;
+    let running = common::start_in_process(&server_rt, data.path())?;
     let result = (|| -> Result<(), BoxError> {
         let endpoint = Endpoint::new(running.addr);
         let (token, body, path) = load.block_on(seed(&endpoint))?;
@@ -79,16 +77,6 @@ fn bench() -> Result<(), BoxError> {
     })();
     server_rt.block_on(running.stop());
     result
-}
-
-fn start_server(rt: &tokio::runtime::Runtime, data: &std::path::Path) -> Result<Running, BoxError> {
-    let data = data.to_str().ok_or("temp dir is not UTF-8")?;
-    let cli = Cli::try_parse_from(["shopcell", "serve", "--data", data, "--listen", "127.0.0.1:0"])?;
-    let Command::Serve(args) = cli.command else { return Err("not a serve command".into()) };
-    rt.block_on(async {
-        let node = run::build_serve(&args)?;
-        run::spawn(node, args.listen).await
-    })
 }
 
 /// Sends one request and expects `status`; answers the JSON body.
