@@ -116,3 +116,74 @@ async fn router_forwards_hides_wrong_cells_and_moves_stores_without_losing_write
     let two = c.get(&format!("/api/v1/stores/{s2}/products"), Some(&u.token)).await.expect(200).body;
     assert_eq!(two["data"][0]["title"], "In two");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_checks_out_through_the_router_as_in_one_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    let (pa, p1, pr) = (free_port(), free_port(), free_port());
+    let (ua, u1) = (format!("http://127.0.0.1:{pa}"), format!("http://127.0.0.1:{p1}"));
+    let c1 = format!("c1={u1}");
+    let account_data = data("account");
+    let _account = start_proc(&["account", "--data", &account_data, "--cell", &c1], pa).await;
+    let key = format!("{account_data}/account/service.key");
+    let d1 = data("cell1");
+    let _cell = start_proc(&["cell", "--name", "c1", "--data", &d1, "--account", &ua, "--service-key-file", &key], p1).await;
+    let router = start_proc(&["router", "--account", &ua, "--cell", &c1, "--service-key-file", &key], pr).await;
+
+    let c = HttpClient::new(&router.url);
+    let owner = create_user(&c).await;
+    let store = create_store(&c, &owner).await;
+    let base = format!("/api/v1/stores/{store}");
+    let t = Some(owner.token.as_str());
+    let p = c
+        .post(
+            &format!("{base}/products"),
+            t,
+            json!({"title": "Mug", "status": "ACTIVE", "price": {"amount": 1800, "currency": "USD"},
+            "variants": [{"title": "Default", "inventoryTracked": true, "inventoryQuantity": 3}]}),
+        )
+        .await
+        .expect(201)
+        .body;
+    let variant = p["variants"][0]["id"].as_str().unwrap().to_string();
+    let pk = c.post(&format!("{base}/publishable-keys"), t, json!({"environment": "live"})).await.expect(201).body;
+    let pk = pk["key"].as_str().unwrap().to_string();
+    let guest = |method: hyper::Method, path: String, body: serde_json::Value| {
+        let (c, pk) = (c.clone(), pk.clone());
+        async move { c.send(method, &path, None, &[("x-publishable-key", &pk)], Some(body.to_string().into())).await }
+    };
+
+    let cart = guest(hyper::Method::POST, format!("{base}/carts/items"), json!({"variantId": variant, "quantity": 2}))
+        .await
+        .expect(201)
+        .body;
+    let co = guest(hyper::Method::POST, format!("{base}/checkouts"), json!({"cartId": cart["id"], "email": "g@example.com"}))
+        .await
+        .expect(201)
+        .body;
+    let (id, token) = (co["id"].as_str().unwrap().to_string(), co["sessionToken"].as_str().unwrap().to_string());
+    assert_eq!(co["paymentDue"]["amount"], 3600);
+    let session = guest(
+        hyper::Method::POST,
+        format!("{base}/checkout/{id}/payment-session"),
+        json!({"amount": 3600, "currency": "USD", "sessionToken": token}),
+    )
+    .await
+    .expect(201)
+    .body;
+    let intent = session["paymentIntentId"].as_str().unwrap().to_string();
+    let confirm = json!({"paymentMethod": "pm_card_visa", "clientSecret": session["clientSecret"]});
+    guest(hyper::Method::POST, format!("{base}/payment-intents/{intent}/confirm"), confirm).await.expect(200);
+    let complete = json!({"paymentMethodId": "pm_card_visa", "paymentIntentId": intent, "sessionToken": token});
+    let order = guest(hyper::Method::POST, format!("{base}/checkouts/{id}/complete"), complete.clone()).await.expect(201).body;
+    assert_eq!((order["number"].as_i64(), order["financialStatus"].as_str()), (Some(1001), Some("PAID")));
+    assert_eq!(
+        guest(hyper::Method::POST, format!("{base}/checkouts/{id}/complete"), complete).await.expect(409).code(),
+        "CHECKOUT_COMPLETED"
+    );
+    let orders = c.get(&format!("{base}/orders"), t).await.expect(200).body;
+    assert_eq!((orders["total"].as_i64(), orders["data"][0]["id"].clone()), (Some(1), order["id"].clone()));
+    let product = c.get(&format!("{base}/products/{}", p["id"].as_str().unwrap()), t).await.expect(200).body;
+    assert_eq!(product["variants"][0]["inventoryQuantity"], 1);
+}
