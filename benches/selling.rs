@@ -170,6 +170,17 @@ fn in_process(running: &Running, path: &str, body: &Value, duration: Duration) -
     }
     let per = started.elapsed() / n.max(1);
     println!("in-process calculation: {:.1} µs each ({n} in one thread)", per.as_secs_f64() * 1e6);
+    // The answer's JSON, as the handler writes it: the other half of a request's own work.
+    let calculation = cell.price(store, &request, now_ms())?.calculation;
+    let (started, mut n, mut bytes) = (Instant::now(), 0u32, 0);
+    while started.elapsed() < duration.min(Duration::from_secs(2)) {
+        let mut out = Vec::with_capacity(1024 + 768 * calculation.line_items.len());
+        serde_json::to_writer(&mut out, &calculation)?;
+        bytes = out.len();
+        n += 1;
+    }
+    let per = started.elapsed() / n.max(1);
+    println!("in-process answer serialization: {:.1} µs each ({bytes} bytes)", per.as_secs_f64() * 1e6);
     Ok(())
 }
 
