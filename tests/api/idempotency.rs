@@ -307,18 +307,8 @@ async fn expired_records_are_swept() {
 /// handler runs, behind the router, exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn behind_a_router_the_operation_runs_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
-    let (pa, p1, pr) = (free_port(), free_port(), free_port());
-    let (ua, u1) = (format!("http://127.0.0.1:{pa}"), format!("http://127.0.0.1:{p1}"));
-    let c1 = format!("c1={u1}");
-    let account_data = data("account");
-    let _account = start_proc(&["account", "--data", &account_data, "--cell", &c1], pa).await;
-    let key = format!("{account_data}/account/service.key");
-    let d1 = data("cell1");
-    let _cell = start_proc(&["cell", "--name", "c1", "--data", &d1, "--account", &ua, "--service-key-file", &key], p1).await;
-    let router = start_proc(&["router", "--account", &ua, "--cell", &c1, "--service-key-file", &key], pr).await;
-    let c = HttpClient::new(&router.url);
+    let routed = Routed::start().await;
+    let c = HttpClient::new(&routed.router.url);
 
     let reg =
         json!({"email": format!("routed-{}@example.com", uuid::Uuid::now_v7().simple()), "password": PASSWORD, "name": "R"});

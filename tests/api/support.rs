@@ -264,3 +264,28 @@ pub async fn start_proc(args: &[&str], port: u16) -> Proc {
     }
     panic!("shopcell {args:?} did not come up");
 }
+
+/// The account service, one cell (`c1`) and a router, each its own process on loopback; the
+/// processes stop when this is dropped.
+pub struct Routed {
+    pub router: Proc,
+    _cell: Proc,
+    _account: Proc,
+    _dir: tempfile::TempDir,
+}
+
+impl Routed {
+    pub async fn start() -> Routed {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let data = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+        let (pa, p1, pr) = (free_port(), free_port(), free_port());
+        let (ua, c1) = (format!("http://127.0.0.1:{pa}"), format!("c1=http://127.0.0.1:{p1}"));
+        let account_data = data("account");
+        let account = start_proc(&["account", "--data", &account_data, "--cell", &c1], pa).await;
+        let key = format!("{account_data}/account/service.key");
+        let d1 = data("cell1");
+        let cell = start_proc(&["cell", "--name", "c1", "--data", &d1, "--account", &ua, "--service-key-file", &key], p1).await;
+        let router = start_proc(&["router", "--account", &ua, "--cell", &c1, "--service-key-file", &key], pr).await;
+        Routed { router, _cell: cell, _account: account, _dir: dir }
+    }
+}
