@@ -127,11 +127,10 @@ fn bench() -> Result<(), BoxError> {
     );
     let bare = start_bare_hyper()?;
     let load = runtime("load-gen")?;
-    let server_rt = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("server").build()?;
-    let data = tempfile::Builder::new().prefix("shopcell-catalog-").tempdir()?;
-    let running = common::start_in_process(&server_rt, data.path())?;
-    let result = scenarios(&settings, products, &load, &bare, &running);
-    server_rt.block_on(running.stop());
+    let server = common::InProcess::start("catalog")?;
+    let running = &server.running;
+    let result = scenarios(&settings, products, &load, &bare, running);
+    server.stop();
     result
 }
 

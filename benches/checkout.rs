@@ -37,14 +37,13 @@ fn main() -> ExitCode {
 fn bench() -> Result<(), BoxError> {
     let count: usize = std::env::var("BENCH_CHECKOUTS").ok().map(|v| v.parse()).transpose()?.unwrap_or(5000);
     let load = common::runtime("load-gen")?;
-    let server_rt = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("server").build()?;
-    let data = tempfile::Builder::new().prefix("shopcell-checkout-").tempdir()?;
-    let running = common::start_in_process(&server_rt, data.path())?;
+    let server = common::InProcess::start("checkout")?;
+    let running = &server.running;
     let result = (|| -> Result<(), BoxError> {
         let endpoint = Endpoint::new(running.addr);
         let (authed, base, lines, rate) = load.block_on(seed(&endpoint, count))?;
         let ids = load.block_on(prepare(&authed, &base, &lines, &rate, count))?;
-        let fsync = redb_fsync_baseline(data.path(), Duration::from_secs(2))?;
+        let fsync = redb_fsync_baseline(server.data.path(), Duration::from_secs(2))?;
         println!("baseline one fsync per transaction: {:.0} txn/s", fsync.per_second());
 
         let (ids, complete_base) = (Arc::new(ids), base.clone());
@@ -69,7 +68,7 @@ fn bench() -> Result<(), BoxError> {
         );
         Ok(())
     })();
-    server_rt.block_on(running.stop());
+    server.stop();
     result
 }
 

@@ -55,15 +55,14 @@ fn bench() -> Result<(), BoxError> {
     );
     let bare = start_bare_hyper()?;
     let load = runtime("load-gen")?;
-    let server_rt = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("server").build()?;
-    let data = tempfile::Builder::new().prefix("shopcell-selling-").tempdir()?;
-    let running = common::start_in_process(&server_rt, data.path())?;
+    let server = common::InProcess::start("selling")?;
+    let running = &server.running;
     let result = (|| -> Result<(), BoxError> {
         let endpoint = Endpoint::new(running.addr);
         let (token, body, path) = load.block_on(seed(&endpoint))?;
         let authed = endpoint.with_bearer(&token)?;
         load.block_on(check(&authed, &path, &body))?;
-        in_process(&running, &path, &body, settings.duration)?;
+        in_process(running, &path, &body, settings.duration)?;
 
         let bare_endpoint = Endpoint::new(bare.addr).with_bearer(&token)?;
         let bare_report = measure(&load, "bare hyper GET /", bare.addr, &settings, move |_| bare_endpoint.get("/"));
@@ -75,7 +74,7 @@ fn bench() -> Result<(), BoxError> {
         summary(&bare_report, &calc);
         Ok(())
     })();
-    server_rt.block_on(running.stop());
+    server.stop();
     result
 }
 

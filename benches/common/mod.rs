@@ -470,17 +470,34 @@ pub fn redb_fsync_baseline(dir: &Path, duration: Duration) -> Result<FsyncBaseli
 // The server under test
 // ---------------------------------------------------------------------------------------------
 
-/// `shopcell serve` on `data` in this process, on `rt` (its own runtime, as the binary has), on a
-/// free loopback port.
-pub fn start_in_process(rt: &Runtime, data: &Path) -> Result<shopcell::run::Running, BoxError> {
-    use clap::Parser;
-    let data = data.to_str().ok_or("temp dir is not UTF-8")?;
-    let cli = shopcell::cli::Cli::try_parse_from(["shopcell", "serve", "--data", data, "--listen", "127.0.0.1:0"])?;
-    let shopcell::cli::Command::Serve(args) = cli.command else { return Err("not a serve command".into()) };
-    rt.block_on(async {
-        let node = shopcell::run::build_serve(&args)?;
-        shopcell::run::spawn(node, args.listen).await
-    })
+/// `shopcell serve` in this process on its own runtime (as the binary has), with its data in a
+/// fresh temporary directory and a free loopback port.
+pub struct InProcess {
+    pub running: shopcell::run::Running,
+    pub data: TempDir,
+    runtime: Runtime,
+}
+
+impl InProcess {
+    /// `name` labels the temporary directory (`shopcell-<name>-…`).
+    pub fn start(name: &str) -> Result<InProcess, BoxError> {
+        use clap::Parser;
+        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("server").build()?;
+        let data = tempfile::Builder::new().prefix(&format!("shopcell-{name}-")).tempdir()?;
+        let dir = data.path().to_str().ok_or("temp dir is not UTF-8")?;
+        let cli = shopcell::cli::Cli::try_parse_from(["shopcell", "serve", "--data", dir, "--listen", "127.0.0.1:0"])?;
+        let shopcell::cli::Command::Serve(args) = cli.command else { return Err("not a serve command".into()) };
+        let running = runtime.block_on(async {
+            let node = shopcell::run::build_serve(&args)?;
+            shopcell::run::spawn(node, args.listen).await
+        })?;
+        Ok(InProcess { running, data, runtime })
+    }
+
+    /// Stops the server gracefully (every acknowledged write on disk).
+    pub fn stop(self) {
+        self.runtime.block_on(self.running.stop());
+    }
 }
 
 /// How long `shopcell serve` may take to print its URL (first start generates the signing key).
