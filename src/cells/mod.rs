@@ -15,7 +15,6 @@ pub mod handles;
 pub mod link;
 pub mod markets;
 pub mod moves;
-pub mod order_cache;
 pub mod orders;
 pub mod payments;
 pub mod products;
@@ -67,8 +66,6 @@ pub struct Cell {
     pub search: Arc<crate::search::Search>,
     /// Publishes scheduled collections when they fall due.
     pub publisher: publisher::Publisher,
-    /// In-memory copies of big list orders (deep pages).
-    pub orders: order_cache::OrderCache,
     /// The payment providers intents are created at and confirmed through (`payments.rs`).
     payments: crate::payments::Providers,
     /// Recent product list pages, rendered (see `search::cache`).
@@ -135,7 +132,6 @@ impl Cell {
             thread: Mutex::new(Some(thread)),
             search,
             publisher,
-            orders: order_cache::OrderCache::default(),
             payments: crate::payments::Providers::default(),
             pages: crate::search::cache::AnswerCache::default(),
             settings: stores::SettingsCache::default(),

@@ -81,6 +81,8 @@ impl Cell {
                 Ok(())
             })
             .await?;
+        // Rows copied wholesale: list orders are built afresh from them when first read.
+        self.writer.orders.forget(store);
         self.set_state(store, Some(StoreState::Incoming));
         Ok(())
     }
@@ -131,6 +133,7 @@ impl Cell {
                 Ok(())
             })
             .await?;
+        self.writer.orders.forget(store);
         self.set_state(store, Some(StoreState::Active));
         Ok(())
     }
@@ -185,6 +188,7 @@ impl Cell {
                 Ok(())
             })
             .await?;
+        self.writer.orders.forget(store);
         self.set_state(store, None);
         // The copy's search documents go too. A failure is only logged: the indexer drops the
         // documents of stores the cell does not serve on its next start.

@@ -1,5 +1,7 @@
 //! Products in a cell. [`write_product`] is the one function that writes a product row and all
-//! its secondary rows (list orders, handle, variant lookup, counters).
+//! its secondary rows (handle, variant lookup, view, search outbox) and its list-order keys,
+//! which live in memory (`storage::list_orders`) and are built from the product rows when a
+//! store's list is first read.
 
 use std::sync::Arc;
 
@@ -7,7 +9,6 @@ use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::cells::handles::{handle_key, resolve_handle};
-use crate::cells::order_cache::{Lookup, MIN_OFFSET, page};
 use crate::domain::product::*;
 use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Code};
@@ -15,7 +16,7 @@ use crate::http::query::Paging;
 use crate::storage::codec::{decode, encode};
 use crate::storage::keys::{Key, trailing_id};
 use crate::storage::read;
-use crate::storage::tables::{COUNTERS, PRODUCT_HANDLES, PRODUCT_ORDER, PRODUCT_VIEWS, PRODUCTS, VARIANTS};
+use crate::storage::tables::{PRODUCT_HANDLES, PRODUCT_VIEWS, PRODUCTS, VARIANTS};
 use crate::storage::writer::Tx;
 
 /// The sortable fields of the product list (spec §7), in index-id order.
@@ -31,8 +32,9 @@ fn bucket(s: Status) -> u8 {
 /// Sort keys longer than this are cut: order among such titles falls back to the id.
 const TITLE_KEY_BYTES: usize = 64;
 
-fn order_prefix(store: Uuid, field: u8, bucket: u8) -> Key {
-    Key::store(store).u8(field).u8(bucket)
+/// The number of the in-memory list holding sort field `field` of status bucket `bucket`.
+fn list(field: u8, bucket: u8) -> u16 {
+    u16::from(field) << 8 | u16::from(bucket)
 }
 
 fn title_key(title: &str) -> String {
@@ -44,22 +46,36 @@ fn title_key(title: &str) -> String {
     lower[..end].to_string()
 }
 
-/// Every list-order row of a product.
-fn order_keys(store: Uuid, p: &Product) -> Vec<Vec<u8>> {
-    let mut keys = Vec::with_capacity(SORT_FIELDS.len() * 2);
-    for b in [ANY, bucket(p.status)] {
-        let k = |field: u8| order_prefix(store, field, b);
-        keys.push(k(0).i64(p.created_at).id(p.id).into_vec());
-        keys.push(k(1).i64(p.updated_at).id(p.id).into_vec());
-        keys.push(k(2).str(&title_key(&p.title)).id(p.id).into_vec());
-        keys.push(k(3).i64(p.price()).id(p.id).into_vec());
-        keys.push(k(4).i64(p.inventory()).id(p.id).into_vec());
+/// Every list-order key of a product: `(list, sort value ‖ id)` for each sort field, in the
+/// list of every product and in the list of its status.
+fn order_keys(p: &Product) -> Vec<(u16, Box<[u8]>)> {
+    let values = [
+        Key::default().i64(p.created_at),
+        Key::default().i64(p.updated_at),
+        Key::default().str(&title_key(&p.title)),
+        Key::default().i64(p.price()),
+        Key::default().i64(p.inventory()),
+    ];
+    let mut keys = Vec::with_capacity(values.len() * 2);
+    for (field, value) in values.into_iter().enumerate() {
+        let key: Box<[u8]> = value.id(p.id).into_vec().into_boxed_slice();
+        keys.push((list(field as u8, bucket(p.status)), key.clone()));
+        keys.push((list(field as u8, ANY), key));
     }
     keys
 }
 
-fn counter_key(store: Uuid, b: u8) -> Vec<u8> {
-    Key::store(store).str("products").u8(b).into_vec()
+/// The list-order keys of every product of `store`, read from its committed rows.
+fn stored_order_keys(txn: &redb::ReadTransaction, store: Uuid) -> ApiResult<Vec<(u16, Box<[u8]>)>> {
+    let mut keys = Vec::new();
+    read::scan(txn, PRODUCTS, Key::store(store).bytes(), false, 0, usize::MAX, |_, v| {
+        // A row that does not decode is logged by the codec and left out of the lists.
+        if let Ok(p) = decode::<Product>(v) {
+            keys.extend(order_keys(&p));
+        }
+        Ok(())
+    })?;
+    Ok(keys)
 }
 
 /// A product's two stored forms: the view row (status byte, then the JSON view) and the record.
@@ -100,27 +116,23 @@ fn write_rendered(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Option<(
     crate::cells::collections::on_product_write(tx, store, old, new)?;
     crate::cells::catalogs::on_product_write(tx, store, old, new)?;
     if let Some(o) = old {
-        for k in order_keys(store, o) {
-            tx.delete(PRODUCT_ORDER, &k)?;
+        for (list, key) in order_keys(o) {
+            tx.order_remove(store, list, key);
         }
         tx.delete(PRODUCT_HANDLES, &handle_key(store, &o.handle))?;
         for v in &o.variants {
             tx.delete(VARIANTS, Key::store(store).id(v.id).bytes())?;
         }
-        tx.bump(COUNTERS, &counter_key(store, ANY), -1)?;
-        tx.bump(COUNTERS, &counter_key(store, bucket(o.status)), -1)?;
     }
     match new {
         Some(n) => {
-            for k in order_keys(store, n) {
-                tx.put(PRODUCT_ORDER, &k, &[])?;
+            for (list, key) in order_keys(n) {
+                tx.order_insert(store, list, key);
             }
             tx.put(PRODUCT_HANDLES, &handle_key(store, &n.handle), n.id.as_bytes())?;
             for v in &n.variants {
                 tx.put(VARIANTS, Key::store(store).id(v.id).bytes(), n.id.as_bytes())?;
             }
-            tx.bump(COUNTERS, &counter_key(store, ANY), 1)?;
-            tx.bump(COUNTERS, &counter_key(store, bucket(n.status)), 1)?;
             let r = rendered.ok_or_else(|| ApiError::internal("a written product is rendered"))?;
             tx.put(PRODUCT_VIEWS, Key::store(store).id(n.id).bytes(), &r.view)?;
             tx.put(PRODUCTS, Key::store(store).id(n.id).bytes(), &r.record)
@@ -208,37 +220,23 @@ impl Cell {
         read::get(&self.read()?, PRODUCTS, Key::store(store).id(id).bytes())?.ok_or_else(ApiError::not_found)
     }
 
-    /// A page of products in the requested order, with the total, from the order index.
-    /// A page of products (their rendered JSON views) in the requested order, with the total.
+    /// A page of products (their rendered JSON views) in the requested order, with the total,
+    /// from the store's in-memory list orders.
     pub fn list_product_views(&self, store: Uuid, status: Option<Status>, paging: &Paging) -> ApiResult<(Vec<Vec<u8>>, u64)> {
         let field = SORT_FIELDS.iter().position(|f| *f == paging.sort_by).unwrap_or(0) as u8;
-        let b = status.map(bucket).unwrap_or(ANY);
-        let prefix = order_prefix(store, field, b);
+        let which = list(field, status.map(bucket).unwrap_or(ANY));
         let (offset, limit) = (paging.offset(), paging.limit as usize);
-        // Read before the transaction begins: a cached copy is never older than its tag.
-        let generation = self.writer.generations.get(store);
+        let (ids, total) = self.writer.orders.read(
+            store,
+            || stored_order_keys(&self.read()?, store),
+            |lists| {
+                let (keys, total) = lists.page(which, paging.desc, offset, limit);
+                (keys.into_iter().filter_map(trailing_id).collect::<Vec<_>>(), total)
+            },
+        )?;
+        // Begun after the page was read: the orders hold only committed writes, so every id
+        // of the page is in this snapshot unless its product was deleted meanwhile.
         let txn = self.read()?;
-        let (ids, total) = match (offset >= MIN_OFFSET).then(|| self.orders.lookup((store, field, b), generation)) {
-            Some(Lookup::Hit(all)) => (page(&all, paging.desc, offset, limit), all.len() as u64),
-            Some(Lookup::Rebuild) => {
-                let mut all = Vec::new();
-                read::scan(&txn, PRODUCT_ORDER, prefix.bytes(), false, 0, usize::MAX, |k, _| {
-                    all.extend(trailing_id(k));
-                    Ok(())
-                })?;
-                let all = Arc::new(all);
-                self.orders.store((store, field, b), generation, all.clone());
-                (page(&all, paging.desc, offset, limit), all.len() as u64)
-            }
-            Some(Lookup::Walk) | None => {
-                let mut ids = Vec::with_capacity(limit);
-                read::scan(&txn, PRODUCT_ORDER, prefix.bytes(), paging.desc, offset, limit, |k, _| {
-                    ids.extend(trailing_id(k));
-                    Ok(())
-                })?;
-                (ids, read::counter(&txn, COUNTERS, &counter_key(store, b))?)
-            }
-        };
         let views = txn.open_table(PRODUCT_VIEWS.def)?;
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
@@ -246,7 +244,7 @@ impl Cell {
                 out.push(v.value().get(1..).unwrap_or_default().to_vec());
             }
         }
-        Ok((out, total))
+        Ok((out, total as u64))
     }
 
     /// One product's rendered JSON view and its status.

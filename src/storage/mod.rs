@@ -3,7 +3,9 @@
 
 pub mod codec;
 pub mod keys;
+pub mod list_orders;
 pub mod migrations;
+pub mod ranked;
 pub mod read;
 pub mod tables;
 pub mod writer;
@@ -15,7 +17,7 @@ use redb::{Database, ReadableDatabase, TableHandle, WriteTransaction};
 use crate::storage::tables::*;
 
 /// The on-disk format version this build writes. See `data-format/README.md`, "Version changes".
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Which database a file holds; recorded in it so a cell file is never opened as the directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -77,103 +77,100 @@ impl StoreTable {
 pub const STORES: StoreTable = StoreTable::new(0, "stores");
 /// `store ‖ product id → Product` (variants inline).
 pub const PRODUCTS: StoreTable = StoreTable::new(1, "products");
-/// `store ‖ sort field u8 ‖ status bucket u8 ‖ sort value ‖ product id → ()`: the list orders.
-pub const PRODUCT_ORDER: StoreTable = StoreTable::new(2, "product_order");
 /// `store ‖ handle → product id`: handles are unique per store.
-pub const PRODUCT_HANDLES: StoreTable = StoreTable::new(3, "product_handles");
+pub const PRODUCT_HANDLES: StoreTable = StoreTable::new(2, "product_handles");
 /// `store ‖ variant id → product id`: finds a variant's product (carts, inventory).
-pub const VARIANTS: StoreTable = StoreTable::new(4, "variants");
+pub const VARIANTS: StoreTable = StoreTable::new(3, "variants");
 /// `store ‖ counter name → u64 little-endian`: totals for list envelopes.
-pub const COUNTERS: StoreTable = StoreTable::new(5, "counters");
+pub const COUNTERS: StoreTable = StoreTable::new(4, "counters");
 
 // ---- merchandising: collections, markets, catalogs (see data-format/README.md) ----------------
 
 /// `store ‖ collection id → Collection` (soft-deleted ones too, with `deletedAt`).
-pub const COLLECTIONS: StoreTable = StoreTable::new(6, "collections");
+pub const COLLECTIONS: StoreTable = StoreTable::new(5, "collections");
 /// `store ‖ sort field u8 ‖ scope u8 [‖ parent id] ‖ sort value ‖ collection id → filter summary`:
 /// the collection list orders; the value (type, status, deleted, lower-cased title) filters a walk.
-pub const COLLECTION_ORDER: StoreTable = StoreTable::new(7, "collection_order");
+pub const COLLECTION_ORDER: StoreTable = StoreTable::new(6, "collection_order");
 /// `store ‖ handle → collection id`: collection handles are unique per store.
-pub const COLLECTION_HANDLES: StoreTable = StoreTable::new(8, "collection_handles");
+pub const COLLECTION_HANDLES: StoreTable = StoreTable::new(7, "collection_handles");
 /// `store ‖ collection id → SmartRules`: the rules of every live smart collection, read on each
 /// product write.
-pub const COLLECTION_RULES: StoreTable = StoreTable::new(9, "collection_rules");
+pub const COLLECTION_RULES: StoreTable = StoreTable::new(8, "collection_rules");
 /// `store ‖ collection id ‖ sort segment ‖ product id → ()`: a collection's products in order.
-pub const COLLECTION_PRODUCTS: StoreTable = StoreTable::new(10, "collection_products");
+pub const COLLECTION_PRODUCTS: StoreTable = StoreTable::new(9, "collection_products");
 /// `store ‖ product id ‖ collection id → sort kind u8 ‖ sort segment`: a product's collections.
-pub const PRODUCT_COLLECTIONS: StoreTable = StoreTable::new(11, "product_collections");
+pub const PRODUCT_COLLECTIONS: StoreTable = StoreTable::new(10, "product_collections");
 /// `store ‖ publishAt i64 ‖ collection id → ()`: scheduled collections, for the publish task.
-pub const COLLECTION_SCHEDULE: StoreTable = StoreTable::new(12, "collection_schedule");
+pub const COLLECTION_SCHEDULE: StoreTable = StoreTable::new(11, "collection_schedule");
 /// `store ‖ market id → Market`.
-pub const MARKETS: StoreTable = StoreTable::new(13, "markets");
+pub const MARKETS: StoreTable = StoreTable::new(12, "markets");
 /// `store ‖ sort field u8 ‖ sort value ‖ market id → ()`: the market list orders.
-pub const MARKET_ORDER: StoreTable = StoreTable::new(14, "market_order");
+pub const MARKET_ORDER: StoreTable = StoreTable::new(13, "market_order");
 /// `store ‖ country code → market id`: a country belongs to at most one market of a store.
-pub const MARKET_COUNTRIES: StoreTable = StoreTable::new(15, "market_countries");
+pub const MARKET_COUNTRIES: StoreTable = StoreTable::new(14, "market_countries");
 /// `store ‖ catalog id → Catalog`.
-pub const CATALOGS: StoreTable = StoreTable::new(16, "catalogs");
+pub const CATALOGS: StoreTable = StoreTable::new(15, "catalogs");
 /// `store ‖ sort field u8 ‖ scope u8 [‖ market id] ‖ sort value ‖ catalog id → filter summary`:
 /// the catalog list orders; the value (status, selection, lower-cased name) filters a walk.
-pub const CATALOG_ORDER: StoreTable = StoreTable::new(17, "catalog_order");
+pub const CATALOG_ORDER: StoreTable = StoreTable::new(16, "catalog_order");
 /// `store ‖ catalog id ‖ product id → ()`: inclusion entries of a SPECIFIC catalog, exclusion
 /// entries of an ALL catalog.
-pub const CATALOG_PRODUCTS: StoreTable = StoreTable::new(18, "catalog_products");
+pub const CATALOG_PRODUCTS: StoreTable = StoreTable::new(17, "catalog_products");
 
 // ---- selling: discounts, shipping, tax (see docs-selling.md) ----------------------------------
 
 /// `store ‖ discount id → Discount`.
-pub const DISCOUNTS: StoreTable = StoreTable::new(19, "discounts");
+pub const DISCOUNTS: StoreTable = StoreTable::new(18, "discounts");
 /// `store ‖ lower-cased code → discount id`: codes are unique per store without regard to case.
-pub const DISCOUNT_CODES: StoreTable = StoreTable::new(20, "discount_codes");
+pub const DISCOUNT_CODES: StoreTable = StoreTable::new(19, "discount_codes");
 /// `store ‖ sort field u8 ‖ sort value ‖ discount id → ()`: the discount list orders.
-pub const DISCOUNT_ORDER: StoreTable = StoreTable::new(21, "discount_order");
+pub const DISCOUNT_ORDER: StoreTable = StoreTable::new(20, "discount_order");
 /// `store ‖ discount id → ()`: the automatic discounts every calculation considers.
-pub const DISCOUNT_AUTOMATIC: StoreTable = StoreTable::new(22, "discount_automatic");
+pub const DISCOUNT_AUTOMATIC: StoreTable = StoreTable::new(21, "discount_automatic");
 /// `store ‖ discount id ‖ 0 → u64` total uses, `store ‖ discount id ‖ 1 ‖ customer key → u64`
 /// uses by one customer; written only when an order is created.
-pub const DISCOUNT_USAGE: StoreTable = StoreTable::new(23, "discount_usage");
+pub const DISCOUNT_USAGE: StoreTable = StoreTable::new(22, "discount_usage");
 /// `store ‖ discount id ‖ comment id → DiscountComment`.
-pub const DISCOUNT_COMMENTS: StoreTable = StoreTable::new(24, "discount_comments");
+pub const DISCOUNT_COMMENTS: StoreTable = StoreTable::new(23, "discount_comments");
 /// `store ‖ zone id → ShippingZone` (rates inline).
-pub const SHIPPING_ZONES: StoreTable = StoreTable::new(25, "shipping_zones");
+pub const SHIPPING_ZONES: StoreTable = StoreTable::new(24, "shipping_zones");
 /// `store ‖ tax rate id → TaxRate`.
-pub const TAX_RATES: StoreTable = StoreTable::new(26, "tax_rates");
+pub const TAX_RATES: StoreTable = StoreTable::new(25, "tax_rates");
 
 /// `store ‖ product id → status u8 ‖ JSON`: the product as the API shows it, rendered when the
 /// product is written, so reads copy bytes instead of decoding and re-serializing.
-pub const PRODUCT_VIEWS: StoreTable = StoreTable::new(27, "product_views");
+pub const PRODUCT_VIEWS: StoreTable = StoreTable::new(26, "product_views");
 
 // ---- checkout: carts, checkouts, orders, payments, gift cards ----------------------------------
 
 /// `store ‖ cart id → Cart`: a shopper's lines (variant, quantity, attributes).
-pub const CARTS: StoreTable = StoreTable::new(28, "carts");
+pub const CARTS: StoreTable = StoreTable::new(27, "carts");
 /// `store ‖ checkout id → Checkout`: contact, addresses, chosen rate, codes, gift cards, and the
 /// order it became.
-pub const CHECKOUTS: StoreTable = StoreTable::new(29, "checkouts");
+pub const CHECKOUTS: StoreTable = StoreTable::new(28, "checkouts");
 /// `store ‖ order id → Order`.
-pub const ORDERS: StoreTable = StoreTable::new(30, "orders");
+pub const ORDERS: StoreTable = StoreTable::new(29, "orders");
 /// `store ‖ sort field u8 ‖ sort value ‖ order id → filter summary`: the order list orders.
-pub const ORDER_ORDER: StoreTable = StoreTable::new(31, "order_order");
+pub const ORDER_ORDER: StoreTable = StoreTable::new(30, "order_order");
 /// `store ‖ sha256(session token) → StorefrontSession`: guest sessions and their request context.
-pub const STOREFRONT_SESSIONS: StoreTable = StoreTable::new(32, "storefront_sessions");
+pub const STOREFRONT_SESSIONS: StoreTable = StoreTable::new(31, "storefront_sessions");
 /// `store ‖ payment intent id → PaymentIntent`: payment sessions of checkouts, with the provider's
 /// reference and status.
-pub const PAYMENT_INTENTS: StoreTable = StoreTable::new(33, "payment_intents");
+pub const PAYMENT_INTENTS: StoreTable = StoreTable::new(32, "payment_intents");
 /// `store ‖ gift card id → GiftCard` (balance, status, redemptions).
-pub const GIFT_CARDS: StoreTable = StoreTable::new(34, "gift_cards");
+pub const GIFT_CARDS: StoreTable = StoreTable::new(33, "gift_cards");
 /// `store ‖ sha256(store ‖ normalised code) → gift card id`: finds a card by its code without storing it.
-pub const GIFT_CARD_CODES: StoreTable = StoreTable::new(35, "gift_card_codes");
+pub const GIFT_CARD_CODES: StoreTable = StoreTable::new(34, "gift_card_codes");
 /// `store ‖ sort field u8 ‖ sort value ‖ gift card id → ()`: the gift card list orders (created,
 /// updated, balance, initial value).
-pub const GIFT_CARD_ORDER: StoreTable = StoreTable::new(36, "gift_card_order");
+pub const GIFT_CARD_ORDER: StoreTable = StoreTable::new(35, "gift_card_order");
 /// `store ‖ sha256(caller ‖ Idempotency-Key) → the first response` to a POST, kept 24 h.
-pub const IDEMPOTENCY: StoreTable = StoreTable::new(37, "idempotency");
+pub const IDEMPOTENCY: StoreTable = StoreTable::new(36, "idempotency");
 
 /// Every store-scoped table, in index order: exporting a store copies exactly these ranges.
 pub const STORE_TABLES: &[StoreTable] = &[
     STORES,
     PRODUCTS,
-    PRODUCT_ORDER,
     PRODUCT_HANDLES,
     VARIANTS,
     COUNTERS,

@@ -21,6 +21,7 @@ use uuid::Uuid;
 
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::keys::{Key, prefix_range};
+use crate::storage::list_orders::{Change, ListOrders};
 use crate::storage::tables::{MOVE_LOG, StoreTable};
 
 /// Most jobs one transaction takes; bounds the latency a large batch adds to its first job.
@@ -118,6 +119,8 @@ pub struct Writer {
     /// it instead of polling.
     pub committed: Arc<tokio::sync::Notify>,
     pub generations: Arc<Generations>,
+    /// The in-memory list orders kept in step with commits.
+    pub orders: Arc<ListOrders>,
 }
 
 /// The writer thread; joining it waits until every queued job has been answered.
@@ -139,10 +142,13 @@ impl Writer {
         let thread_committed = committed.clone();
         let generations = Arc::new(Generations::default());
         let thread_generations = generations.clone();
-        let handle = std::thread::Builder::new()
-            .name(format!("writer-{name}"))
-            .spawn(move || run(&db, &receiver, &thread_gate, &thread_committed, &thread_generations))?;
-        Ok((Writer { sender, gate, committed, generations }, WriterThread(handle)))
+        let orders = Arc::new(ListOrders::default());
+        let thread_orders = orders.clone();
+        let handle = std::thread::Builder::new().name(format!("writer-{name}")).spawn(move || {
+            let derived = Derived { committed: &thread_committed, generations: &thread_generations, orders: &thread_orders };
+            run(&db, &receiver, &thread_gate, &derived)
+        })?;
+        Ok((Writer { sender, gate, committed, generations, orders }, WriterThread(handle)))
     }
 
     /// Runs `job` in the next batch and waits until its transaction is durable.
@@ -176,13 +182,14 @@ fn moving() -> ApiError {
     ApiError::new(Code::STORE_MOVING).retry_after(1)
 }
 
-fn run(
-    db: &Database,
-    receiver: &mpsc::Receiver<Msg>,
-    gate: &MoveGate,
-    committed: &tokio::sync::Notify,
-    generations: &Generations,
-) {
+/// What the writer thread keeps in step with its commits.
+struct Derived<'a> {
+    committed: &'a tokio::sync::Notify,
+    generations: &'a Generations,
+    orders: &'a ListOrders,
+}
+
+fn run(db: &Database, receiver: &mpsc::Receiver<Msg>, gate: &MoveGate, derived: &Derived) {
     let seq = AtomicU64::new(now_micros());
     let mut stopping = false;
     while !stopping {
@@ -198,12 +205,12 @@ fn run(
                 Err(_) => break,
             }
         }
-        commit_batch(db, batch, gate, &seq, generations);
-        committed.notify_one();
+        commit_batch(db, batch, gate, &seq, derived);
+        derived.committed.notify_one();
     }
 }
 
-fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &AtomicU64, generations: &Generations) {
+fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &AtomicU64, derived: &Derived) {
     while !batch.is_empty() {
         let mut txn = match db.begin_write() {
             Ok(t) => t,
@@ -225,6 +232,7 @@ fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &Atomi
                 }
             }
         }
+        let changes = std::mem::take(&mut tx.orders);
         drop(tx);
         if let Some((i, e)) = failed {
             // Abort drops every change of the batch; the failed job is answered, the rest rerun.
@@ -235,7 +243,8 @@ fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &Atomi
         }
         match txn.commit() {
             Ok(()) => {
-                generations.bump(&batch.iter().map(|j| j.store).collect::<Vec<_>>());
+                derived.orders.apply(changes);
+                derived.generations.bump(&batch.iter().map(|j| j.store).collect::<Vec<_>>());
                 for (job, out) in batch.into_iter().zip(outputs) {
                     let _ = job.reply.send(Ok(out));
                 }
@@ -254,9 +263,10 @@ fn run_job(tx: &mut Tx, job: &mut Job, gate: &MoveGate, seq: &AtomicU64) -> ApiR
         return Err(moving());
     }
     tx.changes.clear();
+    tx.tracking = job.store.is_some_and(|s| gate.is_tracked(s));
     let out = (job.run)(tx)?;
     if let Some(store) = job.store
-        && gate.is_tracked(store)
+        && tx.tracking
         && !tx.changes.is_empty()
     {
         let mut log = tx.txn.open_table(MOVE_LOG)?;
@@ -287,13 +297,17 @@ type StoreTableHandle<'a> = redb::Table<'a, &'static [u8], &'static [u8]>;
 /// (redb allows one open handle per table, so store tables are reached only through `Tx`).
 pub struct Tx<'a> {
     txn: &'a WriteTransaction,
+    /// Whether the running job's store is being moved: only then are its keys recorded.
+    tracking: bool,
     changes: Vec<(u16, Vec<u8>)>,
     open: RefCell<Vec<Option<StoreTableHandle<'a>>>>,
+    /// List-order changes, applied to the in-memory orders once the transaction commits.
+    orders: Vec<Change>,
 }
 
 impl<'a> Tx<'a> {
     fn new(txn: &'a WriteTransaction) -> Self {
-        Tx { txn, changes: Vec::new(), open: RefCell::new(Vec::new()) }
+        Tx { txn, tracking: false, changes: Vec::new(), open: RefCell::new(Vec::new()), orders: Vec::new() }
     }
 
     /// The transaction, for tables outside the store tables (account directory, cell state).
@@ -323,14 +337,28 @@ impl<'a> Tx<'a> {
 
     pub fn put(&mut self, table: StoreTable, key: &[u8], value: &[u8]) -> ApiResult<()> {
         self.with_table(table, |t| Ok(t.insert(key, value).map(|_| ())?))?;
-        self.changes.push((table.index, key.to_vec()));
+        if self.tracking {
+            self.changes.push((table.index, key.to_vec()));
+        }
         Ok(())
     }
 
     pub fn delete(&mut self, table: StoreTable, key: &[u8]) -> ApiResult<()> {
         self.with_table(table, |t| Ok(t.remove(key).map(|_| ())?))?;
-        self.changes.push((table.index, key.to_vec()));
+        if self.tracking {
+            self.changes.push((table.index, key.to_vec()));
+        }
         Ok(())
+    }
+
+    /// Adds `key` to list `list` of `store`'s in-memory orders when the transaction commits.
+    pub fn order_insert(&mut self, store: Uuid, list: u16, key: Box<[u8]>) {
+        self.orders.push(Change { store, list, key, insert: true });
+    }
+
+    /// Removes `key` from list `list` of `store`'s in-memory orders when the transaction commits.
+    pub fn order_remove(&mut self, store: Uuid, list: u16, key: Box<[u8]>) {
+        self.orders.push(Change { store, list, key, insert: false });
     }
 
     /// Adds `delta` to a counter, never below zero.
@@ -377,7 +405,9 @@ impl<'a> Tx<'a> {
             Ok(())
         })?;
         let n = keys.len() as u64;
-        self.changes.extend(keys.into_iter().map(|k| (table.index, k)));
+        if self.tracking {
+            self.changes.extend(keys.into_iter().map(|k| (table.index, k)));
+        }
         Ok(n)
     }
 }
