@@ -330,13 +330,16 @@ pub fn validate_update(u: &UpdateProduct, current: &Product) -> ApiResult<()> {
     c.finish()
 }
 
+/// The title of a variant given none when its product has no options.
+pub const DEFAULT_VARIANT_TITLE: &str = "Default";
+
 /// Builds a new variant from validated input.
 pub fn new_variant(v: &VariantInput, fallback_price: Option<Money>, options: &[ProductOption], now: i64) -> Variant {
     let title = v
         .title
         .clone()
         .filter(|t| !t.trim().is_empty())
-        .unwrap_or_else(|| if options.is_empty() { "Default".to_string() } else { v.option_values.join(" / ") });
+        .unwrap_or_else(|| if options.is_empty() { DEFAULT_VARIANT_TITLE.to_string() } else { v.option_values.join(" / ") });
     Variant {
         id: Uuid::now_v7(),
         title: title.trim().to_string(),

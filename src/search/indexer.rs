@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redb::{Database, ReadableDatabase, ReadableTable};
-use tantivy::schema::Term;
 use uuid::Uuid;
 
 use crate::domain::product::Product;
@@ -29,9 +28,9 @@ const BACKOFF: Duration = Duration::from_secs(1);
 /// segment (each typo automaton walks each segment's term dictionary).
 const IDLE_SEGMENTS_MAX: usize = 4;
 /// Least time between two passes that index something: under a stream of writes, tantivy
-/// commits (each a new segment and a few fsyncs) stay few and large, while a write still
-/// becomes searchable well within a second.
-const MIN_PASS_INTERVAL: Duration = Duration::from_millis(100);
+/// commits (each a new segment, a few fsyncs, and later merges) stay few and large, while a
+/// write still becomes searchable well within a second (this pause plus one pass).
+const MIN_PASS_INTERVAL: Duration = Duration::from_millis(300);
 
 /// The thread's body: fills a new index, drops documents of stores the cell no longer serves,
 /// then drains the outbox until the cell closes (with a last pass, so a clean stop leaves the
@@ -127,7 +126,7 @@ pub async fn drain(search: &Search, db: &Database, writer: &Writer) -> Result<us
             if !seen.insert((*store, *id)) {
                 continue;
             }
-            w.delete_term(Term::from_field_text(f.key, &schema::key(*store, *id)));
+            w.delete_term(schema::key(f, *store, *id));
             if let Some(row) = table.get(Key::store(*store).id(*id).bytes())? {
                 // A row that does not decode is logged (by the codec) and left unsearchable
                 // rather than holding up every entry queued behind it.

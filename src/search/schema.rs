@@ -4,12 +4,13 @@
 //! all the stores of a cell. Ids are kept in fast fields (two u64 halves) so a search answers ids
 //! without touching the document store; the product rows themselves are read from redb.
 
+use tantivy::schema::Term;
 use tantivy::schema::{FAST, Field, INDEXED, IndexRecordOption, STRING, Schema, SchemaBuilder, TextFieldIndexing, TextOptions};
 use tantivy::tokenizer::{AsciiFoldingFilter, LowerCaser, RawTokenizer, RemoveLongFilter, SimpleTokenizer, TextAnalyzer};
 use tantivy::{Index, TantivyDocument};
 use uuid::Uuid;
 
-use crate::domain::product::Product;
+use crate::domain::product::{DEFAULT_VARIANT_TITLE, Product};
 
 /// Analyzer of titles and variant titles: words, lower-cased, accents folded (`Café` → `cafe`).
 pub const WORDS: &str = "shop_words";
@@ -21,7 +22,9 @@ const TITLE_SORT_BYTES: usize = 64;
 /// The fields of the schema, resolved once.
 #[derive(Debug, Clone, Copy)]
 pub struct Fields {
-    /// `store hex ‖ product hex`: the one term that names a product's document.
+    /// `store ‖ product id` (32 bytes): the one term that names a product's document. Raw
+    /// bytes rather than hex: every document adds a distinct term, and the term dictionaries
+    /// built at each commit and merge grow with their length.
     pub key: Field,
     /// The store id (hex): the filter of every query and the purge of a moved store.
     pub store: Field,
@@ -38,9 +41,9 @@ pub struct Fields {
     pub status: Field,
     /// Lower-cased product type.
     pub product_type: Field,
-    /// Lowest variant price, minor units.
+    /// Lowest variant price, minor units (sorting only: a fast field, no terms).
     pub price: Field,
-    /// Creation time, ms since the epoch.
+    /// Creation time, ms since the epoch (sorting only).
     pub created: Field,
     /// Lower-cased title prefix, a string fast field for title sorts.
     pub title_sort: Field,
@@ -54,7 +57,7 @@ pub fn build() -> (Schema, Fields) {
     let code = TextOptions::default()
         .set_indexing_options(TextFieldIndexing::default().set_tokenizer(CODE).set_index_option(IndexRecordOption::Basic));
     let fields = Fields {
-        key: b.add_text_field("key", STRING),
+        key: b.add_bytes_field("key", INDEXED),
         store: b.add_text_field("store", STRING),
         id_hi: b.add_u64_field("id_hi", FAST),
         id_lo: b.add_u64_field("id_lo", FAST),
@@ -65,8 +68,8 @@ pub fn build() -> (Schema, Fields) {
         barcode: b.add_text_field("barcode", code.clone()),
         status: b.add_text_field("status", STRING),
         product_type: b.add_text_field("product_type", code),
-        price: b.add_i64_field("price", FAST | INDEXED),
-        created: b.add_i64_field("created", FAST | INDEXED),
+        price: b.add_i64_field("price", FAST),
+        created: b.add_i64_field("created", FAST),
         title_sort: b.add_text_field("title_sort", TextOptions::default().set_fast("raw")),
     };
     (b.build(), fields)
@@ -84,9 +87,16 @@ pub fn register_analyzers(index: &Index) {
     index.tokenizers().register(CODE, code);
 }
 
-/// The term text naming one product's document.
-pub fn key(store: Uuid, id: Uuid) -> String {
-    format!("{}{}", store.simple(), id.simple())
+/// The term naming one product's document.
+pub fn key(f: &Fields, store: Uuid, id: Uuid) -> Term {
+    Term::from_field_bytes(f.key, &key_bytes(store, id))
+}
+
+fn key_bytes(store: Uuid, id: Uuid) -> [u8; 32] {
+    let mut k = [0; 32];
+    k[..16].copy_from_slice(store.as_bytes());
+    k[16..].copy_from_slice(id.as_bytes());
+    k
 }
 
 /// The term text of a store.
@@ -113,15 +123,19 @@ pub fn code_text(raw: &str) -> String {
 pub fn document(f: &Fields, store: Uuid, p: &Product) -> TantivyDocument {
     let mut d = TantivyDocument::default();
     let id = p.id.as_u128();
-    d.add_text(f.key, key(store, p.id));
+    d.add_bytes(f.key, &key_bytes(store, p.id));
     d.add_text(f.store, store_term(store));
     d.add_u64(f.id_hi, (id >> 64) as u64);
     d.add_u64(f.id_lo, id as u64);
     d.add_text(f.title, &p.title);
     d.add_text(f.all_words, &p.title);
     for v in &p.variants {
-        d.add_text(f.variant_title, &v.title);
-        d.add_text(f.all_words, &v.title);
+        // A variant of a product without options is titled by a placeholder: no shopper
+        // searches for it, and indexed it would match nearly every product.
+        if !(p.options.is_empty() && v.title == DEFAULT_VARIANT_TITLE) {
+            d.add_text(f.variant_title, &v.title);
+            d.add_text(f.all_words, &v.title);
+        }
         if let Some(s) = &v.sku {
             d.add_text(f.sku, s);
         }
