@@ -83,6 +83,7 @@ impl Cell {
             .await?;
         // Rows copied wholesale: list orders are built afresh from them when first read.
         self.writer.orders.forget(store);
+        self.writer.rows.drop_store(store);
         self.set_state(store, Some(StoreState::Incoming));
         Ok(())
     }
@@ -134,6 +135,7 @@ impl Cell {
             })
             .await?;
         self.writer.orders.forget(store);
+        self.writer.rows.drop_store(store);
         self.set_state(store, Some(StoreState::Active));
         Ok(())
     }
@@ -189,6 +191,7 @@ impl Cell {
             })
             .await?;
         self.writer.orders.forget(store);
+        self.writer.rows.drop_store(store);
         self.set_state(store, None);
         // The copy's search documents go too. A failure is only logged: the indexer drops the
         // documents of stores the cell does not serve on its next start.

@@ -16,6 +16,7 @@ use crate::http::query::Paging;
 use crate::storage::codec::{decode, encode};
 use crate::storage::keys::{Key, trailing_id};
 use crate::storage::read;
+use crate::storage::row_cache::Cached;
 use crate::storage::tables::{PRODUCT_HANDLES, PRODUCT_VIEWS, PRODUCTS, VARIANTS};
 use crate::storage::writer::Tx;
 
@@ -98,6 +99,23 @@ impl Rendered {
     }
 }
 
+/// A stored view row: the product's status byte, then its JSON view.
+#[derive(Clone)]
+pub struct ViewRow(pub Arc<[u8]>);
+
+impl ViewRow {
+    pub fn status(&self) -> Option<Status> {
+        self.0.first().and_then(|b| Status::NAMES.get(*b as usize)).and_then(|n| Status::parse(n))
+    }
+}
+
+impl AsRef<[u8]> for ViewRow {
+    /// The JSON view alone, as answered to clients.
+    fn as_ref(&self) -> &[u8] {
+        self.0.get(1..).unwrap_or_default()
+    }
+}
+
 /// Writes `new` in place of `old` (either may be absent: create, delete) with every secondary row.
 pub fn write_product(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Option<&Product>) -> ApiResult<()> {
     let rendered = new.map(Rendered::of).transpose()?;
@@ -111,6 +129,7 @@ fn write_rendered(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Option<(
     // The search document follows through the outbox, committed with the row itself.
     if let Some(id) = new.or(old).map(|p| p.id) {
         crate::search::outbox_append(tx, store, id)?;
+        tx.row_changed(store, id);
     }
     // Smart collections, collection orders and catalog counts follow in the same transaction.
     crate::cells::collections::on_product_write(tx, store, old, new)?;
@@ -222,7 +241,7 @@ impl Cell {
 
     /// A page of products (their rendered JSON views) in the requested order, with the total,
     /// from the store's in-memory list orders.
-    pub fn list_product_views(&self, store: Uuid, status: Option<Status>, paging: &Paging) -> ApiResult<(Vec<Vec<u8>>, u64)> {
+    pub fn list_product_views(&self, store: Uuid, status: Option<Status>, paging: &Paging) -> ApiResult<(Vec<ViewRow>, u64)> {
         let field = SORT_FIELDS.iter().position(|f| *f == paging.sort_by).unwrap_or(0) as u8;
         let which = list(field, status.map(bucket).unwrap_or(ANY));
         let (offset, limit) = (paging.offset(), paging.limit as usize);
@@ -234,28 +253,47 @@ impl Cell {
                 (keys.into_iter().filter_map(trailing_id).collect::<Vec<_>>(), total)
             },
         )?;
-        // Begun after the page was read: the orders hold only committed writes, so every id
-        // of the page is in this snapshot unless its product was deleted meanwhile.
-        let txn = self.read()?;
-        let views = txn.open_table(PRODUCT_VIEWS.def)?;
+        // Read after the page: the orders hold only committed writes, so every id of the page
+        // has its row unless its product was deleted meanwhile.
+        let views = self.view_rows(store, &ids)?.into_iter().flatten().map(ViewRow).collect();
+        Ok((views, total as u64))
+    }
+
+    /// The stored view rows of `ids` (in order; `None` for a product that does not exist),
+    /// from the cell's row cache where held, else from one snapshot taken after the lookups.
+    pub fn view_rows(&self, store: Uuid, ids: &[Uuid]) -> ApiResult<Vec<Option<Arc<[u8]>>>> {
+        let cache = &self.writer.rows;
         let mut out = Vec::with_capacity(ids.len());
-        for id in ids {
-            if let Some(v) = views.get(Key::store(store).id(id).bytes())? {
-                out.push(v.value().get(1..).unwrap_or_default().to_vec());
+        let mut misses = Vec::new();
+        for (i, id) in ids.iter().enumerate() {
+            match cache.get(store, *id) {
+                Cached::Hit(row) => out.push(Some(row)),
+                Cached::Miss(epoch) => {
+                    out.push(None);
+                    misses.push((i, epoch));
+                }
             }
         }
-        Ok((out, total as u64))
+        if misses.is_empty() {
+            return Ok(out);
+        }
+        let txn = self.read()?;
+        let views = txn.open_table(PRODUCT_VIEWS.def)?;
+        for (i, epoch) in misses {
+            if let Some(v) = views.get(Key::store(store).id(ids[i]).bytes())? {
+                let row: Arc<[u8]> = Arc::from(v.value());
+                cache.fill(store, ids[i], epoch, row.clone());
+                out[i] = Some(row);
+            }
+        }
+        Ok(out)
     }
 
     /// One product's rendered JSON view and its status.
-    pub fn product_view(&self, store: Uuid, id: Uuid) -> ApiResult<(Status, Vec<u8>)> {
-        let raw =
-            read::get_raw(&self.read()?, PRODUCT_VIEWS, Key::store(store).id(id).bytes())?.ok_or_else(ApiError::not_found)?;
-        let status = raw.first().and_then(|b| Status::NAMES.get(*b as usize)).and_then(|n| Status::parse(n));
-        match (status, raw.get(1..)) {
-            (Some(s), Some(json)) => Ok((s, json.to_vec())),
-            _ => Err(ApiError::internal("malformed product view")),
-        }
+    pub fn product_view(&self, store: Uuid, id: Uuid) -> ApiResult<(Status, ViewRow)> {
+        let row = self.view_rows(store, &[id])?.pop().flatten().ok_or_else(ApiError::not_found)?;
+        let row = ViewRow(row);
+        row.status().map(|s| (s, row)).ok_or_else(|| ApiError::internal("malformed product view"))
     }
 
     pub async fn update_product(&self, store: Uuid, id: Uuid, update: UpdateProduct) -> ApiResult<Product> {

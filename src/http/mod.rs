@@ -45,14 +45,14 @@ pub fn ok_raw(body: impl Into<Bytes>) -> Resp {
 
 /// `{"data": [items…], fields…}` around JSON items that are already rendered, without parsing
 /// them again (answers that are also kept: search answers and list pages are cached).
-pub fn envelope_body(items: &[Vec<u8>], fields: &[(&str, serde_json::Value)]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(items.iter().map(|i| i.len() + 1).sum::<usize>() + 128);
+pub fn envelope_body<T: AsRef<[u8]>>(items: &[T], fields: &[(&str, serde_json::Value)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(items.iter().map(|i| i.as_ref().len() + 1).sum::<usize>() + 128);
     out.extend_from_slice(b"{\"data\":[");
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        out.extend_from_slice(item);
+        out.extend_from_slice(item.as_ref());
     }
     out.push(b']');
     for (name, value) in fields {
@@ -63,7 +63,7 @@ pub fn envelope_body(items: &[Vec<u8>], fields: &[(&str, serde_json::Value)]) ->
 }
 
 /// The paginated list envelope around rendered JSON items.
-pub fn page_body(items: &[Vec<u8>], total: u64, page: u32, limit: u32) -> Vec<u8> {
+pub fn page_body<T: AsRef<[u8]>>(items: &[T], total: u64, page: u32, limit: u32) -> Vec<u8> {
     let total_pages = total.div_ceil(u64::from(limit.max(1)));
     envelope_body(
         items,

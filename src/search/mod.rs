@@ -29,13 +29,14 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
 use tokio::sync::Notify;
 use uuid::Uuid;
 
+use crate::cells::products::ViewRow;
 use crate::domain::product::Product;
 use crate::error::{ApiError, ApiResult};
 use crate::search::query::{Hits, PageCollector, QueryBuilder, SearchRequest, page_of};
 use crate::search::schema::Fields;
 use crate::storage::codec::decode;
 use crate::storage::keys::{Key, leading_store, prefix_range, trailing_id};
-use crate::storage::tables::{OUTBOX, PRODUCT_VIEWS, PRODUCTS, STORE_STATE};
+use crate::storage::tables::{OUTBOX, PRODUCTS, STORE_STATE};
 use crate::storage::writer::{Tx, Writer};
 
 /// The longest the indexer sleeps when no commit wakes it.
@@ -331,19 +332,11 @@ impl crate::cells::Cell {
     /// The hits of a search with their rendered product views, in hit order. With a status
     /// filter, a hit whose product has since changed status (its document not yet refreshed) is
     /// left out too: shoppers never see a product the moment it stops being ACTIVE.
-    pub fn search_product_views(&self, req: &SearchRequest, fingerprint: u32) -> ApiResult<(Vec<Vec<u8>>, Hits)> {
+    pub fn search_product_views(&self, req: &SearchRequest, fingerprint: u32) -> ApiResult<(Vec<ViewRow>, Hits)> {
         let hits = self.search.search(req, fingerprint)?;
-        let txn = self.read()?;
-        let table = txn.open_table(PRODUCT_VIEWS.def)?;
-        let mut views = Vec::with_capacity(hits.ids.len());
-        for id in &hits.ids {
-            if let Some(row) = table.get(Key::store(req.store).id(*id).bytes())? {
-                let (status, json) = row.value().split_first().unwrap_or((&u8::MAX, &[]));
-                if req.status.is_none_or(|s| s as u8 == *status) {
-                    views.push(json.to_vec());
-                }
-            }
-        }
+        let rows = self.view_rows(req.store, &hits.ids)?;
+        let views =
+            rows.into_iter().flatten().map(ViewRow).filter(|v| req.status.is_none_or(|s| v.status() == Some(s))).collect();
         Ok((views, hits))
     }
 

@@ -7,6 +7,7 @@ pub mod list_orders;
 pub mod migrations;
 pub mod ranked;
 pub mod read;
+pub mod row_cache;
 pub mod tables;
 pub mod writer;
 

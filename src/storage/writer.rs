@@ -22,6 +22,7 @@ use uuid::Uuid;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::keys::{Key, prefix_range};
 use crate::storage::list_orders::{Change, ListOrders};
+use crate::storage::row_cache::RowCache;
 use crate::storage::tables::{MOVE_LOG, StoreTable};
 
 /// Most jobs one transaction takes; bounds the latency a large batch adds to its first job.
@@ -121,6 +122,8 @@ pub struct Writer {
     pub generations: Arc<Generations>,
     /// The in-memory list orders kept in step with commits.
     pub orders: Arc<ListOrders>,
+    /// Cached rows, dropped after every commit that changes them.
+    pub rows: Arc<RowCache>,
 }
 
 /// The writer thread; joining it waits until every queued job has been answered.
@@ -143,12 +146,18 @@ impl Writer {
         let generations = Arc::new(Generations::default());
         let thread_generations = generations.clone();
         let orders = Arc::new(ListOrders::default());
-        let thread_orders = orders.clone();
+        let rows = Arc::new(RowCache::default());
+        let (thread_orders, thread_rows) = (orders.clone(), rows.clone());
         let handle = std::thread::Builder::new().name(format!("writer-{name}")).spawn(move || {
-            let derived = Derived { committed: &thread_committed, generations: &thread_generations, orders: &thread_orders };
+            let derived = Derived {
+                committed: &thread_committed,
+                generations: &thread_generations,
+                orders: &thread_orders,
+                rows: &thread_rows,
+            };
             run(&db, &receiver, &thread_gate, &derived)
         })?;
-        Ok((Writer { sender, gate, committed, generations, orders }, WriterThread(handle)))
+        Ok((Writer { sender, gate, committed, generations, orders, rows }, WriterThread(handle)))
     }
 
     /// Runs `job` in the next batch and waits until its transaction is durable.
@@ -187,6 +196,7 @@ struct Derived<'a> {
     committed: &'a tokio::sync::Notify,
     generations: &'a Generations,
     orders: &'a ListOrders,
+    rows: &'a RowCache,
 }
 
 fn run(db: &Database, receiver: &mpsc::Receiver<Msg>, gate: &MoveGate, derived: &Derived) {
@@ -233,6 +243,7 @@ fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &Atomi
             }
         }
         let changes = std::mem::take(&mut tx.orders);
+        let changed_rows = std::mem::take(&mut tx.changed_rows);
         drop(tx);
         if let Some((i, e)) = failed {
             // Abort drops every change of the batch; the failed job is answered, the rest rerun.
@@ -244,6 +255,9 @@ fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &Atomi
         match txn.commit() {
             Ok(()) => {
                 derived.orders.apply(changes);
+                for (store, id) in changed_rows {
+                    derived.rows.drop_row(store, id);
+                }
                 derived.generations.bump(&batch.iter().map(|j| j.store).collect::<Vec<_>>());
                 for (job, out) in batch.into_iter().zip(outputs) {
                     let _ = job.reply.send(Ok(out));
@@ -303,11 +317,20 @@ pub struct Tx<'a> {
     open: RefCell<Vec<Option<StoreTableHandle<'a>>>>,
     /// List-order changes, applied to the in-memory orders once the transaction commits.
     orders: Vec<Change>,
+    /// Cached rows to drop once the transaction commits.
+    changed_rows: Vec<(Uuid, Uuid)>,
 }
 
 impl<'a> Tx<'a> {
     fn new(txn: &'a WriteTransaction) -> Self {
-        Tx { txn, tracking: false, changes: Vec::new(), open: RefCell::new(Vec::new()), orders: Vec::new() }
+        Tx {
+            txn,
+            tracking: false,
+            changes: Vec::new(),
+            open: RefCell::new(Vec::new()),
+            orders: Vec::new(),
+            changed_rows: Vec::new(),
+        }
     }
 
     /// The transaction, for tables outside the store tables (account directory, cell state).
@@ -359,6 +382,11 @@ impl<'a> Tx<'a> {
     /// Removes `key` from list `list` of `store`'s in-memory orders when the transaction commits.
     pub fn order_remove(&mut self, store: Uuid, list: u16, key: Box<[u8]>) {
         self.orders.push(Change { store, list, key, insert: false });
+    }
+
+    /// Drops the cached row `(store, id)` when the transaction commits (see [`RowCache`]).
+    pub fn row_changed(&mut self, store: Uuid, id: Uuid) {
+        self.changed_rows.push((store, id));
     }
 
     /// Adds `delta` to a counter, never below zero.

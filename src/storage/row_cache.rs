@@ -1,0 +1,182 @@
+//! Rows read on every page, kept in memory: the rendered product views that lists, searches and
+//! product reads answer with.
+//!
+//! redb's own page cache is shared by every thread through locks and reference counts, and one
+//! row costs a descent of several pages, so a page of 20 products spent more time finding its
+//! rows than writing them out. Rows are cached whole, by `(store, id)`, filled on a read miss and
+//! dropped by the writer after any commit that changes them (before the writer is answered),
+//! so nothing stale is ever served: a reader notes its shard's epoch before its snapshot and
+//! fills only if no row of the shard was dropped meanwhile.
+
+use std::collections::HashMap;
+use std::hash::BuildHasher;
+use std::sync::{Arc, Mutex};
+
+use uuid::Uuid;
+
+/// Independent locks: readers of different rows rarely meet.
+const SHARDS: usize = 64;
+/// Bytes of rows held per cell; past it a shard drops rows to make room.
+const BUDGET: usize = 64 << 20;
+
+type RowKey = (Uuid, Uuid);
+
+#[derive(Default)]
+struct Shard {
+    /// Bumped whenever a row is dropped: a fill read before the drop must not land after it.
+    epoch: u64,
+    rows: HashMap<RowKey, Arc<[u8]>>,
+    bytes: usize,
+}
+
+/// The cached rows of one table of one database.
+pub struct RowCache {
+    shards: Vec<Mutex<Shard>>,
+    hasher: std::collections::hash_map::RandomState,
+}
+
+impl Default for RowCache {
+    fn default() -> Self {
+        RowCache { shards: (0..SHARDS).map(|_| Mutex::default()).collect(), hasher: Default::default() }
+    }
+}
+
+/// What a lookup found: the row, or the epoch to fill it at after reading it.
+pub enum Cached {
+    Hit(Arc<[u8]>),
+    Miss(u64),
+}
+
+impl RowCache {
+    fn shard(&self, key: &RowKey) -> &Mutex<Shard> {
+        &self.shards[self.hasher.hash_one(key) as usize % SHARDS]
+    }
+
+    pub fn get(&self, store: Uuid, id: Uuid) -> Cached {
+        let key = (store, id);
+        match self.shard(&key).lock() {
+            Ok(s) => match s.rows.get(&key) {
+                Some(row) => Cached::Hit(row.clone()),
+                None => Cached::Miss(s.epoch),
+            },
+            // A poisoned shard only caches nothing: the epoch never matches.
+            Err(_) => Cached::Miss(u64::MAX),
+        }
+    }
+
+    /// Keeps `row`, read from a snapshot begun after the lookup that answered `epoch`, unless a
+    /// row of the shard was dropped since.
+    pub fn fill(&self, store: Uuid, id: Uuid, epoch: u64, row: Arc<[u8]>) {
+        let key = (store, id);
+        let Ok(mut s) = self.shard(&key).lock() else { return };
+        if s.epoch != epoch || row.len() > BUDGET / SHARDS {
+            return;
+        }
+        while s.bytes + row.len() > BUDGET / SHARDS {
+            // Any row makes room: rows are equally cheap to read again.
+            let Some(victim) = s.rows.keys().next().copied() else { break };
+            if let Some(old) = s.rows.remove(&victim) {
+                s.bytes -= old.len();
+            }
+        }
+        s.bytes += row.len();
+        if let Some(old) = s.rows.insert(key, row) {
+            s.bytes -= old.len();
+        }
+    }
+
+    /// Drops the row of `(store, id)`: a commit changed or deleted it.
+    pub fn drop_row(&self, store: Uuid, id: Uuid) {
+        let key = (store, id);
+        if let Ok(mut s) = self.shard(&key).lock() {
+            s.epoch += 1;
+            if let Some(old) = s.rows.remove(&key) {
+                s.bytes -= old.len();
+            }
+        }
+    }
+
+    /// Drops every row of `store` (its rows were replaced wholesale by a move).
+    pub fn drop_store(&self, store: Uuid) {
+        for shard in &self.shards {
+            if let Ok(mut s) = shard.lock() {
+                s.epoch += 1;
+                let mut freed = 0;
+                s.rows.retain(|(st, _), row| {
+                    let keep = *st != store;
+                    if !keep {
+                        freed += row.len();
+                    }
+                    keep
+                });
+                s.bytes -= freed;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(s: &str) -> Arc<[u8]> {
+        Arc::from(s.as_bytes())
+    }
+
+    fn hit(c: &RowCache, store: Uuid, id: Uuid) -> Option<Vec<u8>> {
+        match c.get(store, id) {
+            Cached::Hit(r) => Some(r.to_vec()),
+            Cached::Miss(_) => None,
+        }
+    }
+
+    #[test]
+    fn a_fill_read_before_a_drop_is_refused() {
+        let c = RowCache::default();
+        let (s, id) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let Cached::Miss(epoch) = c.get(s, id) else { panic!("empty cache hit") };
+        // The writer commits a new version and drops the row while the old one is being read.
+        c.drop_row(s, id);
+        c.fill(s, id, epoch, row("old"));
+        assert_eq!(hit(&c, s, id), None, "the stale read is not kept");
+        let Cached::Miss(epoch) = c.get(s, id) else { panic!() };
+        c.fill(s, id, epoch, row("new"));
+        assert_eq!(hit(&c, s, id), Some(b"new".to_vec()));
+        c.drop_row(s, id);
+        assert_eq!(hit(&c, s, id), None);
+    }
+
+    #[test]
+    fn a_store_is_dropped_whole_and_others_stay() {
+        let c = RowCache::default();
+        let (a, b) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        for (store, id) in [(a, 10), (a, 11), (b, 12)] {
+            let id = Uuid::from_u128(id);
+            let Cached::Miss(e) = c.get(store, id) else { panic!() };
+            c.fill(store, id, e, row("v"));
+        }
+        c.drop_store(a);
+        assert_eq!(hit(&c, a, Uuid::from_u128(10)), None);
+        assert_eq!(hit(&c, a, Uuid::from_u128(11)), None);
+        assert_eq!(hit(&c, b, Uuid::from_u128(12)), Some(b"v".to_vec()));
+    }
+
+    #[test]
+    fn a_full_shard_makes_room() {
+        let c = RowCache::default();
+        let store = Uuid::from_u128(1);
+        let big: Arc<[u8]> = Arc::from(vec![0u8; BUDGET / SHARDS / 2 + 1]);
+        let mut held = 0;
+        for n in 0..(SHARDS * 8) as u128 {
+            let id = Uuid::from_u128(n);
+            let Cached::Miss(e) = c.get(store, id) else { panic!() };
+            c.fill(store, id, e, big.clone());
+        }
+        for s in &c.shards {
+            let s = s.lock().unwrap();
+            assert!(s.bytes <= BUDGET / SHARDS && s.rows.len() <= 1);
+            held += s.rows.len();
+        }
+        assert!(held > 0);
+    }
+}
