@@ -1,6 +1,7 @@
 //! The account service: users, credentials, sessions, tokens, and the store directory (which
 //! cell holds which store, and who is a member with which role).
 
+mod admission;
 pub mod keys;
 pub mod members;
 pub mod mfa;
@@ -18,6 +19,7 @@ use argon2::{Argon2, PasswordHash, PasswordHasher, PasswordVerifier};
 use redb::{Database, ReadableDatabase, ReadableTable};
 use uuid::Uuid;
 
+pub use admission::Admission;
 pub use model::Role;
 use model::*;
 
@@ -47,6 +49,8 @@ pub struct AccountService {
     pub social: oidc::Social,
     /// The platform plan catalogue (built in, or from `--plans`).
     plans: Arc<plans::Catalogue>,
+    /// Recent answers of [`AccountService::admission`].
+    admissions: admission::Admissions,
 }
 
 impl AccountService {
@@ -68,6 +72,7 @@ impl AccountService {
             touched: Mutex::new(HashMap::new()),
             social: oidc::Social::default(),
             plans: Arc::new(plans::Catalogue::default()),
+            admissions: admission::Admissions::default(),
         })
     }
 
@@ -220,7 +225,22 @@ impl AccountService {
     /// Everything the dispatcher checks before a store route, from one read transaction: whether
     /// the session is live and, when it is and a store is named, the caller's role there and the
     /// cell holding the store (`None` when the store is not in the directory).
-    pub fn admission(&self, sid: Uuid, user: Uuid, store: Option<Uuid>) -> ApiResult<(bool, Option<Role>, Option<String>)> {
+    ///
+    /// Answers are kept while the directory is unchanged (every account commit moves its write
+    /// generation on, read here before the snapshot), so a revocation, a role change or a store
+    /// move is seen by the very next request.
+    pub fn admission(&self, sid: Uuid, user: Uuid, store: Option<Uuid>) -> ApiResult<Admission> {
+        let generation = self.writer.generations.global();
+        let key = (sid, user, store);
+        if let Some(found) = self.admissions.get(&key, generation) {
+            return Ok(found);
+        }
+        let found = self.admission_read(sid, user, store)?;
+        self.admissions.put(key, generation, found.clone());
+        Ok(found)
+    }
+
+    fn admission_read(&self, sid: Uuid, user: Uuid, store: Option<Uuid>) -> ApiResult<Admission> {
         let txn = self.db.begin_read()?;
         let active = match txn.open_table(SESSIONS)?.get(sid.as_u128())? {
             Some(v) => decode::<Session>(v.value())?.revoked_at.is_none(),

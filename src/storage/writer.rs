@@ -99,6 +99,12 @@ impl Generations {
         own + self.global.load(Ordering::Acquire)
     }
 
+    /// The generation moved on by every commit of a job that names no store (all of the
+    /// account directory's).
+    pub fn global(&self) -> u64 {
+        self.global.load(Ordering::Acquire)
+    }
+
     fn bump(&self, stores: &[Option<Uuid>]) {
         if stores.iter().any(Option::is_none) {
             self.global.fetch_add(1, Ordering::AcqRel);

@@ -1,0 +1,70 @@
+//! Recent admission answers (session live, role in the store, the store's cell), kept per
+//! directory write generation: the dispatcher asks for one on every store request, while the
+//! directory changes rarely (sign-ins, member and store changes, and a session's `lastActive`
+//! at most once a minute).
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+
+use uuid::Uuid;
+
+use crate::account::Role;
+
+/// Whether the session is live, the caller's role in the store, and the cell holding the store.
+pub type Admission = (bool, Option<Role>, Option<String>);
+
+/// (session, user, store) — everything an answer depends on besides the directory.
+type Key = (Uuid, Uuid, Option<Uuid>);
+
+/// Most answers kept; past it the map starts afresh (answers are one read each to rebuild).
+const MAX_ENTRIES: usize = 65_536;
+
+#[derive(Default)]
+pub struct Admissions {
+    /// The directory generation the answers were read at, and the answers.
+    map: RwLock<(u64, HashMap<Key, Admission>)>,
+}
+
+impl Admissions {
+    /// The answer of `key`, when it was read at `generation`.
+    pub fn get(&self, key: &Key, generation: u64) -> Option<Admission> {
+        let map = self.map.read().ok()?;
+        if map.0 != generation {
+            return None;
+        }
+        map.1.get(key).cloned()
+    }
+
+    /// Keeps `answer`, read from a snapshot taken after the directory was at `generation`. An
+    /// answer of an older generation than the kept ones is dropped; a newer one replaces them all.
+    pub fn put(&self, key: Key, generation: u64, answer: Admission) {
+        let Ok(mut map) = self.map.write() else { return };
+        if generation < map.0 {
+            return;
+        }
+        if generation > map.0 || map.1.len() >= MAX_ENTRIES {
+            map.0 = generation;
+            map.1.clear();
+        }
+        map.1.insert(key, answer);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_serve_only_their_generation() {
+        let a = Admissions::default();
+        let key = (Uuid::from_u128(1), Uuid::from_u128(2), Some(Uuid::from_u128(3)));
+        a.put(key, 5, (true, Some(Role::Staff), Some("cell-1".into())));
+        assert_eq!(a.get(&key, 5), Some((true, Some(Role::Staff), Some("cell-1".into()))));
+        assert_eq!(a.get(&key, 6), None, "a later directory write retires the answer");
+        a.put(key, 4, (true, Some(Role::Owner), None));
+        assert_eq!(a.get(&key, 4), None, "an answer older than the kept ones is not kept");
+        a.put(key, 6, (false, None, None));
+        assert_eq!(a.get(&key, 6), Some((false, None, None)));
+        assert_eq!(a.get(&key, 5), None);
+    }
+}
