@@ -32,7 +32,7 @@ use uuid::Uuid;
 use crate::cells::products::ViewRow;
 use crate::domain::product::Product;
 use crate::error::{ApiError, ApiResult};
-use crate::search::query::{Hits, PageCollector, QueryBuilder, SearchRequest, page_of};
+use crate::search::query::{ColumnCache, Hits, PageCollector, QueryBuilder, SearchRequest, page_of};
 use crate::search::schema::Fields;
 use crate::storage::codec::decode;
 use crate::storage::keys::{Key, leading_store, prefix_range, trailing_id};
@@ -82,6 +82,8 @@ pub struct Search {
     reader: IndexReader,
     /// Recent answers of `GET S/products/search` (see [`cache`]).
     pub answers: cache::AnswerCache,
+    /// The sort and id columns of the index's segments, opened once each.
+    columns: Arc<ColumnCache>,
     writer: Mutex<Option<IndexWriter<TantivyDocument>>>,
     /// Poked by the cell writer after every commit.
     wake: Arc<Notify>,
@@ -117,6 +119,7 @@ impl Search {
             fields,
             reader,
             answers: cache::AnswerCache::default(),
+            columns: Arc::default(),
             writer: Mutex::new(Some(writer)),
             wake,
             stopping: AtomicBool::new(false),
@@ -202,12 +205,14 @@ impl Search {
     /// One page of products matching `req`.
     pub fn search(&self, req: &SearchRequest, fingerprint: u32) -> ApiResult<Hits> {
         let searcher = self.reader.searcher();
+        self.columns.retain_segments_of(&searcher);
         let words = self.index.tokenizer_for_field(self.fields.title).map_err(ApiError::internal)?;
         let mut builder = QueryBuilder { fields: &self.fields, words, searcher: &searcher, relaxed: false, scored: false };
         let want = if req.after.is_some() { req.limit } else { req.offset + req.limit };
         let run = |builder: &mut QueryBuilder| {
             let query = builder.build(req);
             let collector = PageCollector {
+                columns: self.columns.clone(),
                 fields: self.fields,
                 sort: req.sort,
                 want,

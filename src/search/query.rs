@@ -9,14 +9,15 @@
 //! usual price of relevance paging.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeSet, BinaryHeap, HashSet};
+use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
 use std::ops::Bound;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Column, StrColumn};
+use tantivy::index::SegmentId;
 use tantivy::query::{
     AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, EmptyQuery, FuzzyTermQuery, InvertedIndexRangeQuery, Occur, Query,
     TermQuery,
@@ -528,8 +529,61 @@ impl QueryBuilder<'_> {
 
 // ---- collecting ----------------------------------------------------------------------------
 
+/// The fast-field columns a page is sorted and settled by, of one segment. Opening a column
+/// decodes its block index, which cost more than collecting a typical query's hits; segments
+/// never change, so their columns are opened once ([`ColumnCache`]).
+#[derive(Clone)]
+struct SegmentColumns {
+    id_hi: Column<u64>,
+    id_lo: Column<u64>,
+    price: Option<Column<i64>>,
+    created: Option<Column<i64>>,
+    title: Option<StrColumn>,
+}
+
+impl SegmentColumns {
+    fn open(segment: &SegmentReader) -> tantivy::Result<SegmentColumns> {
+        let ff = segment.fast_fields();
+        Ok(SegmentColumns {
+            id_hi: ff.u64("id_hi")?,
+            id_lo: ff.u64("id_lo")?,
+            price: ff.column_opt("price")?,
+            created: ff.column_opt("created")?,
+            title: ff.str("title_sort")?,
+        })
+    }
+}
+
+/// The opened columns of the index's segments, by segment.
+#[derive(Default)]
+pub struct ColumnCache(Mutex<HashMap<SegmentId, SegmentColumns>>);
+
+impl ColumnCache {
+    fn of(&self, segment: &SegmentReader) -> tantivy::Result<SegmentColumns> {
+        let id = segment.segment_id();
+        if let Some(c) = self.0.lock().ok().and_then(|m| m.get(&id).cloned()) {
+            return Ok(c);
+        }
+        let columns = SegmentColumns::open(segment)?;
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(id, columns.clone());
+        }
+        Ok(columns)
+    }
+
+    /// Forgets the segments `searcher` no longer has (merged away), once there are some.
+    pub fn retain_segments_of(&self, searcher: &Searcher) {
+        let Ok(mut m) = self.0.lock() else { return };
+        if m.len() > searcher.segment_readers().len() {
+            let live: HashSet<SegmentId> = searcher.segment_readers().iter().map(SegmentReader::segment_id).collect();
+            m.retain(|id, _| live.contains(id));
+        }
+    }
+}
+
 /// Sorts, pages and counts in one pass over the matching documents.
 pub struct PageCollector {
+    pub columns: Arc<ColumnCache>,
     pub fields: Fields,
     pub sort: Sort,
     /// Hits kept: the page and everything before it.
@@ -576,20 +630,20 @@ impl Collector for PageCollector {
     type Child = SegmentPage;
 
     fn for_segment(&self, _: SegmentOrdinal, segment: &SegmentReader) -> tantivy::Result<SegmentPage> {
-        let ff = segment.fast_fields();
+        let c = self.columns.of(segment)?;
         let num = match self.sort {
-            Sort::PriceAsc | Sort::PriceDesc => Some(ff.i64("price")?),
-            Sort::CreatedDesc => Some(ff.i64("created")?),
+            Sort::PriceAsc | Sort::PriceDesc => c.price,
+            Sort::CreatedDesc => c.created,
             _ => None,
         };
-        let title = if self.sort.by_title() { ff.str("title_sort")? } else { None };
+        let title = if self.sort.by_title() { c.title } else { None };
         Ok(SegmentPage {
             sort: self.sort,
             want: self.want,
             after: self.after.as_ref().map(|c| c.hit.clone()),
             allowed: self.allowed.clone(),
-            id_hi: ff.u64("id_hi")?,
-            id_lo: ff.u64("id_lo")?,
+            id_hi: c.id_hi,
+            id_lo: c.id_lo,
             num,
             title,
             heap: BinaryHeap::with_capacity(self.want.min(1024) + 1),
