@@ -8,36 +8,68 @@
 //! so nothing stale is ever served: a reader notes its shard's epoch before its snapshot and
 //! fills only if no row of the shard was dropped meanwhile.
 
-use std::collections::HashMap;
-use std::hash::BuildHasher;
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex};
 
 use uuid::Uuid;
 
 /// Independent locks: readers of different rows rarely meet.
 const SHARDS: usize = 64;
-/// Bytes of rows held per cell; past it a shard drops rows to make room.
-const BUDGET: usize = 64 << 20;
+/// Bytes of rows held per cell (a 100,000-product catalog's views fit); past it a shard drops
+/// its oldest rows to make room.
+const BUDGET: usize = 256 << 20;
 
 type RowKey = (Uuid, Uuid);
+
+/// Hashes ids by folding their words (FxHash's mix). Keys are ids the cell generated itself
+/// (a lookup of any other id only misses, it never inserts), so no keyed hash is needed to
+/// resist chosen collisions, and SipHash cost more than the lookup.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type IdMap<V> = HashMap<RowKey, V, BuildHasherDefault<IdHasher>>;
 
 #[derive(Default)]
 struct Shard {
     /// Bumped whenever a row is dropped: a fill read before the drop must not land after it.
     epoch: u64,
-    rows: HashMap<RowKey, Arc<[u8]>>,
+    rows: IdMap<Arc<[u8]>>,
+    /// Keys in the order they were filled, the oldest first; a key dropped since is skipped.
+    order: VecDeque<RowKey>,
     bytes: usize,
+}
+
+impl Shard {
+    fn remove(&mut self, key: &RowKey) {
+        if let Some(old) = self.rows.remove(key) {
+            self.bytes -= old.len();
+        }
+    }
 }
 
 /// The cached rows of one table of one database.
 pub struct RowCache {
     shards: Vec<Mutex<Shard>>,
-    hasher: std::collections::hash_map::RandomState,
 }
 
 impl Default for RowCache {
     fn default() -> Self {
-        RowCache { shards: (0..SHARDS).map(|_| Mutex::default()).collect(), hasher: Default::default() }
+        RowCache { shards: (0..SHARDS).map(|_| Mutex::default()).collect() }
     }
 }
 
@@ -49,7 +81,10 @@ pub enum Cached {
 
 impl RowCache {
     fn shard(&self, key: &RowKey) -> &Mutex<Shard> {
-        &self.shards[self.hasher.hash_one(key) as usize % SHARDS]
+        let mut h = IdHasher::default();
+        std::hash::Hash::hash(key, &mut h);
+        // The high bits: the map itself uses the low ones.
+        &self.shards[(h.finish() >> 58) as usize % SHARDS]
     }
 
     pub fn get(&self, store: Uuid, id: Uuid) -> Cached {
@@ -72,16 +107,18 @@ impl RowCache {
         if s.epoch != epoch || row.len() > BUDGET / SHARDS {
             return;
         }
+        s.remove(&key);
         while s.bytes + row.len() > BUDGET / SHARDS {
-            // Any row makes room: rows are equally cheap to read again.
-            let Some(victim) = s.rows.keys().next().copied() else { break };
-            if let Some(old) = s.rows.remove(&victim) {
-                s.bytes -= old.len();
-            }
+            let Some(oldest) = s.order.pop_front() else { break };
+            s.remove(&oldest);
         }
         s.bytes += row.len();
-        if let Some(old) = s.rows.insert(key, row) {
-            s.bytes -= old.len();
+        s.rows.insert(key, row);
+        s.order.push_back(key);
+        // Keys of dropped rows linger in the order until they come up; keep them few.
+        if s.order.len() > 2 * s.rows.len() + 64 {
+            let Shard { rows, order, .. } = &mut *s;
+            order.retain(|k| rows.contains_key(k));
         }
     }
 
@@ -90,9 +127,7 @@ impl RowCache {
         let key = (store, id);
         if let Ok(mut s) = self.shard(&key).lock() {
             s.epoch += 1;
-            if let Some(old) = s.rows.remove(&key) {
-                s.bytes -= old.len();
-            }
+            s.remove(&key);
         }
     }
 
@@ -101,15 +136,15 @@ impl RowCache {
         for shard in &self.shards {
             if let Ok(mut s) = shard.lock() {
                 s.epoch += 1;
-                let mut freed = 0;
-                s.rows.retain(|(st, _), row| {
+                let Shard { rows, order, bytes, .. } = &mut *s;
+                rows.retain(|(st, _), row| {
                     let keep = *st != store;
                     if !keep {
-                        freed += row.len();
+                        *bytes -= row.len();
                     }
                     keep
                 });
-                s.bytes -= freed;
+                order.retain(|k| rows.contains_key(k));
             }
         }
     }
@@ -175,8 +210,12 @@ mod tests {
         for s in &c.shards {
             let s = s.lock().unwrap();
             assert!(s.bytes <= BUDGET / SHARDS && s.rows.len() <= 1);
+            assert_eq!(s.bytes, s.rows.values().map(|r| r.len()).sum::<usize>());
             held += s.rows.len();
         }
         assert!(held > 0);
+        // The newest fill of a shard is the one it keeps.
+        let last = Uuid::from_u128((SHARDS * 8 - 1) as u128);
+        assert_eq!(hit(&c, store, last).map(|r| r.len()), Some(big.len()));
     }
 }
