@@ -173,9 +173,7 @@ fn in_process(running: &Running, path: &str, body: &Value, duration: Duration) -
     let calculation = cell.price(store, &request, now_ms())?.calculation;
     let (started, mut n, mut bytes) = (Instant::now(), 0u32, 0);
     while started.elapsed() < duration.min(Duration::from_secs(2)) {
-        let mut out = Vec::with_capacity(1024 + 768 * calculation.line_items.len());
-        serde_json::to_writer(&mut out, &calculation)?;
-        bytes = out.len();
+        bytes = calculation.to_json()?.len();
         n += 1;
     }
     let per = started.elapsed() / n.max(1);

@@ -41,7 +41,5 @@ async fn calculate(cx: Ctx) -> ApiResult<Resp> {
     let priced = s.cell.price(s.id, &CalcRequest::from_body(body, shopper), now_ms())?;
     // Sized for the usual answer (about 700 bytes a line), so the buffer is not grown and copied
     // a handful of times while it is written.
-    let mut out = Vec::with_capacity(1024 + 768 * priced.calculation.line_items.len());
-    serde_json::to_writer(&mut out, &priced.calculation).map_err(ApiError::internal)?;
-    Ok(ok_raw(out))
+    Ok(ok_raw(priced.calculation.to_json().map_err(ApiError::internal)?))
 }

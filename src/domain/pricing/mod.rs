@@ -24,6 +24,7 @@
 pub mod allocation;
 pub mod calc;
 pub mod discount;
+mod json;
 pub mod shipping;
 pub mod tax;
 

@@ -200,6 +200,7 @@ proptest! {
     fn calculation_invariants_hold(i in calc_input()) {
         let c = calculate(&i).unwrap();
         check_invariants(&i, &c);
+        prop_assert_eq!(c.to_json().unwrap(), serde_json::to_vec(&c).unwrap(), "the hand-written JSON is serde's");
     }
 
     #[test]
