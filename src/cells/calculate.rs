@@ -19,7 +19,7 @@ use crate::domain::pricing::calc::{
     CalcInput, CalcLine, Calculation, CodeInput, MAX_LINES, MAX_QUANTITY, ManualDiscount, ResolvedDiscount, Source, calculate,
 };
 use crate::domain::pricing::discount::{Discount, DiscountStatus, MAX_CODES_PER_REQUEST};
-use crate::domain::pricing::shipping::{Address, ShippingZone, rates_for};
+use crate::domain::pricing::shipping::{Address, ShippingZone, rate_for};
 use crate::domain::pricing::tax::{TaxRate, TaxSettings};
 use crate::domain::product::{Product, Status};
 use crate::error::{ApiError, ApiResult, Check};
@@ -484,8 +484,6 @@ fn resolve_lines(snap: &Snapshot, req: &CalcRequest) -> ApiResult<Vec<CalcLine>>
     let mut c = Check::new();
     let at = |i: usize, field: &str| format!("{pre}lineItems[{i}].{field}");
     let unknown = "no such variant in this store";
-    // A cart often holds several variants of one product: look up its collections once.
-    let mut collections: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
     let mut lines = Vec::with_capacity(req.lines.len());
     for (i, l) in req.lines.iter().enumerate() {
         if !(1..=MAX_QUANTITY).contains(&l.quantity) {
@@ -507,14 +505,7 @@ fn resolve_lines(snap: &Snapshot, req: &CalcRequest) -> ApiResult<Vec<CalcLine>>
             }
             _ => {}
         }
-        let collection_ids = match collections.get(&v.product_id) {
-            Some(ids) => ids.clone(),
-            None => {
-                let ids = snap.product_collections(v.product_id)?;
-                collections.insert(v.product_id, ids.clone());
-                ids
-            }
-        };
+        let collection_ids = snap.product_collections(v.product_id)?;
         lines.push(CalcLine {
             variant_id: l.variant_id,
             product_id: v.product_id,
@@ -539,11 +530,9 @@ impl Cell {
     pub fn price(&self, store: Uuid, req: &CalcRequest, now: i64) -> ApiResult<Priced> {
         let pre = req.field_prefix;
         let mut c = Check::new();
-        c.ensure(
-            req.codes.len() <= MAX_CODES_PER_REQUEST,
-            &format!("{pre}discountCodes"),
-            format!("at most {MAX_CODES_PER_REQUEST} codes per request"),
-        );
+        if req.codes.len() > MAX_CODES_PER_REQUEST {
+            c.fail(&format!("{pre}discountCodes"), format!("at most {MAX_CODES_PER_REQUEST} codes per request"));
+        }
         if req.shipping_method_id.is_some() && req.address.is_none() {
             c.fail("shippingMethodId", "needs a shippingAddress to be offered");
         }
@@ -597,8 +586,7 @@ impl Cell {
         if let (Some(method), Some(dest)) = (&req.shipping_method_id, &input.destination) {
             let zones = snap.zones()?;
             let (weight, subtotal) = input.shipping_basis();
-            let offered = rates_for(&zones, dest, weight, subtotal, settings.currency);
-            let chosen = offered.into_iter().find(|r| r.id.eq_ignore_ascii_case(method.trim()));
+            let chosen = rate_for(&zones, dest, weight, subtotal, settings.currency, method.trim());
             input.shipping_rate =
                 Some(chosen.ok_or_else(|| ApiError::field("shippingMethodId", "is not offered for this address and cart"))?);
         }

@@ -417,28 +417,55 @@ pub fn rates_for(
     subtotal: i64,
     currency: Currency,
 ) -> Vec<ShippingRate> {
+    let mut offered = offered(zones, dest, weight_grams, subtotal);
+    offered.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.name.cmp(&b.1.name)).then(a.1.id.cmp(&b.1.id)));
+    offered.into_iter().map(|(price, r)| r.offer(price, currency)).collect()
+}
+
+/// The rate of [`rates_for`] whose id is `id` (any case), without building the others: a
+/// calculation prices the one chosen rate.
+pub fn rate_for(
+    zones: &[ShippingZone],
+    dest: &Destination,
+    weight_grams: u64,
+    subtotal: i64,
+    currency: Currency,
+    id: &str,
+) -> Option<ShippingRate> {
+    let mut buf = Uuid::encode_buffer();
+    offered(zones, dest, weight_grams, subtotal)
+        .into_iter()
+        .find(|(_, r)| r.id.hyphenated().encode_lower(&mut buf).eq_ignore_ascii_case(id))
+        .map(|(price, r)| r.offer(price, currency))
+}
+
+/// The zone rates offered at `dest`, with their prices for the cart, in no particular order: those
+/// of the zones that cover the destination most closely.
+fn offered<'a>(zones: &'a [ShippingZone], dest: &Destination, weight_grams: u64, subtotal: i64) -> Vec<(i64, &'a ZoneRate)> {
     let best = zones.iter().map(|z| z.coverage(dest)).max().unwrap_or(0);
     if best == 0 {
         return Vec::new();
     }
-    let mut offered: Vec<(i64, &ZoneRate)> = zones
+    zones
         .iter()
         .filter(|z| z.coverage(dest) == best)
         .flat_map(|z| z.rates.iter())
         .filter(|r| r.offered(weight_grams, subtotal))
         .map(|r| (r.price_for(subtotal), r))
-        .collect();
-    offered.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.name.cmp(&b.1.name)).then(a.1.id.cmp(&b.1.id)));
-    offered
-        .into_iter()
-        .map(|(price, r)| ShippingRate {
-            id: r.id.to_string(),
-            name: r.name.clone(),
-            description: r.description.clone(),
-            code: r.code.clone(),
-            price: Price::new(price, currency),
-            estimated_delivery: r.estimate(),
-            provider: PROVIDER.to_string(),
-        })
         .collect()
+}
+
+impl ZoneRate {
+    /// The rate as a checkout offers it, at `price`.
+    fn offer(&self, price: i64, currency: Currency) -> ShippingRate {
+        ShippingRate {
+            id: self.id.to_string(),
+            name: self.name.clone(),
+            description: self.description.clone(),
+            code: self.code.clone(),
+            price: Price::new(price, currency),
+            estimated_delivery: self.estimate(),
+            provider: PROVIDER.to_string(),
+        }
+    }
 }
