@@ -27,9 +27,10 @@ const BACKOFF: Duration = Duration::from_secs(1);
 /// An idle index with more segments than this is merged into one: every query pays per
 /// segment (each typo automaton walks each segment's term dictionary).
 const IDLE_SEGMENTS_MAX: usize = 4;
-/// Least time between two passes that index something: under a stream of writes, tantivy
-/// commits (each a new segment, a few fsyncs, and later merges) stay few and large, while a
-/// write still becomes searchable well within a second (this pause plus one pass).
+/// Least time between two passes that index something, unless the outbox holds a backlog (a
+/// full batch): under a stream of writes, tantivy commits (each a new segment, a few fsyncs,
+/// and later merges) stay few and large, while a write still becomes searchable well within a
+/// second (this pause plus one pass). A backlog is drained pass after pass without pausing.
 const MIN_PASS_INTERVAL: Duration = Duration::from_millis(300);
 
 /// The thread's body: fills a new index, drops documents of stores the cell no longer serves,
@@ -54,19 +55,23 @@ pub fn run(search: &Arc<Search>, db: &Arc<Database>, writer: &Writer, fresh: boo
     }
     rt.block_on(async {
         let mut last_indexed: Option<Instant> = None;
+        let mut backlog = false;
         loop {
             let stopping = search.is_stopping();
             if let Some(at) = last_indexed
                 && !stopping
+                && !backlog
                 && at.elapsed() < MIN_PASS_INTERVAL
             {
                 tokio::time::sleep(MIN_PASS_INTERVAL.saturating_sub(at.elapsed())).await;
             }
+            backlog = false;
             match drain(search, db, writer).await {
                 Ok(0) => {}
                 Ok(n) => {
                     last_indexed = Some(Instant::now());
                     if n >= BATCH && !stopping {
+                        backlog = true;
                         continue;
                     }
                 }
