@@ -15,6 +15,7 @@ pub mod cache;
 pub mod indexer;
 pub mod query;
 pub mod schema;
+pub mod words;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -84,6 +85,8 @@ pub struct Search {
     pub answers: cache::AnswerCache,
     /// The sort and id columns of the index's segments, opened once each.
     columns: Arc<ColumnCache>,
+    /// The documents of each word searched for, per segment.
+    lists: Arc<words::WordCache>,
     writer: Mutex<Option<IndexWriter<TantivyDocument>>>,
     /// Poked by the cell writer after every commit.
     wake: Arc<Notify>,
@@ -120,6 +123,7 @@ impl Search {
             reader,
             answers: cache::AnswerCache::default(),
             columns: Arc::default(),
+            lists: Arc::default(),
             writer: Mutex::new(Some(writer)),
             wake,
             stopping: AtomicBool::new(false),
@@ -206,8 +210,10 @@ impl Search {
     pub fn search(&self, req: &SearchRequest, fingerprint: u32) -> ApiResult<Hits> {
         let searcher = self.reader.searcher();
         self.columns.retain_segments_of(&searcher);
+        self.lists.retain_segments_of(&searcher);
         let words = self.index.tokenizer_for_field(self.fields.title).map_err(ApiError::internal)?;
-        let mut builder = QueryBuilder { fields: &self.fields, words, searcher: &searcher, relaxed: false, scored: false };
+        let mut builder =
+            QueryBuilder { fields: &self.fields, words, searcher: &searcher, relaxed: false, scored: false, lists: &self.lists };
         let want = if req.after.is_some() { req.limit } else { req.offset + req.limit };
         let run = |builder: &mut QueryBuilder| {
             let query = builder.build(req);

@@ -9,7 +9,7 @@
 //! usual price of relevance paging.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::ops::Bound;
 use std::sync::{Arc, Mutex};
 
@@ -19,8 +19,7 @@ use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::index::SegmentId;
 use tantivy::query::{
-    AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, EmptyQuery, FuzzyTermQuery, InvertedIndexRangeQuery, Occur, Query,
-    TermQuery,
+    AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, EmptyQuery, InvertedIndexRangeQuery, Occur, Query, TermQuery,
 };
 use tantivy::schema::{Field, IndexRecordOption, Term};
 use tantivy::tokenizer::TextAnalyzer;
@@ -30,6 +29,7 @@ use uuid::Uuid;
 use crate::domain::product::Status;
 use crate::error::{ApiError, ApiResult};
 use crate::search::schema::{Fields, code_text, store_term};
+use crate::search::words::{WordCache, WordSpec, WordsQuery, prefix_successor};
 
 /// Which fields `q` is matched against (`searchBy`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,8 +240,8 @@ fn score_key(s: Score) -> u64 {
 pub struct QueryBuilder<'a> {
     pub fields: &'a Fields,
     pub words: TextAnalyzer,
-    /// The index the query will run on: typo-tolerant words are expanded against its term
-    /// dictionaries, and code clauses no term can match are left out.
+    /// The index the query will run on: exact words are scored with its statistics, and code
+    /// clauses no term can match are left out.
     pub searcher: &'a Searcher,
     /// Whether a multi-word term matches products with any of its words (ranked by how many)
     /// rather than all of them: the fallback when the strict query finds nothing.
@@ -249,12 +249,9 @@ pub struct QueryBuilder<'a> {
     /// Whether the last built query scores at all: one made only of typo and completion terms
     /// and filters scores every product 0, and the collector then needs no scores.
     pub scored: bool,
+    /// The word lists of the index's segments.
+    pub lists: &'a Arc<WordCache>,
 }
-
-/// Most dictionary terms a query word is expanded to (its typo variants and, for the last word,
-/// its completions). A word with more keeps the automaton queries, which match the same documents
-/// at a cost that grows with the documents of every matching term.
-const MAX_EXPANSIONS: usize = 16;
 
 /// Typo tolerance by word length: none under 4 characters, one edit from 4, two from 8.
 fn distance(word: &str) -> u8 {
@@ -263,18 +260,6 @@ fn distance(word: &str) -> u8 {
         n if n >= 4 => 1,
         _ => 0,
     }
-}
-
-/// The smallest byte string greater than every string starting with `prefix`.
-fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xFF {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
 }
 
 fn boxed(q: impl Query + 'static) -> Box<dyn Query> {
@@ -296,91 +281,6 @@ impl QueryBuilder<'_> {
         out
     }
 
-    /// One word against title-like fields: exact (scored), within the typo distance, and for
-    /// the last word of the query also as a prefix (search as you type). The typo and prefix
-    /// automata are run against the term dictionaries here, and the few terms they accept are
-    /// matched as plain terms: a misspelt word becomes one posting list to intersect instead of
-    /// a union of automaton bitsets. Typo and completion matches add no score of their own, so
-    /// exact matches rank first; when the query is relaxed (see [`QueryBuilder::relaxed`]) every
-    /// matching word adds one, so products matching more of the words come first.
-    ///
-    /// Scoreless terms are boosted term queries (boost 0), not constant-score wrappers: a word
-    /// that resolves to one dictionary term stays a plain term scorer, which tantivy intersects
-    /// without dynamic dispatch.
-    ///
-    /// Answers too whether the word's clause scores (an exact match, or any relaxed one).
-    fn word(&self, fields: &[Field], word: &str, last: bool) -> (Box<dyn Query>, bool) {
-        let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        let mut scored = self.relaxed;
-        let plain = |q: Box<dyn Query>| match self.relaxed {
-            true => (Occur::Should, boxed(ConstScoreQuery::new(q, 1.0))),
-            false => (Occur::Should, boxed(BoostQuery::new(q, 0.0))),
-        };
-        let other =
-            |field: Field, t: &[u8]| plain(boxed(TermQuery::new(Term::from_field_bytes(field, t), IndexRecordOption::Basic)));
-        for &field in fields {
-            let term = Term::from_field_text(field, word);
-            let mut exact = |should: &mut Vec<(Occur, Box<dyn Query>)>| {
-                scored = true;
-                let with_freqs = TermQuery::new(term.clone(), IndexRecordOption::WithFreqs);
-                should.push((Occur::Should, boxed(BoostQuery::new(boxed(with_freqs), 2.0))));
-                if self.relaxed {
-                    should.push(other(field, word.as_bytes()));
-                }
-            };
-            let mut automata = Vec::new();
-            let d = distance(word);
-            if d > 0 {
-                automata.push(FuzzyTermQuery::new(term.clone(), d, true));
-            }
-            if last && word.len() >= 2 {
-                automata.push(FuzzyTermQuery::new_prefix(term.clone(), 0, true));
-            }
-            if automata.is_empty() {
-                exact(&mut should);
-                continue;
-            }
-            match self.expand(field, &automata) {
-                Some(mut terms) => {
-                    if terms.remove(word.as_bytes()) {
-                        exact(&mut should);
-                    }
-                    should.extend(terms.iter().map(|t| other(field, t)));
-                }
-                None => {
-                    exact(&mut should);
-                    should.extend(automata.into_iter().map(|a| plain(boxed(a))));
-                }
-            }
-        }
-        let query = match should.len() {
-            0 => boxed(EmptyQuery),
-            1 => should.pop().map(|(_, q)| q).unwrap_or_else(|| boxed(EmptyQuery)),
-            _ => boxed(BooleanQuery::new(should)),
-        };
-        (query, scored)
-    }
-
-    /// Every term of `field` that one of `automata` accepts, in every segment; `None` when there
-    /// are more than [`MAX_EXPANSIONS`] (or a dictionary cannot be read: the automata then run
-    /// as queries, which report such errors themselves).
-    fn expand(&self, field: Field, automata: &[FuzzyTermQuery]) -> Option<BTreeSet<Vec<u8>>> {
-        let mut terms = BTreeSet::new();
-        for a in automata {
-            let dfa = a.automaton().ok()?;
-            for segment in self.searcher.segment_readers() {
-                let index = segment.inverted_index(field).ok()?;
-                let mut stream = index.terms().search(&dfa).into_stream().ok()?;
-                while stream.advance() {
-                    if terms.insert(stream.key().to_vec()) && terms.len() > MAX_EXPANSIONS {
-                        return None;
-                    }
-                }
-            }
-        }
-        Some(terms)
-    }
-
     /// Whether some segment has a term of `field` in `[from, to)`: a code no sku or barcode
     /// starts with needs no clause. Unreadable dictionaries answer yes (the clause stays).
     fn any_term(&self, field: Field, from: &[u8], to: Option<&[u8]>) -> bool {
@@ -395,24 +295,46 @@ impl QueryBuilder<'_> {
         })
     }
 
-    /// The clauses of `text` against `fields`: one per word, every one required; relaxed, one
-    /// clause that any of the words satisfies. `None` when the text has no words.
-    fn words(&mut self, fields: &[Field], text: &str) -> Option<Vec<Box<dyn Query>>> {
+    /// The clause of `text` against a title-like `field`: every word must match (relaxed: any
+    /// word, products matching more of them first), exactly, within its typo distance or — the
+    /// last word of the text, as shoppers type — as a prefix. The words' documents come from the
+    /// word lists of [`WordsQuery`]. Typo and completion matches add no score of their own, so
+    /// exact matches (scored by BM25) rank first; relaxed, every matching word adds one. `None`
+    /// when the text has no words.
+    fn words(&mut self, field: Field, text: &str) -> Option<Box<dyn Query>> {
         let words = self.tokens(text);
-        if words.is_empty() {
+        let n = words.len();
+        let specs: Vec<WordSpec> = words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| WordSpec { field, word: w.clone(), distance: distance(w), prefix: i + 1 == n && w.len() >= 2 })
+            .collect();
+        if specs.is_empty() {
             return None;
         }
-        let n = words.len();
-        let mut clauses = Vec::with_capacity(n);
-        for (i, w) in words.iter().enumerate() {
-            let (clause, scored) = self.word(fields, w, i + 1 == n);
-            self.scored |= scored;
-            clauses.push(clause);
+        // The exact match of each word some document has, scored.
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = words
+            .iter()
+            .map(|w| Term::from_field_text(field, w))
+            .filter(|t| self.searcher.doc_freq(t).is_ok_and(|n| n > 0))
+            .map(|t| (Occur::Should, boxed(BoostQuery::new(boxed(TermQuery::new(t, IndexRecordOption::WithFreqs)), 2.0))))
+            .collect();
+        self.scored |= self.relaxed || !clauses.is_empty();
+        if self.relaxed {
+            clauses.extend(specs.into_iter().map(|s| (Occur::Should, self.all_of(vec![s], 1.0))));
+        } else {
+            let all = self.all_of(specs, 0.0);
+            if clauses.is_empty() {
+                return Some(all);
+            }
+            clauses.push((Occur::Must, all));
         }
-        if self.relaxed && clauses.len() > 1 {
-            clauses = vec![boxed(BooleanQuery::new(clauses.into_iter().map(|q| (Occur::Should, q)).collect()))];
-        }
-        Some(clauses)
+        Some(boxed(BooleanQuery::new(clauses)))
+    }
+
+    /// The documents matching every one of `words`, scored `score` each.
+    fn all_of(&self, words: Vec<WordSpec>, score: Score) -> Box<dyn Query> {
+        boxed(WordsQuery { words, score, cache: self.lists.clone() })
     }
 
     /// A code field: the exact value (scored above) or any value starting with it.
@@ -444,8 +366,8 @@ impl QueryBuilder<'_> {
         let f = *self.fields;
         let code = |q: Option<Box<dyn Query>>| q.filter(|q| !q.is::<EmptyQuery>()).map(|q| vec![q]);
         match by {
-            SearchBy::Title => self.words(&[f.title], text),
-            SearchBy::VariantTitle => self.words(&[f.variant_title], text),
+            SearchBy::Title => self.words(f.title, text).map(|q| vec![q]),
+            SearchBy::VariantTitle => self.words(f.variant_title, text).map(|q| vec![q]),
             SearchBy::Sku => {
                 self.scored = true;
                 code(self.code(f.sku, text))
@@ -455,24 +377,18 @@ impl QueryBuilder<'_> {
                 code(self.code(f.barcode, text))
             }
             SearchBy::All => {
-                let words = self.words(&[f.all_words], text);
+                let words = self.words(f.all_words, text);
                 let codes: Vec<_> = [self.code(f.sku, text), self.code(f.barcode, text)]
                     .into_iter()
                     .flatten()
                     .filter(|q| !q.is::<EmptyQuery>())
                     .collect();
                 if codes.is_empty() {
-                    return words;
+                    return words.map(|q| vec![q]);
                 }
                 self.scored = true;
                 let mut any: Vec<_> = codes.into_iter().map(|q| (Occur::Should, q)).collect();
-                if let Some(mut words) = words {
-                    let words = match words.len() {
-                        1 => words.pop().unwrap_or_else(|| boxed(EmptyQuery)),
-                        _ => boxed(BooleanQuery::new(words.into_iter().map(|q| (Occur::Must, q)).collect())),
-                    };
-                    any.push((Occur::Should, words));
-                }
+                any.extend(words.map(|q| (Occur::Should, q)));
                 Some(vec![boxed(BooleanQuery::new(any))])
             }
         }
@@ -799,13 +715,6 @@ mod tests {
         assert_eq!(distance("mug"), 0);
         assert_eq!(distance("lamp"), 1);
         assert_eq!(distance("headphone"), 2);
-    }
-
-    #[test]
-    fn prefix_successor_bounds_the_prefix() {
-        assert_eq!(prefix_successor(b"ab"), Some(b"ac".to_vec()));
-        assert_eq!(prefix_successor(&[b'a', 0xFF]), Some(b"b".to_vec()));
-        assert_eq!(prefix_successor(&[0xFF]), None);
     }
 
     #[test]
