@@ -447,11 +447,12 @@ impl QueryBuilder<'_> {
 
 /// The fast-field columns a page is sorted and settled by, of one segment. Opening a column
 /// decodes its block index, which cost more than collecting a typical query's hits; segments
-/// never change, so their columns are opened once ([`ColumnCache`]).
+/// never change, so their columns are opened once ([`ColumnCache`]). The product ids, read for
+/// nearly every match (they settle ties), are decoded once into plain arrays by document.
 #[derive(Clone)]
 struct SegmentColumns {
-    id_hi: Column<u64>,
-    id_lo: Column<u64>,
+    id_hi: Arc<[u64]>,
+    id_lo: Arc<[u64]>,
     price: Option<Column<i64>>,
     created: Option<Column<i64>>,
     title: Option<StrColumn>,
@@ -461,13 +462,18 @@ impl SegmentColumns {
     fn open(segment: &SegmentReader) -> tantivy::Result<SegmentColumns> {
         let ff = segment.fast_fields();
         Ok(SegmentColumns {
-            id_hi: ff.u64("id_hi")?,
-            id_lo: ff.u64("id_lo")?,
+            id_hi: by_doc(&ff.u64("id_hi")?, segment.max_doc()),
+            id_lo: by_doc(&ff.u64("id_lo")?, segment.max_doc()),
             price: ff.column_opt("price")?,
             created: ff.column_opt("created")?,
             title: ff.str("title_sort")?,
         })
     }
+}
+
+/// A column's value of every document (0 where it has none).
+fn by_doc(column: &Column<u64>, max_doc: DocId) -> Arc<[u64]> {
+    (0..max_doc).map(|doc| column.first(doc).unwrap_or(0)).collect()
 }
 
 /// The opened columns of the index's segments, by segment.
@@ -531,8 +537,8 @@ pub struct SegmentPage {
     want: usize,
     after: Option<Hit>,
     allowed: Option<Arc<HashSet<u128>>>,
-    id_hi: Column<u64>,
-    id_lo: Column<u64>,
+    id_hi: Arc<[u64]>,
+    id_lo: Arc<[u64]>,
     num: Option<Column<i64>>,
     title: Option<StrColumn>,
     heap: BinaryHeap<Hit>,
@@ -629,7 +635,7 @@ impl SegmentPage {
             return false;
         }
         let Some(worst) = self.heap.peek().filter(|worst| worst.num == num) else { return false };
-        let hi = u128::from(self.id_hi.first(doc).unwrap_or(0)) << 64;
+        let hi = u128::from(self.id_hi.get(doc as usize).copied().unwrap_or(0)) << 64;
         // The upper half of the tie id is the tie id of the upper half (see `Sort::tie_id`).
         (self.sort.tie_id(hi) >> 64) > (worst.id >> 64)
     }
@@ -640,8 +646,8 @@ impl SegmentCollector for SegmentPage {
 
     fn collect(&mut self, doc: DocId, score: Score) {
         let id = || {
-            let hi = self.id_hi.first(doc).unwrap_or(0);
-            let lo = self.id_lo.first(doc).unwrap_or(0);
+            let hi = self.id_hi.get(doc as usize).copied().unwrap_or(0);
+            let lo = self.id_lo.get(doc as usize).copied().unwrap_or(0);
             (u128::from(hi) << 64) | u128::from(lo)
         };
         if let Some(allowed) = &self.allowed
