@@ -3,7 +3,8 @@
 //! The checkout is priced from a read transaction first (the figures the shopper saw and paid);
 //! then a single write job, run by the cell's writer one job at a time, re-validates everything
 //! against the rows as they are inside the transaction — the checkout still open and unchanged,
-//! every price as priced, stock for every tracked variant — and only then reserves stock,
+//! every price as priced, the store's discounts, taxes and shipping as they were when it was
+//! priced (its pricing version), stock for every tracked variant — and only then reserves stock,
 //! consumes discount usage, redeems gift cards, claims the payment intent and writes the order.
 //! Any failure aborts the whole job: nothing is consumed, nothing is half-created. Two shoppers
 //! racing for the last unit are serialized by the writer: the first takes it, the second gets
@@ -16,6 +17,7 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::cells::Cell;
+use crate::cells::calculate::pricing_version_in;
 use crate::cells::checkouts::{Caller, PricedCheckout, ensure_open, load as load_checkout, write_checkout};
 use crate::cells::discounts::{consume_usage, customer_key};
 use crate::cells::gift_cards::redeem_gift_card;
@@ -157,6 +159,8 @@ impl Cell {
     pub async fn complete_checkout(&self, store: Uuid, id: Uuid, caller: &Caller, body: CompleteCheckout) -> ApiResult<Order> {
         let method = check_token(&body.payment_method_id).map_err(|e| rename_field(e, "paymentMethodId"))?.to_string();
         let co = self.checkout(store, id, caller)?;
+        // Read before pricing: a configuration change after this is caught inside the write.
+        let version = self.pricing_version(store)?;
         let p = self.price_checkout(store, &co, caller.shopper)?;
         self.ensure_ready(store, &co, &p)?;
         let intent = match (p.due.amount > 0, body.payment_intent_id) {
@@ -198,6 +202,12 @@ impl Cell {
                 ensure_open(&stored)?;
                 if stored.updated_at != seen {
                     return Err(ApiError::msg(Code::CONFLICT, "the checkout changed while completing: review it and try again"));
+                }
+                if pricing_version_in(tx, store)? != version {
+                    return Err(ApiError::msg(
+                        Code::PRICE_CHANGED,
+                        "the store's discounts, taxes or shipping changed while completing: review the checkout",
+                    ));
                 }
                 for take in &takes {
                     reserve(tx, store, take, now)?;

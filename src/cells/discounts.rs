@@ -88,6 +88,7 @@ fn automatic_rows(store: Uuid, d: &Discount) -> Rows {
 /// A code another discount of the store claims (in any case) is a 409 naming `code`; deleting a
 /// discount removes its usage counts and comments with it.
 pub fn write_discount(tx: &mut Tx, store: Uuid, old: Option<&Discount>, new: Option<&Discount>) -> ApiResult<()> {
+    crate::cells::calculate::pricing_changed(tx, store)?;
     if let Some(n) = new
         && let Some(code) = &n.code
         && let Some(owner) = tx.get(DISCOUNT_CODES, &code_key(store, code))?

@@ -7,6 +7,7 @@ use redb::ReadTransaction;
 use uuid::Uuid;
 
 use crate::cells::Cell;
+use crate::cells::calculate::pricing_changed;
 use crate::cells::collections::tx_scan;
 use crate::domain::pricing::shipping::{ShippingZone, ShippingZoneInput};
 use crate::domain::time::now_ms;
@@ -25,6 +26,16 @@ pub const MAX_ZONES: usize = 250;
 
 fn row_key(store: Uuid, id: Uuid) -> Vec<u8> {
     Key::store(store).id(id).into_vec()
+}
+
+/// Writes (with `None`, deletes) a zone: the one writer of the table. Calculations read the
+/// zones, so the store's pricing version moves on too.
+fn write_zone(tx: &mut Tx, store: Uuid, id: Uuid, zone: Option<&ShippingZone>) -> ApiResult<()> {
+    pricing_changed(tx, store)?;
+    match zone {
+        Some(z) => tx.put(SHIPPING_ZONES, &row_key(store, id), &encode(z)?),
+        None => tx.delete(SHIPPING_ZONES, &row_key(store, id)),
+    }
 }
 
 fn load(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<ShippingZone> {
@@ -62,7 +73,7 @@ impl Cell {
                 if tx_scan(tx, SHIPPING_ZONES, Key::store(store).bytes(), None, MAX_ZONES)?.len() >= MAX_ZONES {
                     return Err(ApiError::msg(Code::BUSINESS_RULE, format!("a store has at most {MAX_ZONES} shipping zones")));
                 }
-                tx.put(SHIPPING_ZONES, &row_key(store, zone.id), &encode(&zone)?)?;
+                write_zone(tx, store, zone.id, Some(&zone))?;
                 Ok(zone.clone())
             })
             .await
@@ -90,7 +101,7 @@ impl Cell {
             .write(Some(store), move |tx| {
                 let old = load(tx, store, id)?;
                 let zone = ShippingZone::create(&input, id, Some(&old), now_ms(), Uuid::now_v7)?;
-                tx.put(SHIPPING_ZONES, &row_key(store, id), &encode(&zone)?)?;
+                write_zone(tx, store, id, Some(&zone))?;
                 Ok(zone)
             })
             .await
@@ -100,7 +111,7 @@ impl Cell {
         self.writer
             .write(Some(store), move |tx| {
                 load(tx, store, id)?;
-                tx.delete(SHIPPING_ZONES, &row_key(store, id))
+                write_zone(tx, store, id, None)
             })
             .await
     }

@@ -90,6 +90,8 @@ impl Cell {
                 let current = tx.get(STORES, &key)?.ok_or_else(ApiError::not_found)?;
                 let current: StoreSettings = crate::storage::codec::decode(&current)?;
                 let next = apply_update(&update, &current, now_ms())?;
+                // The currency and whether prices include tax are inputs of every calculation.
+                crate::cells::calculate::pricing_changed(tx, store)?;
                 tx.put(STORES, &key, &encode(&next)?)?;
                 Ok(next)
             })

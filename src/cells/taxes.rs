@@ -6,6 +6,7 @@ use redb::ReadTransaction;
 use uuid::Uuid;
 
 use crate::cells::Cell;
+use crate::cells::calculate::pricing_changed;
 use crate::cells::collections::tx_scan;
 use crate::cells::shipping::page_of;
 use crate::domain::pricing::tax::{TaxRate, TaxRateInput};
@@ -25,6 +26,16 @@ pub const MAX_RATES: usize = 1000;
 
 fn row_key(store: Uuid, id: Uuid) -> Vec<u8> {
     Key::store(store).id(id).into_vec()
+}
+
+/// Writes (with `None`, deletes) a tax rate: the one writer of the table. Calculations read the
+/// rates, so the store's pricing version moves on too.
+fn write_tax_rate(tx: &mut Tx, store: Uuid, id: Uuid, rate: Option<&TaxRate>) -> ApiResult<()> {
+    pricing_changed(tx, store)?;
+    match rate {
+        Some(r) => tx.put(TAX_RATES, &row_key(store, id), &encode(r)?),
+        None => tx.delete(TAX_RATES, &row_key(store, id)),
+    }
 }
 
 fn load(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<TaxRate> {
@@ -69,7 +80,7 @@ impl Cell {
                 if check_unique(tx, store, &rate)? >= MAX_RATES {
                     return Err(ApiError::msg(Code::BUSINESS_RULE, format!("a store has at most {MAX_RATES} tax rates")));
                 }
-                tx.put(TAX_RATES, &row_key(store, rate.id), &encode(&rate)?)?;
+                write_tax_rate(tx, store, rate.id, Some(&rate))?;
                 Ok(rate.clone())
             })
             .await
@@ -102,7 +113,7 @@ impl Cell {
                 let old = load(tx, store, id)?;
                 let rate = TaxRate::create(&input, id, old.created_at, now_ms())?;
                 check_unique(tx, store, &rate)?;
-                tx.put(TAX_RATES, &row_key(store, id), &encode(&rate)?)?;
+                write_tax_rate(tx, store, id, Some(&rate))?;
                 Ok(rate)
             })
             .await
@@ -112,7 +123,7 @@ impl Cell {
         self.writer
             .write(Some(store), move |tx| {
                 load(tx, store, id)?;
-                tx.delete(TAX_RATES, &row_key(store, id))
+                write_tax_rate(tx, store, id, None)
             })
             .await
     }

@@ -571,6 +571,61 @@ async fn a_completion_retried_with_its_idempotency_key_answers_the_same_order() 
     assert_eq!(inventory(c, &shop, &kettle).await, 9);
 }
 
+/// Completion checks, inside its write, that the store's pricing version is the one it priced
+/// with: the version must move with every write a calculation reads besides products, and with
+/// nothing an order itself writes (or concurrent completions would refuse each other).
+#[tokio::test]
+async fn the_pricing_version_moves_with_discounts_taxes_shipping_and_settings_only() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let shop = Shop::new(c).await;
+    let t = Some(shop.owner.token.as_str());
+    let cell = app.cell();
+    let store: uuid::Uuid = shop.store.parse().unwrap();
+    let version = || cell.pricing_version(store).unwrap();
+    let seen = std::cell::Cell::new(version());
+    let moved = |what: &str| {
+        let now = version();
+        assert!(now > seen.get(), "{what} moves the pricing version");
+        seen.set(now);
+    };
+
+    let rate = us_shipping(c, &shop).await;
+    moved("a new shipping zone");
+    let tax = c.post(&shop.path("/tax-rates"), t, json!({"country": "US", "rate": 500, "name": "Sales"})).await.expect(201);
+    moved("a new tax rate");
+    let tax_path = shop.path(&format!("/tax-rates/{}", tax.body["id"].as_str().unwrap()));
+    c.patch(&tax_path, t, json!({"country": "US", "rate": 600, "name": "Sales"})).await.expect(200);
+    moved("a tax rate edit");
+    let code = |value: i64| json!({"title": "Ten", "code": "TEN", "valueType": "percentage", "value": value});
+    let d = c.post(&shop.path("/discounts"), t, code(1000)).await.expect(201);
+    moved("a new discount");
+    c.patch(&shop.path(&format!("/discounts/{}", d.body["id"].as_str().unwrap())), t, code(500)).await.expect(200);
+    moved("a discount edit");
+    c.patch(&shop.path(""), t, json!({"taxesIncluded": true})).await.expect(200);
+    moved("a store settings edit");
+
+    // An order (stock taken, the code's usage consumed) and a price change move nothing.
+    let lamp = stocked(c, &shop, "Lamp", 4000, 5).await;
+    let co = ready_checkout(c, &shop, json!([{"variantId": lamp, "quantity": 1}]), &rate).await;
+    let id = co["id"].as_str().unwrap();
+    c.post(&shop.path(&format!("/checkouts/{id}/discount-codes")), t, json!({"code": "TEN"})).await.expect(200);
+    let co = c.get(&shop.path(&format!("/checkouts/{id}")), t).await.expect(200).body;
+    let intent = paid_intent(c, &shop, &co).await;
+    let order = c
+        .post(
+            &shop.path(&format!("/checkouts/{id}/complete")),
+            t,
+            json!({"paymentMethodId": "pm_card_visa", "paymentIntentId": intent}),
+        )
+        .await
+        .expect(201);
+    assert_eq!(order.body["discountCodes"], json!(["TEN"]));
+    assert_eq!(version(), seen.get(), "an order leaves the pricing version as it is");
+    c.delete(&tax_path, t).await.expect(204);
+    moved("a deleted tax rate");
+}
+
 #[tokio::test]
 async fn a_promptpay_order_stays_pending_until_the_payer_pays() {
     let app = spawn_app().await;
