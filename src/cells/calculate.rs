@@ -92,6 +92,9 @@ pub struct CalcRequest {
     pub address: Option<Address>,
     pub shipping_method_id: Option<String>,
     pub customer_id: Option<Uuid>,
+    /// A guest checkout's email: without a customer id, it names the customer whose uses of a
+    /// once-per-customer discount count.
+    pub guest_email: Option<String>,
     pub channel: Option<String>,
     /// An anonymous shopper: only ACTIVE products may be priced.
     pub shopper: bool,
@@ -126,6 +129,7 @@ impl CalcRequest {
             address: body.shipping_address,
             shipping_method_id: body.shipping_method_id,
             customer_id: body.customer_id,
+            guest_email: None,
             channel: body.channel,
             shopper,
             field_prefix: "",
@@ -567,7 +571,7 @@ impl Cell {
         let settings = self.store_settings_cached(store)?;
         let mut snap = Snapshot::new(self, store, cache);
         // Discounts first: whether any looks at collections decides if lines need theirs.
-        let customer = customer_key(req.customer_id, None);
+        let customer = customer_key(req.customer_id, req.guest_email.as_deref());
         let mut codes = Vec::with_capacity(req.codes.len());
         for code in &req.codes {
             let trimmed = code.trim();

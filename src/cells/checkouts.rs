@@ -323,6 +323,7 @@ impl Cell {
             address: co.shipping_address.clone(),
             shipping_method_id: co.shipping_method_id.clone(),
             customer_id: co.customer_id,
+            guest_email: co.email.clone(),
             channel: Some(CHANNEL.to_string()),
             shopper,
             ..CalcRequest::default()

@@ -190,7 +190,7 @@ impl Cell {
             ids.dedup();
             ids
         };
-        let customer = customer_key(co.customer_id, None);
+        let customer = customer_key(co.customer_id, co.email.as_deref());
         let gift_cards: Vec<(Uuid, Money)> =
             p.gift_cards.iter().filter(|g| g.amount_used.amount > 0).map(|g| (g.id, g.amount_used)).collect();
         let due = p.due;

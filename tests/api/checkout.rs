@@ -68,9 +68,13 @@ async fn order_count(c: &HttpClient, shop: &Shop) -> i64 {
 
 /// A member's checkout of `lines`, ready to pay: email, US address, the ground rate.
 async fn ready_checkout(c: &HttpClient, shop: &Shop, lines: Value, rate: &str) -> Value {
+    ready_checkout_for(c, shop, lines, rate, "buyer@example.com").await
+}
+
+/// [`ready_checkout`] with the buyer's email.
+async fn ready_checkout_for(c: &HttpClient, shop: &Shop, lines: Value, rate: &str, email: &str) -> Value {
     let t = Some(shop.owner.token.as_str());
-    let co =
-        c.post(&shop.path("/checkouts"), t, json!({"lineItems": lines, "email": "buyer@example.com"})).await.expect(201).body;
+    let co = c.post(&shop.path("/checkouts"), t, json!({"lineItems": lines, "email": email})).await.expect(201).body;
     let id = co["id"].as_str().unwrap();
     c.patch(&shop.path(&format!("/checkouts/{id}")), t, json!({"shippingAddress": address(), "shippingMethodId": rate}))
         .await
@@ -624,6 +628,37 @@ async fn the_pricing_version_moves_with_discounts_taxes_shipping_and_settings_on
     assert_eq!(version(), seen.get(), "an order leaves the pricing version as it is");
     c.delete(&tax_path, t).await.expect(204);
     moved("a deleted tax rate");
+}
+
+/// A checkout without a customer id counts once-per-customer uses by its email: the code prices
+/// and completes for a new email and is refused for one that used it.
+#[tokio::test]
+async fn once_per_customer_codes_count_a_guest_by_email() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let shop = Shop::new(c).await;
+    let t = Some(shop.owner.token.as_str());
+    let rate = us_shipping(c, &shop).await;
+    let mug = stocked(c, &shop, "Mug", 2000, 10).await;
+    let once = json!({"title": "Welcome", "code": "WELCOME", "valueType": "fixedAmount", "value": 300, "oncePerCustomer": true});
+    c.post(&shop.path("/discounts"), t, once).await.expect(201);
+    let lines = json!([{"variantId": mug, "quantity": 1}]);
+    let apply = |co: &Value| shop.path(&format!("/checkouts/{}/discount-codes", co["id"].as_str().unwrap()));
+    let welcome = json!({"code": "WELCOME"});
+
+    let first = ready_checkout_for(c, &shop, lines.clone(), &rate, "ada@example.com").await;
+    let co = c.post(&apply(&first), t, welcome.clone()).await.expect(200).body;
+    assert_eq!(amount(&co, "/discount"), 300);
+    let intent = paid_intent(c, &shop, &co).await;
+    let path = shop.path(&format!("/checkouts/{}/complete", co["id"].as_str().unwrap()));
+    let order = c.post(&path, t, json!({"paymentMethodId": "pm_card_visa", "paymentIntentId": intent})).await.expect(201);
+    assert_eq!(order.body["discountCodes"], json!(["WELCOME"]));
+
+    let again = ready_checkout_for(c, &shop, lines.clone(), &rate, "ADA@example.com").await;
+    let refused = c.post(&apply(&again), t, welcome.clone()).await.expect(422);
+    assert!(refused.body["error"]["message"].as_str().unwrap().contains("once per customer"), "{}", refused.body);
+    let other = ready_checkout_for(c, &shop, lines, &rate, "grace@example.com").await;
+    assert_eq!(amount(&c.post(&apply(&other), t, welcome).await.expect(200).body, "/discount"), 300);
 }
 
 #[tokio::test]
