@@ -13,11 +13,13 @@
 //! `cargo bench --bench catalog`. Environment: `BENCH_PRODUCTS` (products created, default
 //! 100000), `BENCH_SECONDS` (measured seconds per scenario, default 5).
 //!
-//! The server runs in this process (its own multi-threaded runtime, as `shopcell serve` has), so
-//! search can also be timed without HTTP: the in-process figures call the cell directly, the
-//! way the route handler does, and are the ones the latency targets are about. The HTTP figures
-//! at concurrency 1 add the request, JSON rendering and loopback round trip. Timings are reported,
-//! never asserted; a missed target prints FAIL.
+//! The server under test is the shipped binary in its own process (restarted on the same data
+//! with `--answer-cache false` for the cache-off figures); the load generator and the bare
+//! baseline run in this one. Search is then also timed without HTTP: the same data is opened in
+//! this process and the in-process figures call the cell directly, the way the route handler
+//! does; the latency targets are about those. The HTTP figures at concurrency 1 add the request,
+//! JSON rendering and loopback round trip. Timings are reported, never asserted; a missed target
+//! prints FAIL.
 
 mod common;
 
@@ -26,13 +28,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{
-    BareServer, BenchRequest, BoxError, Client, Endpoint, LoadReport, Settings, expect_json, run_batch, run_load, runtime,
-    start_bare_hyper,
+    BenchRequest, BoxError, Client, Endpoint, InProcess, LoadReport, ServerProcess, Settings, expect_json, run_batch, run_load,
+    runtime, start_bare_hyper,
 };
 use hyper::StatusCode;
 use serde_json::{Value, json};
 use shopcell::cells::Cell;
-use shopcell::run::Running;
 use shopcell::search::query::{SearchBy, SearchRequest, Sort, fingerprint};
 use uuid::Uuid;
 
@@ -127,37 +128,9 @@ fn bench() -> Result<(), BoxError> {
     );
     let bare = start_bare_hyper()?;
     let load = runtime("load-gen")?;
-    let server = common::InProcess::start("catalog")?;
-    let running = &server.running;
-    let result = scenarios(&settings, products, &load, &bare, running);
-    server.stop();
-    result
-}
-
-/// Everything measured, for the summary.
-struct Figures {
-    seed: Duration,
-    catch_up: Duration,
-    sku_in_process: Percentiles,
-    typo_in_process: Percentiles,
-    sku_http: Percentiles,
-    typo_http: Percentiles,
-    bare: LoadReport,
-    search_sku: LoadReport,
-    search_typo: LoadReport,
-    search_typo_uncached: LoadReport,
-    list: LoadReport,
-    list_uncached: LoadReport,
-}
-
-fn scenarios(
-    settings: &Settings,
-    products: usize,
-    load: &tokio::runtime::Runtime,
-    bare: &BareServer,
-    running: &Running,
-) -> Result<(), BoxError> {
-    let endpoint = Endpoint::new(running.addr);
+    let binary = env!("CARGO_BIN_EXE_shopcell");
+    let server = ServerProcess::spawn(binary)?;
+    let endpoint = Endpoint::new(server.addr);
     let (token, store) = load.block_on(owner_and_store(&endpoint))?;
     let authed = endpoint.with_bearer(&token)?;
     let store_path = format!("/api/v1/stores/{store}");
@@ -166,12 +139,11 @@ fn scenarios(
     // Creating the catalog through the API.
     let create_path = format!("{store_path}/products");
     let creator = authed.clone();
-    let (outcomes, seed) = load.block_on(run_batch(running.addr, SEED_CONCURRENCY, products, move |n| {
-        creator.post_json(&create_path, &product_body(n))
-    }));
+    let (outcomes, seed) = load
+        .block_on(run_batch(server.addr, SEED_CONCURRENCY, products, move |n| creator.post_json(&create_path, &product_body(n))));
     let failed = outcomes.iter().filter(|o| !matches!(o, Ok((s, _)) if *s == StatusCode::CREATED)).count();
     if failed > 0 {
-        return Err(format!("{failed} of {products} creates failed").into());
+        return Err(format!("{failed} of {products} creates failed\n{}", server.log_tail()).into());
     }
     println!(
         "created {products} products in {:.2} s ({:.0}/s, {SEED_CONCURRENCY} in flight)",
@@ -183,62 +155,61 @@ fn scenarios(
     let catch_up = load.block_on(wait_indexed(&authed, &store_path, products))?;
     println!("search index complete {:.0} ms after the last create", catch_up.as_secs_f64() * 1e3);
 
-    let cell = running.node.cells.values().next().cloned().ok_or("no cell")?;
-    let sku_request = move |i: u64| request(store_id, &sku(spread(i, products as u64)), SearchBy::Sku);
     let queries = Arc::new(popular_queries());
-    let typo_request = {
-        let queries = queries.clone();
-        move |i: u64| request(store_id, &queries[spread(i, queries.len() as u64) as usize], SearchBy::All)
-    };
-    check_answers(&cell, store_id, products, &queries)?;
-
-    let sku_in_process = in_process(&cell, settings.duration, sku_request);
-    println!("in-process sku search: {sku_in_process}");
-    let typo_in_process = in_process(&cell, settings.duration, typo_request);
-    println!("in-process typo search: {typo_in_process}");
-
     let sku_path = {
         let store_path = store_path.clone();
-        move |i: u64| format!("{store_path}/products/search?searchBy=sku&q={}", sku(spread(i, products as u64)))
+        Arc::new(move |i: u64| format!("{store_path}/products/search?searchBy=sku&q={}", sku(spread(i, products as u64))))
     };
     let typo_path = {
-        let store_path = store_path.clone();
-        move |i: u64| {
+        let (store_path, queries) = (store_path.clone(), queries.clone());
+        Arc::new(move |i: u64| {
             let q = queries[spread(i, queries.len() as u64) as usize].replace(' ', "%20");
             format!("{store_path}/products/search?q={q}")
-        }
+        })
     };
     let pages = products.div_ceil(20).min(50) as u64;
-    let list_path = move |i: u64| format!("{store_path}/products?limit=20&sortBy=price&sortOrder=asc&page={}", i % pages + 1);
-    let caches = |on: bool| {
-        cell.search.answers.set_enabled(on);
-        cell.pages.set_enabled(on);
-    };
+    let list_path =
+        Arc::new(move |i: u64| format!("{store_path}/products?limit=20&sortBy=price&sortOrder=asc&page={}", i % pages + 1));
 
-    // At one connection the cost of one request is what counts: computed afresh every time.
-    caches(false);
-    let sku_http = load.block_on(sequential_http(&authed, settings.duration, &sku_path))?;
-    println!("HTTP sku search, 1 connection: {sku_http}");
-    let typo_http = load.block_on(sequential_http(&authed, settings.duration, &typo_path))?;
-    println!("HTTP typo search, 1 connection: {typo_http}");
-
+    // With the answer cache, as the server runs by default.
     let bare_endpoint = Endpoint::new(bare.addr).with_bearer(&token)?;
-    let bare_report = measure(load, "bare hyper GET /", bare.addr, settings, move |_| bare_endpoint.get("/"));
-    let (typo_path, list_path) = (Arc::new(typo_path), Arc::new(list_path));
-    caches(true);
-    let a = authed.clone();
-    let search_sku = measure(load, "search sku", running.addr, settings, move |i| a.get(&sku_path(i)));
+    let bare_report = measure(&load, "bare hyper GET /", bare.addr, &settings, move |_| bare_endpoint.get("/"));
+    let (a, p) = (authed.clone(), sku_path.clone());
+    let search_sku = measure(&load, "search sku", server.addr, &settings, move |i| a.get(&p(i)));
     let (a, p) = (authed.clone(), typo_path.clone());
-    let search_typo = measure(load, "search typo (all), popular set", running.addr, settings, move |i| a.get(&p(i)));
+    let search_typo = measure(&load, "search typo (all), popular set", server.addr, &settings, move |i| a.get(&p(i)));
     let (a, p) = (authed.clone(), list_path.clone());
-    let list = measure(load, "list by price", running.addr, settings, move |i| a.get(&p(i)));
-    caches(false);
+    let list = measure(&load, "list by price", server.addr, &settings, move |i| a.get(&p(i)));
+
+    // The same data, every answer computed afresh.
+    let server = server.restart_with(binary, &["--answer-cache", "false"])?;
+    let authed = Endpoint::new(server.addr).with_bearer(&token)?;
+    // At one connection the cost of one request is what counts.
+    let sku_http = load.block_on(sequential_http(&authed, settings.duration, &*sku_path))?;
+    println!("HTTP sku search, 1 connection: {sku_http}");
+    let typo_http = load.block_on(sequential_http(&authed, settings.duration, &*typo_path))?;
+    println!("HTTP typo search, 1 connection: {typo_http}");
     let (a, p) = (authed.clone(), typo_path);
     let search_typo_uncached =
-        measure(load, "search typo (all), popular set, cache off", running.addr, settings, move |i| a.get(&p(i)));
-    let (a, p) = (authed.clone(), list_path);
-    let list_uncached = measure(load, "list by price, cache off", running.addr, settings, move |i| a.get(&p(i)));
-    caches(true);
+        measure(&load, "search typo (all), popular set, cache off", server.addr, &settings, move |i| a.get(&p(i)));
+    let (a, p) = (authed, list_path);
+    let list_uncached = measure(&load, "list by price, cache off", server.addr, &settings, move |i| a.get(&p(i)));
+
+    // The same data in this process: search without HTTP, as the route handler calls it.
+    let server = InProcess::open(server.stop()?)?;
+    let timed = (|| -> Result<(Percentiles, Percentiles), BoxError> {
+        let cell = server.cell()?;
+        check_answers(&cell, store_id, products, &queries)?;
+        let sku_request = |i: u64| request(store_id, &sku(spread(i, products as u64)), SearchBy::Sku);
+        let sku_in_process = in_process(&cell, settings.duration, sku_request);
+        println!("in-process sku search: {sku_in_process}");
+        let typo_request = |i: u64| request(store_id, &queries[spread(i, queries.len() as u64) as usize], SearchBy::All);
+        let typo_in_process = in_process(&cell, settings.duration, typo_request);
+        println!("in-process typo search: {typo_in_process}");
+        Ok((sku_in_process, typo_in_process))
+    })();
+    server.stop();
+    let (sku_in_process, typo_in_process) = timed?;
 
     summary(&Figures {
         seed,
@@ -255,6 +226,22 @@ fn scenarios(
         list_uncached,
     });
     Ok(())
+}
+
+/// Everything measured, for the summary.
+struct Figures {
+    seed: Duration,
+    catch_up: Duration,
+    sku_in_process: Percentiles,
+    typo_in_process: Percentiles,
+    sku_http: Percentiles,
+    typo_http: Percentiles,
+    bare: LoadReport,
+    search_sku: LoadReport,
+    search_typo: LoadReport,
+    search_typo_uncached: LoadReport,
+    list: LoadReport,
+    list_uncached: LoadReport,
 }
 
 fn request(store: Uuid, q: &str, by: SearchBy) -> SearchRequest {

@@ -37,17 +37,16 @@ fn main() -> ExitCode {
 fn bench() -> Result<(), BoxError> {
     let count: usize = std::env::var("BENCH_CHECKOUTS").ok().map(|v| v.parse()).transpose()?.unwrap_or(5000);
     let load = common::runtime("load-gen")?;
-    let server = common::InProcess::start("checkout")?;
-    let running = &server.running;
+    let server = common::ServerProcess::spawn(env!("CARGO_BIN_EXE_shopcell"))?;
     let result = (|| -> Result<(), BoxError> {
-        let endpoint = Endpoint::new(running.addr);
+        let endpoint = Endpoint::new(server.addr);
         let (authed, base, lines, rate) = load.block_on(seed(&endpoint, count))?;
         let ids = load.block_on(prepare(&authed, &base, &lines, &rate, count))?;
-        let fsync = redb_fsync_baseline(server.data.path(), Duration::from_secs(2))?;
+        let fsync = redb_fsync_baseline(server.dir(), Duration::from_secs(2))?;
         println!("baseline one fsync per transaction: {:.0} txn/s", fsync.per_second());
 
         let (ids, complete_base) = (Arc::new(ids), base.clone());
-        let (outcomes, elapsed) = load.block_on(run_batch(running.addr, CONCURRENCY, count, move |i| {
+        let (outcomes, elapsed) = load.block_on(run_batch(server.addr, CONCURRENCY, count, move |i| {
             let (checkout, intent) = &ids[i as usize];
             authed.post_json(
                 &format!("{complete_base}/checkouts/{checkout}/complete"),
@@ -68,7 +67,7 @@ fn bench() -> Result<(), BoxError> {
         );
         Ok(())
     })();
-    server.stop();
+    server.stop()?;
     result
 }
 

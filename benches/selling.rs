@@ -5,20 +5,23 @@
 //! `cargo bench --bench selling`. Environment: `BENCH_SECONDS` (measured seconds per scenario,
 //! default 5).
 //!
-//! The server runs in this process on its own multi-threaded runtime, as `shopcell serve` has; the
-//! load generator has its own. Timings are reported, never asserted; a missed target prints FAIL.
+//! The server under test is the shipped binary in its own process; the load generator and the
+//! bare baseline run in this one. The in-process timings reopen the same data in this process
+//! afterwards. Timings are reported, never asserted; a missed target prints FAIL.
 
 mod common;
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use common::{BenchRequest, BoxError, Client, Endpoint, LoadReport, Settings, expect_json, run_load, runtime, start_bare_hyper};
+use common::{
+    BenchRequest, BoxError, Client, Endpoint, InProcess, LoadReport, ServerProcess, Settings, expect_json, run_load, runtime,
+    start_bare_hyper,
+};
 use hyper::StatusCode;
 use serde_json::{Value, json};
 use shopcell::cells::calculate::{CalcRequest, CalculateBody};
 use shopcell::domain::time::now_ms;
-use shopcell::run::Running;
 use uuid::Uuid;
 
 /// (price in cents, quantity, grams per unit) of the ten lines.
@@ -55,27 +58,26 @@ fn bench() -> Result<(), BoxError> {
     );
     let bare = start_bare_hyper()?;
     let load = runtime("load-gen")?;
-    let server = common::InProcess::start("selling")?;
-    let running = &server.running;
-    let result = (|| -> Result<(), BoxError> {
-        let endpoint = Endpoint::new(running.addr);
-        let (token, body, path) = load.block_on(seed(&endpoint))?;
-        let authed = endpoint.with_bearer(&token)?;
-        load.block_on(check(&authed, &path, &body))?;
-        in_process(running, &path, &body, settings.duration)?;
+    let server = ServerProcess::spawn(env!("CARGO_BIN_EXE_shopcell"))?;
+    let endpoint = Endpoint::new(server.addr);
+    let (token, body, path) = load.block_on(seed(&endpoint))?;
+    let authed = endpoint.with_bearer(&token)?;
+    load.block_on(check(&authed, &path, &body))?;
 
-        let bare_endpoint = Endpoint::new(bare.addr).with_bearer(&token)?;
-        let bare_report = measure(&load, "bare hyper GET /", bare.addr, &settings, move |_| bare_endpoint.get("/"));
-        let calc_endpoint = authed.clone();
-        let calc_path = path.clone();
-        let calc = measure(&load, "POST calculate (10 lines, 2 codes, tax)", running.addr, &settings, move |_| {
-            calc_endpoint.post_json(&calc_path, &body)
-        });
-        summary(&bare_report, &calc);
-        Ok(())
-    })();
+    let bare_endpoint = Endpoint::new(bare.addr).with_bearer(&token)?;
+    let bare_report = measure(&load, "bare hyper GET /", bare.addr, &settings, move |_| bare_endpoint.get("/"));
+    let (calc_path, calc_body) = (path.clone(), body.clone());
+    let calc = measure(&load, "POST calculate (10 lines, 2 codes, tax)", server.addr, &settings, move |_| {
+        authed.post_json(&calc_path, &calc_body)
+    });
+
+    // The same store, now in this process: the request's own work, without HTTP.
+    let server = InProcess::open(server.stop()?)?;
+    let timed = in_process(&server, &path, &body, settings.duration);
     server.stop();
-    result
+    timed?;
+    summary(&bare_report, &calc);
+    Ok(())
 }
 
 /// Sends one request and expects `status`; answers the JSON body.
@@ -156,9 +158,9 @@ async fn check(endpoint: &Endpoint, path: &str, body: &Value) -> Result<(), BoxE
 }
 
 /// The calculation alone, called on the cell the way the route handler does (no HTTP, no JSON):
-/// how much of a request's time is the pricing itself.
-fn in_process(running: &Running, path: &str, body: &Value, duration: Duration) -> Result<(), BoxError> {
-    let cell = running.node.cells.values().next().cloned().ok_or("no cell")?;
+/// how much of a request's time is the pricing itself (on this process's system allocator).
+fn in_process(server: &InProcess, path: &str, body: &Value, duration: Duration) -> Result<(), BoxError> {
+    let cell = server.cell()?;
     let store: Uuid = path.trim_start_matches("/api/v1/stores/").trim_end_matches("/calculate").parse()?;
     let request = CalcRequest::from_body(serde_json::from_value::<CalculateBody>(body.clone())?, false);
     let started = Instant::now();

@@ -48,6 +48,9 @@ pub struct ServeArgs {
     /// Payment provider options.
     #[command(flatten)]
     pub payments: PaymentArgs,
+    /// Answer cache options.
+    #[command(flatten)]
+    pub caches: CacheArgs,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -87,6 +90,9 @@ pub struct CellArgs {
     /// Payment provider options.
     #[command(flatten)]
     pub payments: PaymentArgs,
+    /// Answer cache options.
+    #[command(flatten)]
+    pub caches: CacheArgs,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -141,6 +147,23 @@ pub enum PaymentProviderKind {
     Test,
     /// A Stripe-compatible API at `--stripe-api-base`.
     Stripe,
+}
+
+/// Options of a cell's answer caches, shared by `serve` and `cell`.
+#[derive(Args, Debug, Clone)]
+pub struct CacheArgs {
+    /// Keep recent product search answers and product list pages in memory, each served only
+    /// while its store and the search index are unchanged (README, "Answer cache"); `false`
+    /// computes every answer afresh.
+    #[arg(long, env = "SHOPCELL_ANSWER_CACHE", default_value_t = true, action = clap::ArgAction::Set)]
+    pub answer_cache: bool,
+}
+
+impl Default for CacheArgs {
+    /// The flags' defaults, for processes built in code (tests, benchmarks).
+    fn default() -> Self {
+        CacheArgs { answer_cache: true }
+    }
 }
 
 /// Options of the payment providers, shared by `serve` and `cell`.
@@ -223,4 +246,20 @@ fn parse_named_url(s: &str) -> Result<(String, String), String> {
         return Err(format!("expected NAME=http://HOST:PORT, got {s:?}"));
     }
     Ok((name.to_string(), url.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answer_caches_are_on_unless_turned_off() {
+        let serve = |args: &[&str]| match Cli::try_parse_from([&["shopcell", "serve"], args].concat()).unwrap().command {
+            Command::Serve(a) => a.caches.answer_cache,
+            _ => unreachable!("a serve command"),
+        };
+        assert!(serve(&[]));
+        assert!(!serve(&["--answer-cache", "false"]));
+        assert!(Cli::try_parse_from(["shopcell", "serve", "--answer-cache", "maybe"]).is_err());
+    }
 }

@@ -15,7 +15,3 @@ pub mod search;
 pub mod server;
 pub mod storage;
 pub mod util;
-
-/// The allocator of every binary built on this library (the server, its tests and benches).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

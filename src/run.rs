@@ -17,7 +17,7 @@ use crate::account::keys::{public_keys_from_jwks, read_service_key};
 use crate::account::oidc::Social;
 use crate::cells::Cell;
 use crate::cells::forward::{Body, Upstream};
-use crate::cli::{AccountArgs, AuthArgs, CellArgs, PaymentArgs, RouterArgs, ServeArgs};
+use crate::cli::{AccountArgs, AuthArgs, CacheArgs, CellArgs, PaymentArgs, RouterArgs, ServeArgs};
 use crate::http::auth::TokenVerifier;
 use crate::http::cors::Cors;
 use crate::http::ratelimit::RateLimits;
@@ -29,7 +29,12 @@ fn valid_cell_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-fn open_cells(data: &Path, names: &[String], payments: &PaymentArgs) -> Result<BTreeMap<String, Arc<Cell>>, BoxError> {
+fn open_cells(
+    data: &Path,
+    names: &[String],
+    payments: &PaymentArgs,
+    caches: &CacheArgs,
+) -> Result<BTreeMap<String, Arc<Cell>>, BoxError> {
     let providers = crate::payments::Providers::from_args(payments)?;
     let mut cells = BTreeMap::new();
     for name in names {
@@ -37,6 +42,8 @@ fn open_cells(data: &Path, names: &[String], payments: &PaymentArgs) -> Result<B
             return Err(format!("invalid cell name {name:?}: use letters, digits, - and _").into());
         }
         let cell = Cell::open(name, &cell_dir(data, name))?.with_payments(providers.clone());
+        cell.search.answers.set_enabled(caches.answer_cache);
+        cell.pages.set_enabled(caches.answer_cache);
         cells.insert(name.clone(), Arc::new(cell));
     }
     Ok(cells)
@@ -66,7 +73,7 @@ pub fn build_serve(args: &ServeArgs) -> Result<Node, BoxError> {
     }
     let account = Arc::new(open_account(&args.data, &args.auth)?.with_plans(plans(args.plans.as_deref())?));
     let verifier = TokenVerifier::new(vec![account.key.public_key()]);
-    let cells = open_cells(&args.data, &args.cells, &args.payments)?;
+    let cells = open_cells(&args.data, &args.cells, &args.payments, &args.caches)?;
     let key = account.service_key.clone();
     let node = Node::new(Mode::Serve, crate::api::routes(), verifier, Some(account), None, cells, BTreeMap::new(), key)?;
     load_taxonomy(&node, &args.data)?;
@@ -89,7 +96,7 @@ pub async fn build_cell(args: &CellArgs) -> Result<Node, BoxError> {
     let key = read_service_key(&args.service_key_file)?;
     let account = Upstream::new(&args.account, &key);
     let verifier = TokenVerifier::new(fetch_keys(&account).await?);
-    let cells = open_cells(&args.data, std::slice::from_ref(&args.name), &args.payments)?;
+    let cells = open_cells(&args.data, std::slice::from_ref(&args.name), &args.payments, &args.caches)?;
     let node = Node::new(Mode::Cell, crate::api::routes(), verifier, None, Some(account), cells, BTreeMap::new(), key)?;
     load_taxonomy(&node, &args.data)?;
     Ok(node)

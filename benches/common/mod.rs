@@ -470,28 +470,34 @@ pub fn redb_fsync_baseline(dir: &Path, duration: Duration) -> Result<FsyncBaseli
 // The server under test
 // ---------------------------------------------------------------------------------------------
 
-/// `shopcell serve` in this process on its own runtime (as the binary has), with its data in a
-/// fresh temporary directory and a free loopback port.
+/// `shopcell serve` in this process on its own runtime (as the binary has), on a data directory
+/// a [`ServerProcess`] left behind: for measurements that call the cell directly. It runs on the
+/// bench process's allocator (the system's), not the binary's.
 pub struct InProcess {
     pub running: shopcell::run::Running,
-    pub data: TempDir,
     runtime: Runtime,
+    _dir: TempDir,
 }
 
 impl InProcess {
-    /// `name` labels the temporary directory (`shopcell-<name>-…`).
-    pub fn start(name: &str) -> Result<InProcess, BoxError> {
+    /// Serves `<dir>/data`.
+    pub fn open(dir: TempDir) -> Result<InProcess, BoxError> {
         use clap::Parser;
         let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("server").build()?;
-        let data = tempfile::Builder::new().prefix(&format!("shopcell-{name}-")).tempdir()?;
-        let dir = data.path().to_str().ok_or("temp dir is not UTF-8")?;
-        let cli = shopcell::cli::Cli::try_parse_from(["shopcell", "serve", "--data", dir, "--listen", "127.0.0.1:0"])?;
+        let data = dir.path().join("data");
+        let data = data.to_str().ok_or("temp dir is not UTF-8")?;
+        let cli = shopcell::cli::Cli::try_parse_from(["shopcell", "serve", "--data", data, "--listen", "127.0.0.1:0"])?;
         let shopcell::cli::Command::Serve(args) = cli.command else { return Err("not a serve command".into()) };
         let running = runtime.block_on(async {
             let node = shopcell::run::build_serve(&args)?;
             shopcell::run::spawn(node, args.listen).await
         })?;
-        Ok(InProcess { running, data, runtime })
+        Ok(InProcess { running, runtime, _dir: dir })
+    }
+
+    /// The one cell of the server.
+    pub fn cell(&self) -> Result<Arc<shopcell::cells::Cell>, BoxError> {
+        self.running.node.cells.values().next().cloned().ok_or_else(|| "no cell".into())
     }
 
     /// Stops the server gracefully (every acknowledged write on disk).
@@ -503,19 +509,51 @@ impl InProcess {
 /// How long `shopcell serve` may take to print its URL (first start generates the signing key).
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A running `shopcell serve` on a temporary data directory; killed when dropped.
+/// The shipped binary running `shopcell serve` on `<dir>/data`: the server under test, in its own
+/// process with its own allocator, apart from the load generator and the baselines. Killed when
+/// dropped.
 pub struct ServerProcess {
     pub addr: SocketAddr,
     pub url: String,
-    child: Child,
+    child: KillOnDrop,
     dir: TempDir,
+}
+
+/// A child process killed (and reaped) when dropped.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 impl ServerProcess {
     /// Starts `<binary> serve --data <tmp>/data --listen 127.0.0.1:0` and waits for the first
     /// stdout line containing `http://`; the address in it is where the server listens.
     pub fn spawn(binary: &str) -> Result<Self, BoxError> {
-        let dir = tempfile::Builder::new().prefix("shopcell-bench-").tempdir()?;
+        Self::start(binary, tempfile::Builder::new().prefix("shopcell-bench-").tempdir()?, &[])
+    }
+
+    /// Stops the server gracefully and starts it again on the same data with `flags` added.
+    pub fn restart_with(self, binary: &str, flags: &[&str]) -> Result<Self, BoxError> {
+        let dir = self.stop()?;
+        Self::start(binary, dir, flags)
+    }
+
+    /// Stops the server gracefully (SIGTERM: every acknowledged write is on disk, the indexer
+    /// finishes its pass) and hands its directory over.
+    pub fn stop(mut self) -> Result<TempDir, BoxError> {
+        let status = Command::new("kill").arg("-TERM").arg(self.child.0.id().to_string()).status()?;
+        if !status.success() {
+            return Err("kill -TERM failed".into());
+        }
+        self.child.0.wait()?;
+        Ok(self.dir)
+    }
+
+    fn start(binary: &str, dir: TempDir, flags: &[&str]) -> Result<Self, BoxError> {
         let data = dir.path().join("data");
         let mut child = Command::new(binary)
             .arg("serve")
@@ -523,6 +561,7 @@ impl ServerProcess {
             .arg(&data)
             .arg("--listen")
             .arg("127.0.0.1:0")
+            .args(flags)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(File::create(dir.path().join("stderr.log"))?)
@@ -530,6 +569,7 @@ impl ServerProcess {
             .map_err(|e| format!("cannot start {binary}: {e}"))?;
 
         let stdout = child.stdout.take().expect("stdout is piped");
+        let child = KillOnDrop(child);
         let stdout_log = BufWriter::new(File::create(dir.path().join("stdout.log"))?);
         let (url_tx, url_rx) = mpsc::channel();
         // Keeps draining after the URL is found: a server logging to a full pipe would block.
@@ -547,24 +587,21 @@ impl ServerProcess {
         match started {
             Ok((addr, url)) => Ok(Self { addr, url, child, dir }),
             Err(why) => {
-                let _ = child.kill();
-                let _ = child.wait();
+                drop(child);
                 let logs = log_tail(dir.path());
                 Err(format!("shopcell serve did not start: {why}\n{logs}").into())
             }
         }
     }
 
+    /// The directory the server's data is in (`data/` inside it).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
     /// The end of the server's stdout and stderr, for error messages.
     pub fn log_tail(&self) -> String {
         log_tail(self.dir.path())
-    }
-}
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

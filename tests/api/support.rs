@@ -46,6 +46,7 @@ async fn spawn_with(data: &std::path::Path, cells: &[&str], dir: tempfile::TempD
         plans: None,
         auth: Default::default(),
         payments: Default::default(),
+        caches: Default::default(),
     };
     let listen = args.listen;
     let node = run::build_serve(&args).expect("build serve");
