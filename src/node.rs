@@ -207,26 +207,24 @@ impl Node {
     /// Answers one request. Never panics and never answers anything but the JSON of `API.md`.
     pub async fn handle(self: Arc<Self>, req: Request<Incoming>, client: Option<IpAddr>) -> Resp {
         let started = Instant::now();
-        let method = req.method().clone();
-        let path = req.uri().path().to_string();
+        let (method, uri) = (req.method().clone(), req.uri().clone());
         if let Some(preflight) = self.cors.preflight(req.method(), req.headers()) {
             return preflight;
         }
         let origin = req.headers().get(hyper::header::ORIGIN).cloned();
-        let request_id = req
-            .headers()
-            .get("x-request-id")
-            .and_then(|v| v.to_str().ok())
-            .filter(|v| v.len() <= 128)
-            .map(str::to_string)
-            .unwrap_or_else(|| Uuid::now_v7().simple().to_string());
+        let request_id = match req.headers().get("x-request-id").filter(|v| v.len() <= 128 && v.to_str().is_ok()) {
+            Some(given) => given.clone(),
+            None => {
+                let mut id = Uuid::encode_buffer();
+                let id = Uuid::now_v7().simple().encode_lower(&mut id);
+                HeaderValue::from_str(id).unwrap_or_else(|_| HeaderValue::from_static("-"))
+            }
+        };
         let mut resp = match self.dispatch(req, client).await {
             Ok(r) => r,
             Err(e) => http::error(&e),
         };
-        if let Ok(v) = HeaderValue::from_str(&request_id) {
-            resp.headers_mut().insert("x-request-id", v);
-        }
+        resp.headers_mut().insert("x-request-id", request_id.clone());
         let mut origin_only = hyper::HeaderMap::new();
         if let Some(o) = origin {
             origin_only.insert(hyper::header::ORIGIN, o);
@@ -235,6 +233,7 @@ impl Node {
         let status = resp.status().as_u16();
         let class = (status / 100).clamp(1, 5) as usize - 1;
         self.metrics.requests[class].fetch_add(1, Ordering::Relaxed);
+        let (path, request_id) = (uri.path(), request_id.to_str().unwrap_or(""));
         if status >= 500 {
             tracing::warn!(%method, %path, status, request_id, elapsed_us = started.elapsed().as_micros() as u64, "request failed");
         } else {

@@ -41,7 +41,10 @@ async fn unknown_paths_and_internal_routes_are_plain_404s() {
     // Internal routes without the service key look exactly like unknown paths.
     let b = c.get("/internal/v1/access?user=x&session=y", None).await.expect(404);
     assert_eq!(a.body, b.body);
-    assert!(a.headers.get("x-request-id").is_some());
+    let generated = a.headers.get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    assert!(generated.len() == 32 && generated.bytes().all(|b| b.is_ascii_hexdigit()), "{generated:?}");
+    let given = c.send(hyper::Method::GET, "/healthz", None, &[("x-request-id", "trace-42")], None).await;
+    assert_eq!(given.headers.get("x-request-id").and_then(|v| v.to_str().ok()), Some("trace-42"), "a caller's id is kept");
     let metrics = c.get("/metrics", None).await.expect(200);
     assert!(String::from_utf8_lossy(&metrics.raw).contains("shopcell_requests_total{class=\"4xx\"}"));
     assert_eq!(metrics.body, Value::Null);

@@ -2,87 +2,170 @@
 //! 6 KB for ten lines, and serde's generic path (every key escaped, one call per field) cost
 //! more than the pricing itself. The bytes are exactly what the derived `Serialize` writes
 //! (a property test holds them equal), so the derive stays the definition of the shape; the
-//! short, rare parts (tax lines, discount applications, warnings) are left to it.
+//! warnings, rare and varied, are left to it.
 
-use serde::Serialize;
 use uuid::Uuid;
 
-use super::calc::{Calculation, LineResult};
+use super::calc::{Calculation, DiscountApplication, LineResult, Source};
+use super::discount::DiscountClass;
+use super::tax::TaxLine;
 use crate::domain::money::Money;
 
 impl Calculation {
     /// The calculation as JSON, byte for byte as `serde_json::to_vec` writes it.
     pub fn to_json(&self) -> serde_json::Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(1024 + 640 * self.line_items.len());
-        money(&mut out, b"{\"subtotal\":", &self.subtotal);
-        money(&mut out, b",\"discount\":", &self.discount);
-        money(&mut out, b",\"shipping\":", &self.shipping);
-        money(&mut out, b",\"tax\":", &self.tax);
-        money(&mut out, b",\"total\":", &self.total);
-        out.extend_from_slice(if self.taxes_included { b",\"taxesIncluded\":true" } else { b",\"taxesIncluded\":false" });
-        serde_field(&mut out, b",\"taxLines\":", &self.tax_lines)?;
-        serde_field(&mut out, b",\"appliedDiscountCodes\":", &self.applied_discount_codes)?;
-        serde_field(&mut out, b",\"discountApplications\":", &self.discount_applications)?;
-        serde_field(&mut out, b",\"warnings\":", &self.warnings)?;
-        out.extend_from_slice(b",\"lineItems\":[");
-        for (i, line) in self.line_items.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            line_item(&mut out, line);
-        }
-        out.extend_from_slice(b"]}");
-        Ok(out)
+        let mut out = Out { buf: Vec::with_capacity(1024 + 640 * self.line_items.len()) };
+        out.money(b"{\"subtotal\":", &self.subtotal);
+        out.money(b",\"discount\":", &self.discount);
+        out.money(b",\"shipping\":", &self.shipping);
+        out.money(b",\"tax\":", &self.tax);
+        out.money(b",\"total\":", &self.total);
+        out.raw(if self.taxes_included { b",\"taxesIncluded\":true" } else { b",\"taxesIncluded\":false" });
+        out.list(b",\"taxLines\":[", &self.tax_lines, Out::tax_line)?;
+        out.list(b",\"appliedDiscountCodes\":[", &self.applied_discount_codes, |o, c| o.string(c))?;
+        out.list(b",\"discountApplications\":[", &self.discount_applications, Out::application)?;
+        out.raw(b",\"warnings\":");
+        serde_json::to_writer(&mut out.buf, &self.warnings)?;
+        out.list(b",\"lineItems\":[", &self.line_items, |o, l| {
+            o.line_item(l);
+            Ok(())
+        })?;
+        out.raw(b"}");
+        Ok(out.buf)
     }
 }
 
-fn line_item(out: &mut Vec<u8>, l: &LineResult) {
-    uuid(out, b"{\"variantId\":", &l.variant_id);
-    uuid(out, b",\"productId\":", &l.product_id);
-    money(out, b",\"unitPrice\":", &l.unit_price);
-    out.extend_from_slice(b",\"quantity\":");
-    out.extend_from_slice(itoa::Buffer::new().format(l.quantity).as_bytes());
-    money(out, b",\"lineDiscount\":", &l.line_discount);
-    money(out, b",\"subtotal\":", &l.subtotal);
-    money(out, b",\"productDiscount\":", &l.product_discount);
-    money(out, b",\"orderDiscount\":", &l.order_discount);
-    money(out, b",\"discount\":", &l.discount);
-    money(out, b",\"tax\":", &l.tax);
-    money(out, b",\"total\":", &l.total);
-    out.push(b'}');
+struct Out {
+    buf: Vec<u8>,
 }
 
-/// `key` (with its punctuation), then `{"amount":…,"currency":"…"}`. Currency codes are three
-/// ASCII letters: nothing to escape.
-fn money(out: &mut Vec<u8>, key: &[u8], m: &Money) {
-    out.extend_from_slice(key);
-    out.extend_from_slice(b"{\"amount\":");
-    out.extend_from_slice(itoa::Buffer::new().format(m.amount).as_bytes());
-    out.extend_from_slice(b",\"currency\":\"");
-    out.extend_from_slice(m.currency.code().as_bytes());
-    out.extend_from_slice(b"\"}");
-}
+impl Out {
+    fn raw(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
 
-/// `key`, then the id as a quoted hyphenated string.
-fn uuid(out: &mut Vec<u8>, key: &[u8], id: &Uuid) {
-    out.extend_from_slice(key);
-    out.push(b'"');
-    out.extend_from_slice(id.hyphenated().encode_lower(&mut Uuid::encode_buffer()).as_bytes());
-    out.push(b'"');
-}
+    /// `open` (a key and `[`), the items separated by commas, `]`.
+    fn list<T>(
+        &mut self,
+        open: &[u8],
+        items: &[T],
+        mut item: impl FnMut(&mut Out, &T) -> serde_json::Result<()>,
+    ) -> serde_json::Result<()> {
+        self.raw(open);
+        for (i, t) in items.iter().enumerate() {
+            if i > 0 {
+                self.buf.push(b',');
+            }
+            item(self, t)?;
+        }
+        self.buf.push(b']');
+        Ok(())
+    }
 
-fn serde_field<T: Serialize>(out: &mut Vec<u8>, key: &[u8], value: &T) -> serde_json::Result<()> {
-    out.extend_from_slice(key);
-    serde_json::to_writer(&mut *out, value)
+    fn int(&mut self, n: impl itoa::Integer) {
+        self.raw(itoa::Buffer::new().format(n).as_bytes());
+    }
+
+    /// A quoted string; one with anything to escape is written by serde.
+    fn string(&mut self, s: &str) -> serde_json::Result<()> {
+        if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+            self.buf.push(b'"');
+            self.raw(s.as_bytes());
+            self.buf.push(b'"');
+            Ok(())
+        } else {
+            serde_json::to_writer(&mut self.buf, s)
+        }
+    }
+
+    fn opt_string(&mut self, s: Option<&str>) -> serde_json::Result<()> {
+        match s {
+            Some(s) => self.string(s),
+            None => {
+                self.raw(b"null");
+                Ok(())
+            }
+        }
+    }
+
+    /// `key` (with its punctuation), then `{"amount":…,"currency":"…"}`. Currency codes are
+    /// three ASCII letters: nothing to escape.
+    fn money(&mut self, key: &[u8], m: &Money) {
+        self.raw(key);
+        self.raw(b"{\"amount\":");
+        self.int(m.amount);
+        self.raw(b",\"currency\":\"");
+        self.raw(m.currency.code().as_bytes());
+        self.raw(b"\"}");
+    }
+
+    /// `key`, then the id as a quoted hyphenated string.
+    fn uuid(&mut self, key: &[u8], id: &Uuid) {
+        self.raw(key);
+        self.buf.push(b'"');
+        self.raw(id.hyphenated().encode_lower(&mut Uuid::encode_buffer()).as_bytes());
+        self.buf.push(b'"');
+    }
+
+    fn tax_line(&mut self, t: &TaxLine) -> serde_json::Result<()> {
+        self.raw(b"{\"name\":");
+        self.string(&t.name)?;
+        self.raw(b",\"country\":");
+        self.string(&t.country)?;
+        self.raw(b",\"province\":");
+        self.opt_string(t.province.as_deref())?;
+        self.raw(b",\"rate\":");
+        self.int(t.rate);
+        self.money(b",\"amount\":", &t.amount);
+        self.buf.push(b'}');
+        Ok(())
+    }
+
+    fn application(&mut self, a: &DiscountApplication) -> serde_json::Result<()> {
+        self.raw(match a.source {
+            Source::Manual => b"{\"source\":\"manual\"",
+            Source::Automatic => b"{\"source\":\"automatic\"",
+            Source::Code => b"{\"source\":\"code\"",
+        });
+        match &a.discount_id {
+            Some(id) => self.uuid(b",\"discountId\":", id),
+            None => self.raw(b",\"discountId\":null"),
+        }
+        self.raw(b",\"code\":");
+        self.opt_string(a.code.as_deref())?;
+        self.raw(b",\"title\":");
+        self.string(&a.title)?;
+        self.raw(match a.class {
+            DiscountClass::Product => b",\"class\":\"product\"",
+            DiscountClass::Order => b",\"class\":\"order\"",
+            DiscountClass::Shipping => b",\"class\":\"shipping\"",
+        });
+        self.money(b",\"amount\":", &a.amount);
+        self.buf.push(b'}');
+        Ok(())
+    }
+
+    fn line_item(&mut self, l: &LineResult) {
+        self.uuid(b"{\"variantId\":", &l.variant_id);
+        self.uuid(b",\"productId\":", &l.product_id);
+        self.money(b",\"unitPrice\":", &l.unit_price);
+        self.raw(b",\"quantity\":");
+        self.int(l.quantity);
+        self.money(b",\"lineDiscount\":", &l.line_discount);
+        self.money(b",\"subtotal\":", &l.subtotal);
+        self.money(b",\"productDiscount\":", &l.product_discount);
+        self.money(b",\"orderDiscount\":", &l.order_discount);
+        self.money(b",\"discount\":", &l.discount);
+        self.money(b",\"tax\":", &l.tax);
+        self.money(b",\"total\":", &l.total);
+        self.buf.push(b'}');
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::domain::money::Currency;
-    use crate::domain::pricing::calc::{DiscountApplication, Source};
-    use crate::domain::pricing::discount::DiscountClass;
-    use crate::domain::pricing::tax::TaxLine;
     use crate::domain::pricing::{Warning, WarningCode};
 
     #[test]
@@ -110,16 +193,26 @@ mod tests {
             tax: m(4),
             total: m(5),
             taxes_included: true,
-            tax_lines: vec![TaxLine { name: awkward.into(), country: "CA".into(), province: None, rate: 500, amount: m(4) }],
-            applied_discount_codes: vec![awkward.into()],
-            discount_applications: vec![DiscountApplication {
-                source: Source::Code,
-                discount_id: Some(Uuid::from_u128(9)),
-                code: Some(awkward.into()),
+            tax_lines: vec![
+                TaxLine { name: awkward.into(), country: "CA".into(), province: None, rate: 500, amount: m(4) },
+                TaxLine { name: "PST".into(), country: "CA".into(), province: Some("BC".into()), rate: 700, amount: m(0) },
+            ],
+            applied_discount_codes: vec![awkward.into(), "PLAIN10".into()],
+            discount_applications: [
+                (Source::Code, Some(Uuid::from_u128(9)), Some(awkward), DiscountClass::Order),
+                (Source::Automatic, Some(Uuid::from_u128(10)), None, DiscountClass::Product),
+                (Source::Manual, None, None, DiscountClass::Shipping),
+            ]
+            .into_iter()
+            .map(|(source, discount_id, code, class)| DiscountApplication {
+                source,
+                discount_id,
+                code: code.map(str::to_string),
                 title: awkward.into(),
-                class: DiscountClass::Order,
+                class,
                 amount: m(2),
-            }],
+            })
+            .collect(),
             warnings: vec![Warning::discount(WarningCode::DiscountNotCombinable, Some(awkward), awkward)],
             line_items: vec![line.clone(), line],
         };

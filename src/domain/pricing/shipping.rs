@@ -417,7 +417,7 @@ pub fn rates_for(
     subtotal: i64,
     currency: Currency,
 ) -> Vec<ShippingRate> {
-    let mut offered = offered(zones, dest, weight_grams, subtotal);
+    let mut offered: Vec<_> = offered(zones, dest, weight_grams, subtotal).collect();
     offered.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.name.cmp(&b.1.name)).then(a.1.id.cmp(&b.1.id)));
     offered.into_iter().map(|(price, r)| r.offer(price, currency)).collect()
 }
@@ -434,25 +434,25 @@ pub fn rate_for(
 ) -> Option<ShippingRate> {
     let mut buf = Uuid::encode_buffer();
     offered(zones, dest, weight_grams, subtotal)
-        .into_iter()
         .find(|(_, r)| r.id.hyphenated().encode_lower(&mut buf).eq_ignore_ascii_case(id))
         .map(|(price, r)| r.offer(price, currency))
 }
 
 /// The zone rates offered at `dest`, with their prices for the cart, in no particular order: those
-/// of the zones that cover the destination most closely.
-fn offered<'a>(zones: &'a [ShippingZone], dest: &Destination, weight_grams: u64, subtotal: i64) -> Vec<(i64, &'a ZoneRate)> {
+/// of the zones that cover the destination most closely (none when no zone covers it).
+fn offered<'a>(
+    zones: &'a [ShippingZone],
+    dest: &'a Destination,
+    weight_grams: u64,
+    subtotal: i64,
+) -> impl Iterator<Item = (i64, &'a ZoneRate)> + 'a {
     let best = zones.iter().map(|z| z.coverage(dest)).max().unwrap_or(0);
-    if best == 0 {
-        return Vec::new();
-    }
     zones
         .iter()
-        .filter(|z| z.coverage(dest) == best)
+        .filter(move |z| best > 0 && z.coverage(dest) == best)
         .flat_map(|z| z.rates.iter())
-        .filter(|r| r.offered(weight_grams, subtotal))
-        .map(|r| (r.price_for(subtotal), r))
-        .collect()
+        .filter(move |r| r.offered(weight_grams, subtotal))
+        .map(move |r| (r.price_for(subtotal), r))
 }
 
 impl ZoneRate {
