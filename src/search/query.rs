@@ -301,10 +301,14 @@ impl QueryBuilder<'_> {
     /// word lists of [`WordsQuery`]. Typo and completion matches add no score of their own, so
     /// exact matches (scored by BM25) rank first; relaxed, every matching word adds one. `None`
     /// when the text has no words.
-    fn words(&mut self, field: Field, text: &str) -> Option<Box<dyn Query>> {
+    ///
+    /// Strict, the clause also takes in `filters` (exact terms such as the store, which the
+    /// whole query requires): they join the intersection of the word lists, where they cost a
+    /// bitset each, rather than being intersected with it document by document.
+    fn words(&mut self, field: Field, text: &str, filters: &mut Vec<WordSpec>) -> Option<Box<dyn Query>> {
         let words = self.tokens(text);
         let n = words.len();
-        let specs: Vec<WordSpec> = words
+        let mut specs: Vec<WordSpec> = words
             .iter()
             .enumerate()
             .map(|(i, w)| WordSpec { field, word: w.clone(), distance: distance(w), prefix: i + 1 == n && w.len() >= 2 })
@@ -323,6 +327,7 @@ impl QueryBuilder<'_> {
         if self.relaxed {
             clauses.extend(specs.into_iter().map(|s| (Occur::Should, self.all_of(vec![s], 1.0))));
         } else {
+            specs.append(filters);
             let all = self.all_of(specs, 0.0);
             if clauses.is_empty() {
                 return Some(all);
@@ -359,15 +364,15 @@ impl QueryBuilder<'_> {
         ])))
     }
 
-    /// `text` against the fields of `by`, as clauses that must all match (the words of a
-    /// title-like search, flattened into the whole query so tantivy intersects their postings
-    /// directly); `None` when it can match nothing.
-    fn term(&mut self, text: &str, by: SearchBy) -> Option<Vec<Box<dyn Query>>> {
+    /// `text` against the fields of `by`, as clauses that must all match; `None` when it can
+    /// match nothing. A words clause the whole query requires takes `filters` in (see
+    /// [`QueryBuilder::words`]).
+    fn term(&mut self, text: &str, by: SearchBy, filters: &mut Vec<WordSpec>) -> Option<Vec<Box<dyn Query>>> {
         let f = *self.fields;
         let code = |q: Option<Box<dyn Query>>| q.filter(|q| !q.is::<EmptyQuery>()).map(|q| vec![q]);
         match by {
-            SearchBy::Title => self.words(f.title, text).map(|q| vec![q]),
-            SearchBy::VariantTitle => self.words(f.variant_title, text).map(|q| vec![q]),
+            SearchBy::Title => self.words(f.title, text, filters).map(|q| vec![q]),
+            SearchBy::VariantTitle => self.words(f.variant_title, text, filters).map(|q| vec![q]),
             SearchBy::Sku => {
                 self.scored = true;
                 code(self.code(f.sku, text))
@@ -377,15 +382,16 @@ impl QueryBuilder<'_> {
                 code(self.code(f.barcode, text))
             }
             SearchBy::All => {
-                let words = self.words(f.all_words, text);
                 let codes: Vec<_> = [self.code(f.sku, text), self.code(f.barcode, text)]
                     .into_iter()
                     .flatten()
                     .filter(|q| !q.is::<EmptyQuery>())
                     .collect();
                 if codes.is_empty() {
-                    return words.map(|q| vec![q]);
+                    return self.words(f.all_words, text, filters).map(|q| vec![q]);
                 }
+                // Either the words or a code: the filters stay outside.
+                let words = self.words(f.all_words, text, &mut Vec::new());
                 self.scored = true;
                 let mut any: Vec<_> = codes.into_iter().map(|q| (Occur::Should, q)).collect();
                 any.extend(words.map(|q| (Occur::Should, q)));
@@ -417,24 +423,28 @@ impl QueryBuilder<'_> {
         let f = *self.fields;
         self.scored = false;
         let mut must = Vec::new();
-        let store = Term::from_field_text(f.store, &store_term(req.store));
-        if !self.store_everywhere(&store) {
-            must.push((Occur::Must, filter(store)));
+        let exact = |field: Field, word: String| WordSpec { field, word, distance: 0, prefix: false };
+        let mut filters = Vec::new();
+        let store = store_term(req.store);
+        if !self.store_everywhere(&Term::from_field_text(f.store, &store)) {
+            filters.push(exact(f.store, store));
+        }
+        if let Some(s) = req.status {
+            filters.push(exact(f.status, s.name().to_string()));
+        }
+        if let Some(t) = &req.product_type {
+            filters.push(exact(f.product_type, code_text(t)));
         }
         for (text, by) in &req.terms {
-            match self.term(text, *by) {
+            match self.term(text, *by, &mut filters) {
                 Some(clauses) if !clauses.iter().any(|q| q.is::<EmptyQuery>()) => {
                     must.extend(clauses.into_iter().map(|q| (Occur::Must, q)));
                 }
                 _ => return boxed(EmptyQuery),
             }
         }
-        if let Some(s) = req.status {
-            must.push((Occur::Must, filter(Term::from_field_text(f.status, s.name()))));
-        }
-        if let Some(t) = &req.product_type {
-            must.push((Occur::Must, filter(Term::from_field_text(f.product_type, &code_text(t)))));
-        }
+        // The filters no words clause took in.
+        must.extend(filters.into_iter().map(|s| (Occur::Must, filter(Term::from_field_text(s.field, &s.word)))));
         if must.is_empty() {
             // One store, nothing else asked: every document.
             return boxed(AllQuery);
