@@ -202,7 +202,7 @@ impl Priced {
 
     /// The automatic discounts that applied, in the order they were applied.
     pub fn eligible_automatic(&self, now: i64) -> Vec<Eligible> {
-        let by_id: HashMap<Uuid, &Discount> = self.input.automatic.iter().map(|r| (r.discount.id, &r.discount)).collect();
+        let by_id: HashMap<Uuid, &Discount> = self.input.automatic.iter().map(|r| (r.discount.id, &*r.discount)).collect();
         self.calculation
             .discount_applications
             .iter()
@@ -432,7 +432,7 @@ impl<'c> Snapshot<'c> {
         let usage_table = self.table(&self.usage, DISCOUNT_USAGE)?;
         let get = |k: &[u8]| -> ApiResult<Option<Vec<u8>>> { Ok(usage_table.get(k)?.map(|v| v.value().to_vec())) };
         let usage = usage_with(get, self.store, d.id, customer)?;
-        Ok(ResolvedDiscount { discount: d, usage })
+        Ok(ResolvedDiscount { discount: Arc::new(d), usage })
     }
 
     /// The discount a code (trimmed, 1 to 255 bytes) names, with its usage by `customer`.
@@ -590,14 +590,14 @@ impl Cell {
             !d.collection_ids.is_empty() || d.buy_x_get_y.as_ref().is_some_and(|b| !b.buy_collection_ids.is_empty())
         };
         let found = codes.iter().filter_map(|c| c.found.as_ref()).chain(&automatic);
-        if found.map(|r| &r.discount).any(by_collection) {
+        if found.map(|r| &*r.discount).any(by_collection) {
             snap.product_collections = Some(OnceCell::new());
         }
         let lines = resolve_lines(&snap, req)?;
         let destination = req.address.as_ref().map(Address::destination);
-        let rates: Vec<TaxRate> = match &destination {
-            Some(_) => snap.tax_rates()?.to_vec(),
-            None => Vec::new(),
+        let rates = match &destination {
+            Some(_) => snap.tax_rates()?,
+            None => Arc::default(),
         };
         let mut input = CalcInput {
             currency: settings.currency,

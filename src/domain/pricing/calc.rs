@@ -35,6 +35,8 @@
 //! `total = subtotal − discount + (taxesIncluded ? 0 : tax)`; the lines' totals plus shipping and its tax
 //! make the order total.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -91,10 +93,11 @@ pub struct CalcLine {
     pub discount: Option<ManualDiscount>,
 }
 
-/// A discount record with its usage counts, as the caller loaded them.
+/// A discount record with its usage counts, as the caller loaded them. The record is shared:
+/// callers keep resolved discounts per store and hand every calculation its own copies.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvedDiscount {
-    pub discount: Discount,
+    pub discount: Arc<Discount>,
     pub usage: DiscountUsage,
 }
 

@@ -209,7 +209,7 @@ fn replacing_a_discount_keeps_identity_and_start() {
 fn calculations_and_zone_views_serialize() {
     let mut i = input(vec![line(1, 1, 1000, 1)]);
     i.destination = dest("CA", Some("BC"));
-    i.taxes.rates = canada_rates();
+    i.taxes.rates = canada_rates().into();
     i.codes.push(CodeInput { code: "NOPE".into(), found: None });
     let c = calculate(&i).unwrap();
     // Orders will keep their calculation: it must survive the storage codec.

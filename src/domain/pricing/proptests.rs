@@ -132,14 +132,14 @@ prop_compose! {
                 .enumerate()
                 .map(|(i, mut d)| {
                     d.id = id(500 + i as u128);
-                    ResolvedDiscount { discount: d, usage: DiscountUsage::default() }
+                    ResolvedDiscount { discount: d.into(), usage: DiscountUsage::default() }
                 })
                 .collect(),
             customer_id: customer.then(|| id(42)),
             channel: None,
             destination,
             shipping_rate: shipping.map(|p| rate(p, currency)),
-            taxes: TaxSettings { taxes_included, rates: tax_rates() },
+            taxes: TaxSettings { taxes_included, rates: tax_rates().into() },
             now: NOW,
         }
     }

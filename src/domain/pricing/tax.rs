@@ -8,6 +8,8 @@
 //! or include it (the store's `taxesIncluded`: the tax is extracted, `amount − round(amount × 10 000 /
 //! (10 000 + Σrates))`, and split over the rates by largest remainder in proportion to their rates).
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -52,7 +54,8 @@ pub struct TaxRate {
 pub struct TaxSettings {
     /// The store's `taxesIncluded`: prices (and shipping rates) include tax.
     pub taxes_included: bool,
-    pub rates: Vec<TaxRate>,
+    /// Shared: callers keep a store's rates and hand every calculation the same list.
+    pub rates: Arc<Vec<TaxRate>>,
 }
 
 /// The tax of one jurisdiction in a calculation.
