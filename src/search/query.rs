@@ -445,11 +445,12 @@ impl QueryBuilder<'_> {
         }
         // The filters no words clause took in.
         must.extend(filters.into_iter().map(|s| (Occur::Must, filter(Term::from_field_text(s.field, &s.word)))));
-        if must.is_empty() {
+        match must.len() {
             // One store, nothing else asked: every document.
-            return boxed(AllQuery);
+            0 => boxed(AllQuery),
+            1 => must.pop().map(|(_, q)| q).unwrap_or_else(|| boxed(AllQuery)),
+            _ => boxed(BooleanQuery::new(must)),
         }
-        boxed(BooleanQuery::new(must))
     }
 }
 

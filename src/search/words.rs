@@ -18,7 +18,7 @@ use tantivy::index::SegmentId;
 use tantivy::postings::TermInfo;
 use tantivy::query::{EnableScoring, Explanation, FuzzyTermQuery, Query, Scorer, Weight};
 use tantivy::schema::{Field, IndexRecordOption, Term};
-use tantivy::{DocId, DocSet, Score, Searcher, SegmentReader, TERMINATED, TantivyError};
+use tantivy::{COLLECT_BLOCK_BUFFER_LEN, DocId, DocSet, Score, Searcher, SegmentReader, TERMINATED, TantivyError};
 
 /// A word is kept as a bitset when more than one document in this many has it.
 const DENSE: u64 = 32;
@@ -278,6 +278,15 @@ impl DocSet for Docs {
         self.docs.get(self.at).copied().unwrap_or(TERMINATED)
     }
 
+    /// A block copied at once (the default advances document by document through dynamic calls).
+    fn fill_buffer(&mut self, buffer: &mut [DocId; COLLECT_BLOCK_BUFFER_LEN]) -> usize {
+        let rest = self.docs.get(self.at..).unwrap_or_default();
+        let n = rest.len().min(buffer.len());
+        buffer[..n].copy_from_slice(&rest[..n]);
+        self.at += n;
+        n
+    }
+
     fn size_hint(&self) -> u32 {
         self.docs.len() as u32
     }
@@ -328,6 +337,15 @@ mod tests {
         assert_eq!(d.advance(), TERMINATED);
         assert_eq!(d.advance(), TERMINATED);
         assert_eq!(Docs { docs: vec![], at: 0, score: 0.0 }.doc(), TERMINATED);
+
+        let mut many = Docs { docs: (0..150).map(|i| i * 2).collect(), at: 1, score: 0.0 };
+        let mut buffer = [0; COLLECT_BLOCK_BUFFER_LEN];
+        assert_eq!(many.fill_buffer(&mut buffer), 64);
+        assert_eq!((buffer[0], buffer[63], many.doc()), (2, 128, 130));
+        assert_eq!(many.fill_buffer(&mut buffer), 64);
+        assert_eq!(many.fill_buffer(&mut buffer), 21);
+        assert_eq!((buffer[20], many.doc()), (298, TERMINATED));
+        assert_eq!(many.fill_buffer(&mut buffer), 0);
     }
 
     #[test]
