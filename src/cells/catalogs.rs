@@ -9,8 +9,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::cells::Cell;
-use crate::cells::collections::{Rows, check_products_exist, sync_rows, tx_scan};
-use crate::cells::markets::market_exists;
+use crate::cells::collections::check_products_exist;
 use crate::domain::catalog::*;
 use crate::domain::collection::{MAX_PRODUCT_IDS, check_product_ids};
 use crate::domain::product::Product;
@@ -20,7 +19,7 @@ use crate::storage::codec::{decode, encode};
 use crate::storage::keys::{Key, trailing_id};
 use crate::storage::read;
 use crate::storage::tables::{CATALOG_ORDER, CATALOG_PRODUCTS, CATALOGS, COUNTERS, PRODUCTS};
-use crate::storage::writer::Tx;
+use crate::storage::writer::{Rows, Tx};
 
 /// The sortable fields of the catalog list, in index-field order.
 pub const SORT_FIELDS: &[&str] = &["name", "updated", "products"];
@@ -71,7 +70,7 @@ fn order_rows(store: Uuid, c: &Catalog) -> Rows {
 /// Writes `new` in place of `old` (either may be absent) with every secondary row.
 pub fn write_catalog(tx: &mut Tx, store: Uuid, old: Option<&Catalog>, new: Option<&Catalog>) -> ApiResult<()> {
     let rows = |c: Option<&Catalog>| c.map(|c| order_rows(store, c)).unwrap_or_default();
-    sync_rows(tx, CATALOG_ORDER, &rows(old), &rows(new))?;
+    tx.sync_rows(CATALOG_ORDER, &rows(old), &rows(new))?;
     match (old, new) {
         (None, Some(n)) => {
             tx.bump(COUNTERS, &counter_key(store), 1)?;
@@ -106,7 +105,7 @@ fn count_products(tx: &Tx, store: Uuid) -> ApiResult<u64> {
 
 /// Whether any catalog names `market` (a market in use cannot be deleted).
 pub(crate) fn market_in_use(tx: &Tx, store: Uuid, market: Uuid) -> ApiResult<bool> {
-    Ok(!tx_scan(tx, CATALOG_ORDER, scope_prefix(store, 0, Some(market)).bytes(), None, 1)?.is_empty())
+    Ok(!tx.scan_prefix(CATALOG_ORDER, scope_prefix(store, 0, Some(market)).bytes(), None, 1)?.is_empty())
 }
 
 /// Keeps every catalog's effective count in step with a product create or delete: ALL catalogs
@@ -117,7 +116,7 @@ pub fn on_product_write(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Op
         (Some(p), None) => (None, Some(p.id)),
         _ => return Ok(()),
     };
-    for (_, bytes) in tx_scan(tx, CATALOGS, &Key::store(store).into_vec(), None, usize::MAX)? {
+    for (_, bytes) in tx.scan_prefix(CATALOGS, &Key::store(store).into_vec(), None, usize::MAX)? {
         let before: Catalog = decode(&bytes)?;
         let mut c = before.clone();
         if created.is_some() && c.selection == Selection::All {
@@ -147,7 +146,11 @@ fn load(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<Catalog> {
 }
 
 fn check_market(tx: &Tx, store: Uuid, market: Uuid) -> ApiResult<()> {
-    if market_exists(tx, store, market)? { Ok(()) } else { Err(ApiError::field("marketId", "no such market in this store")) }
+    if crate::storage::record::exists::<crate::domain::market::Market>(tx, store, market)? {
+        Ok(())
+    } else {
+        Err(ApiError::field("marketId", "no such market in this store"))
+    }
 }
 
 /// The filters of `GET S/catalogs`.

@@ -6,7 +6,6 @@
 //! through [`on_product_write`], called by `products::write_product` in the same transaction.
 //! The cell's publisher (`cells::publisher`) publishes scheduled collections when they are due.
 
-use std::ops::Bound;
 use std::sync::Arc;
 
 use uuid::Uuid;
@@ -22,7 +21,7 @@ use crate::storage::codec::{decode, encode};
 use crate::storage::keys::{Key, prefix_range, trailing_id};
 use crate::storage::read;
 use crate::storage::tables::*;
-use crate::storage::writer::Tx;
+use crate::storage::writer::{Rows, Tx};
 
 /// The sortable fields of the collection list, in index-field order.
 pub const SORT_FIELDS: &[&str] = &["title", "productCount", "createdAt", "updatedAt", "position"];
@@ -104,50 +103,17 @@ fn order_rows(store: Uuid, c: &Collection) -> Rows {
     rows
 }
 
-/// Index rows of one record: key and value.
-pub(crate) type Rows = Vec<(Vec<u8>, Vec<u8>)>;
-
-/// Brings `table` from the `old` rows to the `new` ones, touching only rows that differ (a
-/// product count change rewrites two rows, not twenty).
-pub(crate) fn sync_rows(tx: &mut Tx, table: StoreTable, old: &[(Vec<u8>, Vec<u8>)], new: &[(Vec<u8>, Vec<u8>)]) -> ApiResult<()> {
-    for (k, _) in old {
-        if !new.iter().any(|(nk, _)| nk == k) {
-            tx.delete(table, k)?;
-        }
-    }
-    for (k, v) in new {
-        if !old.iter().any(|(ok, ov)| ok == k && ov == v) {
-            tx.put(table, k, v)?;
-        }
-    }
-    Ok(())
-}
-
-/// The rows of `table` under `prefix` (after `after`, at most `take`), read inside a write job.
-pub(crate) fn tx_scan(tx: &Tx, table: StoreTable, prefix: &[u8], after: Option<&[u8]>, take: usize) -> ApiResult<Rows> {
-    let (start, end) = prefix_range(prefix);
-    let lo = match after {
-        Some(a) => Bound::Excluded(a),
-        None => Bound::Included(start.as_slice()),
-    };
-    let hi = match &end {
-        Some(e) => Bound::Excluded(e.as_slice()),
-        None => Bound::Unbounded,
-    };
-    tx.scan(table, (lo, hi), take)
-}
-
 /// Writes `new` in place of `old` (either may be absent) with every secondary row.
 pub fn write_collection(tx: &mut Tx, store: Uuid, old: Option<&Collection>, new: Option<&Collection>) -> ApiResult<()> {
     let rows = |c: Option<&Collection>| c.map(|c| order_rows(store, c)).unwrap_or_default();
-    sync_rows(tx, COLLECTION_ORDER, &rows(old), &rows(new))?;
+    tx.sync_rows(COLLECTION_ORDER, &rows(old), &rows(new))?;
 
     let handle = |c: Option<&Collection>| {
         c.filter(|c| c.deleted_at.is_none())
             .map(|c| vec![(handle_key(store, &c.handle), c.id.as_bytes().to_vec())])
             .unwrap_or_default()
     };
-    sync_rows(tx, COLLECTION_HANDLES, &handle(old), &handle(new))?;
+    tx.sync_rows(COLLECTION_HANDLES, &handle(old), &handle(new))?;
 
     let rules = |c: Option<&Collection>| -> ApiResult<Rows> {
         match c.filter(|c| c.is_live_smart()) {
@@ -155,7 +121,7 @@ pub fn write_collection(tx: &mut Tx, store: Uuid, old: Option<&Collection>, new:
             None => Ok(Vec::new()),
         }
     };
-    sync_rows(tx, COLLECTION_RULES, &rules(old)?, &rules(new)?)?;
+    tx.sync_rows(COLLECTION_RULES, &rules(old)?, &rules(new)?)?;
 
     let schedule = |c: Option<&Collection>| match c {
         Some(c) if c.deleted_at.is_none() && c.status == CollectionStatus::Scheduled => {
@@ -163,7 +129,7 @@ pub fn write_collection(tx: &mut Tx, store: Uuid, old: Option<&Collection>, new:
         }
         _ => Vec::new(),
     };
-    sync_rows(tx, COLLECTION_SCHEDULE, &schedule(old), &schedule(new))?;
+    tx.sync_rows(COLLECTION_SCHEDULE, &schedule(old), &schedule(new))?;
 
     let live = |c: Option<&Collection>| c.is_some_and(|c| c.deleted_at.is_none());
     match (live(old), live(new)) {
@@ -267,7 +233,7 @@ fn remove_member(tx: &mut Tx, store: Uuid, c: &mut Collection, product: Uuid) ->
 
 /// The members of `c` in its current display order.
 fn members_in_order(tx: &Tx, store: Uuid, c: &Collection) -> ApiResult<Vec<Uuid>> {
-    let rows = tx_scan(tx, COLLECTION_PRODUCTS, &row_key(store, c.id), None, usize::MAX)?;
+    let rows = tx.scan_prefix(COLLECTION_PRODUCTS, &row_key(store, c.id), None, usize::MAX)?;
     let mut ids: Vec<Uuid> = rows.iter().filter_map(|(k, _)| trailing_id(k)).collect();
     if c.sort_order.kind().1 {
         ids.reverse();
@@ -312,7 +278,7 @@ fn refresh_smart(tx: &mut Tx, store: Uuid, c: &mut Collection) -> ApiResult<()> 
     let prefix = Key::store(store).into_vec();
     let mut after: Option<Vec<u8>> = None;
     loop {
-        let chunk = tx_scan(tx, PRODUCTS, &prefix, after.as_deref(), CHUNK)?;
+        let chunk = tx.scan_prefix(PRODUCTS, &prefix, after.as_deref(), CHUNK)?;
         let Some((last, _)) = chunk.last() else { break };
         after = Some(last.clone());
         for (_, bytes) in &chunk {
@@ -333,7 +299,7 @@ fn refresh_smart(tx: &mut Tx, store: Uuid, c: &mut Collection) -> ApiResult<()> 
 pub fn on_product_write(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Option<&Product>) -> ApiResult<()> {
     let Some(pid) = old.or(new).map(|p| p.id) else { return Ok(()) };
     let Some(n) = new else {
-        for (k, v) in tx_scan(tx, PRODUCT_COLLECTIONS, &row_key(store, pid), None, usize::MAX)? {
+        for (k, v) in tx.scan_prefix(PRODUCT_COLLECTIONS, &row_key(store, pid), None, usize::MAX)? {
             let Some(cid) = trailing_id(&k) else { continue };
             let Some(bytes) = tx.get(COLLECTIONS, &row_key(store, cid))? else {
                 // A membership without its collection must not block the product's delete.
@@ -350,7 +316,7 @@ pub fn on_product_write(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Op
     if let Some(o) = old
         && (title_key(&o.title) != title_key(&n.title) || o.price() != n.price() || o.created_at != n.created_at)
     {
-        for (k, v) in tx_scan(tx, PRODUCT_COLLECTIONS, &row_key(store, pid), None, usize::MAX)? {
+        for (k, v) in tx.scan_prefix(PRODUCT_COLLECTIONS, &row_key(store, pid), None, usize::MAX)? {
             let Some(cid) = trailing_id(&k) else { continue };
             let at = placement_of(&v)?;
             let moved = (at.0, segment(at.0, Some(n), 0));
@@ -359,7 +325,7 @@ pub fn on_product_write(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Op
             }
         }
     }
-    for (k, v) in tx_scan(tx, COLLECTION_RULES, &Key::store(store).into_vec(), None, usize::MAX)? {
+    for (k, v) in tx.scan_prefix(COLLECTION_RULES, &Key::store(store).into_vec(), None, usize::MAX)? {
         let Some(cid) = trailing_id(&k) else { continue };
         let rules: SmartRules = decode(&v)?;
         let belongs = rules.matches(n);
@@ -712,7 +678,7 @@ impl Cell {
                 c.deleted_at = Some(now);
                 c.updated_at = now;
                 let children = scope_prefix(store, 2, LIVE_CHILDREN, Some(id)).into_vec();
-                for (k, _) in tx_scan(tx, COLLECTION_ORDER, &children, None, usize::MAX)? {
+                for (k, _) in tx.scan_prefix(COLLECTION_ORDER, &children, None, usize::MAX)? {
                     let Some(child) = trailing_id(&k) else { continue };
                     let before = load(tx, store, child)?;
                     let mut moved = before.clone();

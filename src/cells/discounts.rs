@@ -15,7 +15,6 @@ use uuid::Uuid;
 
 use crate::account::Role;
 use crate::cells::Cell;
-use crate::cells::collections::{Rows, sync_rows, tx_scan};
 use crate::domain::pricing::discount::{Discount, DiscountInput, DiscountStatus, DiscountUsage, ValueType};
 use crate::domain::time::{now_ms, rfc3339};
 use crate::error::{ApiError, ApiResult, Check, Code};
@@ -26,7 +25,7 @@ use crate::storage::read;
 use crate::storage::tables::{
     COUNTERS, DISCOUNT_AUTOMATIC, DISCOUNT_CODES, DISCOUNT_COMMENTS, DISCOUNT_ORDER, DISCOUNT_USAGE, DISCOUNTS,
 };
-use crate::storage::writer::{Tx, read_u64};
+use crate::storage::writer::{Rows, Tx, read_u64};
 
 /// The sortable fields of the discount list, in index-field order.
 pub const SORT_FIELDS: &[&str] = &["created_at", "updated_at", "title", "code"];
@@ -99,9 +98,9 @@ pub fn write_discount(tx: &mut Tx, store: Uuid, old: Option<&Discount>, new: Opt
         );
     }
     let rows = |d: Option<&Discount>, f: fn(Uuid, &Discount) -> Rows| d.map(|d| f(store, d)).unwrap_or_default();
-    sync_rows(tx, DISCOUNT_ORDER, &rows(old, order_rows), &rows(new, order_rows))?;
-    sync_rows(tx, DISCOUNT_CODES, &rows(old, code_rows), &rows(new, code_rows))?;
-    sync_rows(tx, DISCOUNT_AUTOMATIC, &rows(old, automatic_rows), &rows(new, automatic_rows))?;
+    tx.sync_rows(DISCOUNT_ORDER, &rows(old, order_rows), &rows(new, order_rows))?;
+    tx.sync_rows(DISCOUNT_CODES, &rows(old, code_rows), &rows(new, code_rows))?;
+    tx.sync_rows(DISCOUNT_AUTOMATIC, &rows(old, automatic_rows), &rows(new, automatic_rows))?;
     match (old, new) {
         (_, Some(n)) => {
             if old.is_none() {
@@ -418,7 +417,7 @@ impl Cell {
             .write(Some(store), move |tx| {
                 load(tx, store, discount)?;
                 let prefix = row_key(store, discount);
-                if tx_scan(tx, DISCOUNT_COMMENTS, &prefix, None, MAX_COMMENTS)?.len() >= MAX_COMMENTS {
+                if tx.scan_prefix(DISCOUNT_COMMENTS, &prefix, None, MAX_COMMENTS)?.len() >= MAX_COMMENTS {
                     return Err(ApiError::msg(Code::BUSINESS_RULE, format!("a discount keeps at most {MAX_COMMENTS} comments")));
                 }
                 tx.put(DISCOUNT_COMMENTS, &comment_key(store, discount, comment.id), &encode(&comment)?)?;

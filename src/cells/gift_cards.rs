@@ -9,7 +9,6 @@ use redb::ReadTransaction;
 use uuid::Uuid;
 
 use crate::cells::Cell;
-use crate::cells::collections::{Rows, sync_rows};
 use crate::domain::gift_card::{
     GiftCard, GiftCardStatus, IssueGiftCard, UpdateGiftCard, code_hash, generate_code, normalise_code,
 };
@@ -22,7 +21,7 @@ use crate::storage::codec::{decode, encode};
 use crate::storage::keys::Key;
 use crate::storage::read;
 use crate::storage::tables::{COUNTERS, GIFT_CARD_CODES, GIFT_CARD_ORDER, GIFT_CARDS, STORES};
-use crate::storage::writer::Tx;
+use crate::storage::writer::{Rows, Tx};
 
 /// The sortable fields of the gift card list, in index-field order.
 pub const SORT_FIELDS: &[&str] = &["created_at", "updated_at", "balance", "initial_value"];
@@ -65,7 +64,7 @@ pub fn write_gift_card(tx: &mut Tx, store: Uuid, old: Option<&GiftCard>, new: &G
         tx.bump(COUNTERS, &counter_key(store), 1)?;
     }
     let rows = |g: Option<&GiftCard>| g.map(|g| order_rows(store, g)).unwrap_or_default();
-    sync_rows(tx, GIFT_CARD_ORDER, &rows(old), &rows(Some(new)))?;
+    tx.sync_rows(GIFT_CARD_ORDER, &rows(old), &rows(Some(new)))?;
     tx.put(GIFT_CARDS, &row_key(store, new.id), &encode(new)?)
 }
 

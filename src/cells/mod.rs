@@ -33,6 +33,8 @@ use uuid::Uuid;
 
 use crate::error::ApiResult;
 use crate::storage::keys::Key;
+use crate::storage::list::{self, ListQuery, Listed};
+use crate::storage::record::{self, Record};
 use crate::storage::tables::{MOVE_LOG, STORE_STATE, STORE_TABLES};
 use crate::storage::writer::{Writer, WriterThread};
 use crate::storage::{self, DbKind};
@@ -157,6 +159,16 @@ impl Cell {
                 None => s.remove(&store),
             };
         }
+    }
+
+    /// Record `id` of `store`; a 404 when there is none.
+    pub fn get<R: Record>(&self, store: Uuid, id: Uuid) -> ApiResult<R> {
+        record::get(&self.read()?, store, id)?.ok_or_else(crate::error::ApiError::not_found)
+    }
+
+    /// A page of the records `R` of `store`, as `q` asks (see [`crate::storage::list`]).
+    pub fn list<R: Record>(&self, store: Uuid, q: &ListQuery) -> ApiResult<Listed<R>> {
+        list::page(&self.read()?, store, q)
     }
 
     /// A read transaction (reads never block the writer).

@@ -6,7 +6,6 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::cells::Cell;
-use crate::cells::collections::{Rows, sync_rows};
 use crate::domain::fields::{check_text, double_option};
 use crate::domain::order::{FulfillmentStatus, MAX_TAG_CHARS, MAX_TAGS, Order, OrderStatus};
 use crate::domain::time::now_ms;
@@ -17,7 +16,7 @@ use crate::storage::codec::{decode, encode};
 use crate::storage::keys::Key;
 use crate::storage::read;
 use crate::storage::tables::{COUNTERS, ORDER_ORDER, ORDERS};
-use crate::storage::writer::Tx;
+use crate::storage::writer::{Rows, Tx};
 
 /// The sortable fields of the order list, in index-field order.
 pub const SORT_FIELDS: &[&str] = &["created_at", "updated_at", "total", "order_number"];
@@ -73,7 +72,7 @@ pub fn write_order(tx: &mut Tx, store: Uuid, old: Option<&Order>, new: &Order) -
             Vec::new()
         }
     };
-    sync_rows(tx, ORDER_ORDER, &old_rows, &order_rows(store, new)?)?;
+    tx.sync_rows(ORDER_ORDER, &old_rows, &order_rows(store, new)?)?;
     tx.put(ORDERS, &row_key(store, new.id), &encode(new)?)
 }
 

@@ -8,7 +8,6 @@ use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::cells::calculate::pricing_changed;
-use crate::cells::collections::tx_scan;
 use crate::domain::pricing::shipping::{ShippingZone, ShippingZoneInput};
 use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Code};
@@ -70,7 +69,7 @@ impl Cell {
         let zone = ShippingZone::create(&input, Uuid::now_v7(), None, now_ms(), Uuid::now_v7)?;
         self.writer
             .write(Some(store), move |tx| {
-                if tx_scan(tx, SHIPPING_ZONES, Key::store(store).bytes(), None, MAX_ZONES)?.len() >= MAX_ZONES {
+                if tx.scan_prefix(SHIPPING_ZONES, Key::store(store).bytes(), None, MAX_ZONES)?.len() >= MAX_ZONES {
                     return Err(ApiError::msg(Code::BUSINESS_RULE, format!("a store has at most {MAX_ZONES} shipping zones")));
                 }
                 write_zone(tx, store, zone.id, Some(&zone))?;

@@ -7,7 +7,6 @@ use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::cells::calculate::pricing_changed;
-use crate::cells::collections::tx_scan;
 use crate::cells::shipping::page_of;
 use crate::domain::pricing::tax::{TaxRate, TaxRateInput};
 use crate::domain::time::now_ms;
@@ -55,7 +54,7 @@ pub fn all_rates(txn: &ReadTransaction, store: Uuid) -> ApiResult<Vec<TaxRate>> 
 
 /// A rate of the same jurisdiction and name would be charged twice: refused with a 409.
 fn check_unique(tx: &Tx, store: Uuid, rate: &TaxRate) -> ApiResult<usize> {
-    let rows = tx_scan(tx, TAX_RATES, Key::store(store).bytes(), None, usize::MAX)?;
+    let rows = tx.scan_prefix(TAX_RATES, Key::store(store).bytes(), None, usize::MAX)?;
     for (_, v) in &rows {
         let other: TaxRate = decode(v)?;
         if other.id != rate.id

@@ -114,24 +114,26 @@ pub fn apply_update(u: &UpdateMarket, current: &Market, now: i64) -> ApiResult<M
 }
 
 /// A market as the API shows it.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct MarketView<'a> {
+pub struct MarketView {
     pub id: Uuid,
-    pub name: &'a str,
-    pub countries: &'a [String],
-    pub currency: &'a str,
+    pub name: String,
+    /// ISO 3166-1 alpha-2, upper case.
+    pub countries: Vec<String>,
+    /// ISO 4217.
+    pub currency: String,
     pub created_at: String,
     pub updated_at: String,
 }
 
 impl Market {
-    pub fn view(&self) -> MarketView<'_> {
+    pub fn view(&self) -> MarketView {
         MarketView {
             id: self.id,
-            name: &self.name,
-            countries: &self.countries,
-            currency: self.currency.code(),
+            name: self.name.clone(),
+            countries: self.countries.clone(),
+            currency: self.currency.code().to_string(),
             created_at: rfc3339(self.created_at),
             updated_at: rfc3339(self.updated_at),
         }

@@ -5,9 +5,11 @@ pub mod auth;
 pub mod context;
 pub mod cors;
 pub mod idempotency;
+pub mod list;
 pub mod openapi;
 pub mod query;
 pub mod ratelimit;
+pub mod reply;
 pub mod route;
 
 use bytes::Bytes;
@@ -106,7 +108,7 @@ pub fn error(e: &ApiError) -> Resp {
 }
 
 /// The paginated list envelope: `{data, total, page, limit, totalPages}`.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Page<T: Serialize> {
     pub data: Vec<T>,
@@ -123,7 +125,7 @@ impl<T: Serialize> Page<T> {
 }
 
 /// The offset-style envelope of `API.md`: `page = floor(offset / limit) + 1`, `offset` echoed.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OffsetPage<T: Serialize> {
     pub data: Vec<T>,

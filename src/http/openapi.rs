@@ -44,10 +44,19 @@ pub fn document(routes: &[Route]) -> Value {
             Access::Internal => "internal",
         };
         op.insert("x-access".into(), access.into());
-        op.insert(
-            "responses".into(),
-            json!({"default": {"description": "success, or an error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}}),
-        );
+        let error = json!({"description": "an error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}});
+        let mut responses = Map::new();
+        if let Some(doc) = r.reply_doc(&mut generator) {
+            let mut success = Map::new();
+            success.insert("description".into(), doc.type_name.clone().into());
+            if let Some(ct) = doc.content_type {
+                let schema = doc.schema.map(Value::from).unwrap_or_else(|| json!({"type": "string"}));
+                success.insert("content".into(), json!({ ct: {"schema": schema} }));
+            }
+            responses.insert(doc.status.to_string(), Value::Object(success));
+        }
+        responses.insert("default".into(), error);
+        op.insert("responses".into(), Value::Object(responses));
         let entry = paths.entry(r.path.clone()).or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(m) = entry {
             m.insert(r.method.as_str().to_lowercase(), Value::Object(op));

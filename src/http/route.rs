@@ -1,6 +1,7 @@
 //! Route rows and the matcher. Each row carries its permission, so who may call what is one
 //! line per route and testable as data; the OpenAPI document is produced from the same rows.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -10,18 +11,84 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use crate::error::ApiResult;
 use crate::http::Resp;
 use crate::http::context::Ctx;
+use crate::http::query::Query;
+use crate::http::reply::{Reply, ReplyDoc};
 
 pub type BoxFuture = Pin<Box<dyn Future<Output = ApiResult<Resp>> + Send>>;
 /// A handler: takes the request context, answers a response or an error.
 pub type Handler = fn(Ctx) -> BoxFuture;
 type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
+type ReplyFn = fn(&mut SchemaGenerator) -> Option<ReplyDoc>;
 
-/// Wraps an `async fn(Ctx) -> ApiResult<Resp>` into a [`Handler`].
+/// Turns a handler, `async fn(Ctx) -> ApiResult<R>` or `async fn(Ctx, Q) -> ApiResult<R>` with
+/// `R: Reply` and `Q: QueryParams`, into an [`Endpoint`]: the row's success status, response type
+/// and query parameters come from the handler's signature.
 #[macro_export]
 macro_rules! handler {
     ($f:path) => {
-        |cx| Box::pin($f(cx))
+        $crate::http::route::Endpoint::of($f, |cx| $crate::http::route::HandlerFn::call($f, cx))
     };
+}
+
+/// A query string read into a type: the parameters it documents are the ones it reads.
+pub trait QueryParams: Sized + Send + 'static {
+    fn params() -> Vec<Param>;
+    fn parse(q: &Query) -> ApiResult<Self>;
+}
+
+/// An async handler function of one of the two shapes [`handler!`] takes.
+pub trait HandlerFn<Args>: Copy + Send + Sync + 'static {
+    type Reply: Reply;
+    fn params() -> Vec<Param>;
+    fn call(self, cx: Ctx) -> BoxFuture;
+}
+
+impl<F, Fut, R> HandlerFn<()> for F
+where
+    F: Fn(Ctx) -> Fut + Copy + Send + Sync + 'static,
+    Fut: Future<Output = ApiResult<R>> + Send + 'static,
+    R: Reply,
+{
+    type Reply = R;
+    fn params() -> Vec<Param> {
+        Vec::new()
+    }
+    fn call(self, cx: Ctx) -> BoxFuture {
+        Box::pin(async move { self(cx).await.map(Reply::into_resp) })
+    }
+}
+
+impl<F, Fut, Q, R> HandlerFn<(Q,)> for F
+where
+    F: Fn(Ctx, Q) -> Fut + Copy + Send + Sync + 'static,
+    Fut: Future<Output = ApiResult<R>> + Send + 'static,
+    Q: QueryParams,
+    R: Reply,
+{
+    type Reply = R;
+    fn params() -> Vec<Param> {
+        Q::params()
+    }
+    fn call(self, cx: Ctx) -> BoxFuture {
+        Box::pin(async move {
+            let q = Q::parse(&cx.query)?;
+            self(cx, q).await.map(Reply::into_resp)
+        })
+    }
+}
+
+/// A handler with what its signature documents.
+pub struct Endpoint {
+    pub handler: Handler,
+    pub reply: ReplyFn,
+    pub params: fn() -> Vec<Param>,
+}
+
+impl Endpoint {
+    /// `f` is the handler function itself (only its type is read), `handler` its boxed call.
+    pub fn of<A, F: HandlerFn<A>>(_f: F, handler: Handler) -> Endpoint {
+        Endpoint { handler, reply: <F::Reply as Reply>::doc, params: F::params }
+    }
 }
 
 /// Which service answers a route.
@@ -52,21 +119,21 @@ pub enum Access {
 }
 
 /// A documented query parameter.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Param {
     pub name: &'static str,
     pub kind: &'static str,
     pub required: bool,
-    pub doc: &'static str,
+    pub doc: Cow<'static, str>,
 }
 
-/// Shorthand for [`Param`] rows: `q!("limit", "integer", "page size, 1..250")`.
+/// Shorthand for [`Param`] rows: `param("limit", "integer", "page size, 1..250")`.
 pub const fn param(name: &'static str, kind: &'static str, doc: &'static str) -> Param {
-    Param { name, kind, required: false, doc }
+    Param { name, kind, required: false, doc: Cow::Borrowed(doc) }
 }
 
 pub const fn required(name: &'static str, kind: &'static str, doc: &'static str) -> Param {
-    Param { name, kind, required: true, doc }
+    Param { name, kind, required: true, doc: Cow::Borrowed(doc) }
 }
 
 /// JSON request bodies are limited to 1 MiB unless a route says otherwise.
@@ -82,7 +149,12 @@ pub struct Route {
     pub access: Access,
     pub handler: Handler,
     pub summary: &'static str,
-    pub query: &'static [Param],
+    /// The query parameters its handler reads.
+    pub query: Vec<Param>,
+    /// The success answer its handler's type documents.
+    pub reply: ReplyFn,
+    /// What an untyped handler (answering a built [`Resp`]) answers, declared on the row.
+    pub answers: Option<ReplyFn>,
     pub body: Option<SchemaFn>,
     pub body_limit: usize,
     /// The body is not JSON (uploads, internal transfers): no content-type check.
@@ -94,7 +166,7 @@ fn schema_of<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
 }
 
 impl Route {
-    fn new(method: Method, path: &str, service: Service, access: Access, handler: Handler, summary: &'static str) -> Self {
+    fn new(method: Method, path: &str, service: Service, access: Access, endpoint: Endpoint, summary: &'static str) -> Self {
         // Paths outside the versioned API are written in full; the rest get the `/api/v1` prefix.
         let unversioned = ["/api/", "/.well-known", "/internal", "/healthz", "/readyz", "/metrics"];
         let path = if unversioned.iter().any(|p| path.starts_with(p)) { path.to_string() } else { format!("/api/v1{path}") };
@@ -103,34 +175,49 @@ impl Route {
             path,
             service,
             access,
-            handler,
+            handler: endpoint.handler,
             summary,
-            query: &[],
+            query: (endpoint.params)(),
+            reply: endpoint.reply,
+            answers: None,
             body: None,
             body_limit: JSON_BODY_LIMIT,
             raw_body: false,
         }
     }
 
-    pub fn get(path: &str, service: Service, access: Access, handler: Handler, summary: &'static str) -> Self {
-        Route::new(Method::GET, path, service, access, handler, summary)
+    pub fn get(path: &str, service: Service, access: Access, endpoint: Endpoint, summary: &'static str) -> Self {
+        Route::new(Method::GET, path, service, access, endpoint, summary)
     }
-    pub fn post(path: &str, service: Service, access: Access, handler: Handler, summary: &'static str) -> Self {
-        Route::new(Method::POST, path, service, access, handler, summary)
+    pub fn post(path: &str, service: Service, access: Access, endpoint: Endpoint, summary: &'static str) -> Self {
+        Route::new(Method::POST, path, service, access, endpoint, summary)
     }
-    pub fn put(path: &str, service: Service, access: Access, handler: Handler, summary: &'static str) -> Self {
-        Route::new(Method::PUT, path, service, access, handler, summary)
+    pub fn put(path: &str, service: Service, access: Access, endpoint: Endpoint, summary: &'static str) -> Self {
+        Route::new(Method::PUT, path, service, access, endpoint, summary)
     }
-    pub fn patch(path: &str, service: Service, access: Access, handler: Handler, summary: &'static str) -> Self {
-        Route::new(Method::PATCH, path, service, access, handler, summary)
+    pub fn patch(path: &str, service: Service, access: Access, endpoint: Endpoint, summary: &'static str) -> Self {
+        Route::new(Method::PATCH, path, service, access, endpoint, summary)
     }
-    pub fn delete(path: &str, service: Service, access: Access, handler: Handler, summary: &'static str) -> Self {
-        Route::new(Method::DELETE, path, service, access, handler, summary)
+    pub fn delete(path: &str, service: Service, access: Access, endpoint: Endpoint, summary: &'static str) -> Self {
+        Route::new(Method::DELETE, path, service, access, endpoint, summary)
     }
 
+    /// Query parameters of a handler that reads them itself (not through [`QueryParams`]).
     pub fn query(mut self, params: &'static [Param]) -> Self {
-        self.query = params;
+        self.query = params.to_vec();
         self
+    }
+
+    /// Declares the success answer of a handler that builds its [`Resp`] itself (headers of its
+    /// own, bodies that are not JSON): the reply type `R` documents it.
+    pub fn answers<R: Reply>(mut self) -> Self {
+        self.answers = Some(R::doc);
+        self
+    }
+
+    /// The documented success answer: the handler's type, or what the row declares.
+    pub fn reply_doc(&self, g: &mut SchemaGenerator) -> Option<ReplyDoc> {
+        (self.reply)(g).or_else(|| self.answers.and_then(|f| f(g)))
     }
 
     /// Declares the JSON body type (documented in OpenAPI from the same type serde reads).

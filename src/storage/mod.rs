@@ -3,10 +3,12 @@
 
 pub mod codec;
 pub mod keys;
+pub mod list;
 pub mod list_orders;
 pub mod migrations;
 pub mod ranked;
 pub mod read;
+pub mod record;
 pub mod row_cache;
 pub mod tables;
 pub mod writer;

@@ -41,6 +41,30 @@ pub fn scan(
     take: usize,
     mut f: impl FnMut(&[u8], &[u8]) -> ApiResult<()>,
 ) -> ApiResult<()> {
+    let mut left = take;
+    let mut skipped = 0;
+    walk(txn, table, prefix, reverse, |k, v| {
+        if skipped < skip {
+            skipped += 1;
+            return Ok(true);
+        }
+        if left == 0 {
+            return Ok(false);
+        }
+        left -= 1;
+        f(k, v)?;
+        Ok(left > 0)
+    })
+}
+
+/// Walks the rows under `prefix` in order (or reverse) while `f` answers true.
+pub fn walk(
+    txn: &ReadTransaction,
+    table: StoreTable,
+    prefix: &[u8],
+    reverse: bool,
+    mut f: impl FnMut(&[u8], &[u8]) -> ApiResult<bool>,
+) -> ApiResult<()> {
     let t = txn.open_table(table.def)?;
     let (start, end) = prefix_range(prefix);
     let range = match &end {
@@ -48,11 +72,12 @@ pub fn scan(
         None => t.range(start.as_slice()..)?,
     };
     // Both directions run the same body; `Box<dyn Iterator>` keeps it in one loop.
-    let items: Box<dyn Iterator<Item = _>> =
-        if reverse { Box::new(range.rev().skip(skip).take(take)) } else { Box::new(range.skip(skip).take(take)) };
+    let items: Box<dyn Iterator<Item = _>> = if reverse { Box::new(range.rev()) } else { Box::new(range) };
     for item in items {
         let (k, v) = item?;
-        f(k.value(), v.value())?;
+        if !f(k.value(), v.value())? {
+            break;
+        }
     }
     Ok(())
 }

@@ -310,6 +310,9 @@ fn now_micros() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
 }
 
+/// Rows of a table: keys and values.
+pub type Rows = Vec<(Vec<u8>, Vec<u8>)>;
+
 type StoreTableHandle<'a> = redb::Table<'a, &'static [u8], &'static [u8]>;
 
 /// A job's view of the write transaction. Store-table writes go through it so that a store
@@ -400,6 +403,36 @@ impl<'a> Tx<'a> {
         let current = self.get(table, key)?.map(|b| read_u64(&b)).unwrap_or(0);
         let next = (current as i64).saturating_add(delta).max(0) as u64;
         self.put(table, key, &next.to_le_bytes())
+    }
+
+    /// Brings `table` from the `old` rows to the `new` ones, touching only rows that differ (a
+    /// product count change rewrites two rows, not twenty).
+    pub fn sync_rows(&mut self, table: StoreTable, old: &[(Vec<u8>, Vec<u8>)], new: &[(Vec<u8>, Vec<u8>)]) -> ApiResult<()> {
+        for (k, _) in old {
+            if !new.iter().any(|(nk, _)| nk == k) {
+                self.delete(table, k)?;
+            }
+        }
+        for (k, v) in new {
+            if !old.iter().any(|(ok, ov)| ok == k && ov == v) {
+                self.put(table, k, v)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The rows of `table` under `prefix` (after `after`, at most `take`), in key order.
+    pub fn scan_prefix(&self, table: StoreTable, prefix: &[u8], after: Option<&[u8]>, take: usize) -> ApiResult<Rows> {
+        let (start, end) = prefix_range(prefix);
+        let lo = match after {
+            Some(a) => Bound::Excluded(a),
+            None => Bound::Included(start.as_slice()),
+        };
+        let hi = match &end {
+            Some(e) => Bound::Excluded(e.as_slice()),
+            None => Bound::Unbounded,
+        };
+        self.scan(table, (lo, hi), take)
     }
 
     /// The rows of `table` in `range` (at most `take`), in key order.

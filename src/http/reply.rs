@@ -1,0 +1,119 @@
+//! What a handler answers, typed: the success status and the body's type are the handler's
+//! return type, so the route row documents exactly what the handler sends (the compiler ties
+//! them). Errors are the one error shape and need no declaration.
+
+use bytes::Bytes;
+use hyper::StatusCode;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::Serialize;
+
+use crate::http::{Resp, json, no_content, ok_raw};
+
+/// How a success answer is documented.
+pub struct ReplyDoc {
+    pub status: u16,
+    /// `None`: no body (204).
+    pub content_type: Option<&'static str>,
+    /// The body's schema, `None` when the body is not JSON or there is none.
+    pub schema: Option<Schema>,
+    /// The body type's name, as the route snapshot shows it.
+    pub type_name: String,
+}
+
+/// A typed success answer.
+pub trait Reply: Send + 'static {
+    fn into_resp(self) -> Resp;
+    /// `None` for an untyped [`Resp`]: its row must say what it answers with
+    /// [`crate::http::route::Route::answers`].
+    fn doc(g: &mut SchemaGenerator) -> Option<ReplyDoc>;
+}
+
+fn json_doc<T: JsonSchema>(g: &mut SchemaGenerator, status: u16) -> Option<ReplyDoc> {
+    Some(ReplyDoc {
+        status,
+        content_type: Some("application/json"),
+        schema: Some(g.subschema_for::<T>()),
+        type_name: T::schema_name().into_owned(),
+    })
+}
+
+/// 200 with `T` as JSON.
+pub struct Json<T>(pub T);
+
+/// 201 with the created `T` as JSON.
+pub struct Created<T>(pub T);
+
+/// 202 with `T` as JSON: accepted, finished later.
+pub struct Accepted<T>(pub T);
+
+/// 204, no body.
+pub struct NoContent;
+
+/// JSON of `T` rendered beforehand (kept views, cached pages), with status `STATUS`: the bytes
+/// are sent as they are, and documented as `T`.
+pub struct Rendered<T, const STATUS: u16 = 200> {
+    pub bytes: Bytes,
+    _of: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T, const STATUS: u16> Rendered<T, STATUS> {
+    pub fn new(bytes: impl Into<Bytes>) -> Self {
+        Rendered { bytes: bytes.into(), _of: std::marker::PhantomData }
+    }
+}
+
+impl<T: Serialize + JsonSchema + Send + 'static> Reply for Json<T> {
+    fn into_resp(self) -> Resp {
+        json(StatusCode::OK, &self.0)
+    }
+    fn doc(g: &mut SchemaGenerator) -> Option<ReplyDoc> {
+        json_doc::<T>(g, 200)
+    }
+}
+
+impl<T: Serialize + JsonSchema + Send + 'static> Reply for Created<T> {
+    fn into_resp(self) -> Resp {
+        json(StatusCode::CREATED, &self.0)
+    }
+    fn doc(g: &mut SchemaGenerator) -> Option<ReplyDoc> {
+        json_doc::<T>(g, 201)
+    }
+}
+
+impl<T: Serialize + JsonSchema + Send + 'static> Reply for Accepted<T> {
+    fn into_resp(self) -> Resp {
+        json(StatusCode::ACCEPTED, &self.0)
+    }
+    fn doc(g: &mut SchemaGenerator) -> Option<ReplyDoc> {
+        json_doc::<T>(g, 202)
+    }
+}
+
+impl Reply for NoContent {
+    fn into_resp(self) -> Resp {
+        no_content()
+    }
+    fn doc(_: &mut SchemaGenerator) -> Option<ReplyDoc> {
+        Some(ReplyDoc { status: 204, content_type: None, schema: None, type_name: "()".into() })
+    }
+}
+
+impl<T: JsonSchema + 'static, const STATUS: u16> Reply for Rendered<T, STATUS> {
+    fn into_resp(self) -> Resp {
+        let mut r = ok_raw(self.bytes);
+        *r.status_mut() = StatusCode::from_u16(STATUS).unwrap_or(StatusCode::OK);
+        r
+    }
+    fn doc(g: &mut SchemaGenerator) -> Option<ReplyDoc> {
+        json_doc::<T>(g, STATUS)
+    }
+}
+
+impl Reply for Resp {
+    fn into_resp(self) -> Resp {
+        self
+    }
+    fn doc(_: &mut SchemaGenerator) -> Option<ReplyDoc> {
+        None
+    }
+}

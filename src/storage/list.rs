@@ -1,0 +1,115 @@
+//! The one seam every list goes through: a list is asked for as a [`ListQuery`] (sort field by
+//! name, order, filters, ranges, text, window) over a record's declaration, and answers the
+//! page's records with the number matching.
+//!
+//! How lists are kept lives behind this seam: today a record's order rows in redb, walked from the
+//! page's offset; the `total` of an unfiltered list, or of one filtered on a single field, is a
+//! counter read. Combined filters, ranges and text walk the order rows (reading summaries, never
+//! records) and count as they go.
+
+use redb::ReadTransaction;
+use uuid::Uuid;
+
+use crate::error::ApiResult;
+use crate::storage::codec::decode;
+use crate::storage::keys::{Key, trailing_id};
+use crate::storage::read;
+use crate::storage::record::{self, Record, Summary, total_key, value_key};
+use crate::storage::tables::COUNTERS;
+
+/// A list asked for.
+#[derive(Debug, Clone, Default)]
+pub struct ListQuery {
+    /// A sortable field of the record, by name.
+    pub sort: &'static str,
+    pub desc: bool,
+    /// How many matching records precede the page.
+    pub offset: usize,
+    pub limit: usize,
+    /// Filter (by position in the declaration) → the values it accepts (any of them).
+    pub filters: Vec<(usize, Vec<Vec<u8>>)>,
+    /// Range (by position in the declaration) → inclusive bounds in Unix milliseconds.
+    pub ranges: Vec<(usize, Option<i64>, Option<i64>)>,
+    /// Trimmed and lower-cased.
+    pub search: Option<String>,
+}
+
+/// A page of records and how many match the list's filters.
+#[derive(Debug)]
+pub struct Listed<R> {
+    pub items: Vec<R>,
+    pub total: u64,
+}
+
+impl<R> Listed<R> {
+    /// The same page with each record turned into what the API shows.
+    pub fn map<V>(self, f: impl FnMut(R) -> V) -> Listed<V> {
+        Listed { items: self.items.into_iter().map(f).collect(), total: self.total }
+    }
+}
+
+impl ListQuery {
+    fn is_plain(&self) -> bool {
+        self.filters.is_empty() && self.ranges.is_empty() && self.search.is_none()
+    }
+
+    fn accepts<R: Record>(&self, summary: &Summary) -> bool {
+        let list = &R::LIST;
+        self.filters
+            .iter()
+            .all(|(i, values)| summary.filters.get(*i).and_then(Option::as_ref).is_some_and(|v| values.iter().any(|x| x == v)))
+            && self.ranges.iter().all(|(i, from, to)| {
+                summary.ranges.get(*i).is_some_and(|v| from.is_none_or(|f| *v >= f) && to.is_none_or(|t| *v <= t))
+            })
+            && self.search.as_deref().is_none_or(|q| list.search.as_ref().is_some_and(|s| (s.matches)(&summary.text, q)))
+    }
+}
+
+/// A page of `R` of `store` as `q` asks.
+pub fn page<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQuery) -> ApiResult<Listed<R>> {
+    let list = &R::LIST;
+    let tag = list.sort(q.sort).or_else(|| list.sort(list.default_sort)).map(|s| s.tag).unwrap_or(0);
+    let prefix = Key::store(store).u8(tag).into_vec();
+    // The total, when counters hold it: no filter, or one filter field with any of its values.
+    let counted = match q.filters.as_slice() {
+        _ if !q.ranges.is_empty() || q.search.is_some() => None,
+        [] => Some(read::counter(txn, COUNTERS, &total_key::<R>(store))?),
+        [(i, values)] => {
+            let name = list.filters.get(*i).map(|f| f.name).unwrap_or_default();
+            let mut n = 0u64;
+            for v in values {
+                n = n.saturating_add(read::counter(txn, COUNTERS, &value_key::<R>(store, name, v))?);
+            }
+            Some(n)
+        }
+        _ => None,
+    };
+    let mut ids = Vec::with_capacity(q.limit);
+    let total = if q.is_plain() {
+        read::scan(txn, list.order, &prefix, q.desc, q.offset, q.limit, |k, _| {
+            ids.extend(trailing_id(k));
+            Ok(())
+        })?;
+        counted.unwrap_or(0)
+    } else {
+        let window = q.offset as u64..q.offset.saturating_add(q.limit) as u64;
+        let mut kept = 0u64;
+        // With the total known, the walk stops once the page is full.
+        let stop_at = if counted.is_some() { window.end } else { u64::MAX };
+        read::walk(txn, list.order, &prefix, q.desc, |k, v| {
+            if q.accepts::<R>(&decode(v)?) {
+                if window.contains(&kept) {
+                    ids.extend(trailing_id(k));
+                }
+                kept += 1;
+            }
+            Ok(kept < stop_at)
+        })?;
+        counted.unwrap_or(kept)
+    };
+    let mut items = Vec::with_capacity(ids.len());
+    for id in ids {
+        items.extend(record::get::<R>(txn, store, id)?);
+    }
+    Ok(Listed { items, total })
+}
