@@ -28,7 +28,8 @@ pub struct SigningKey {
     e: Vec<u8>,
 }
 
-#[derive(Serialize)]
+/// One public key of a JWKS (RFC 7517).
+#[derive(Serialize, schemars::JsonSchema)]
 pub struct Jwk {
     pub kty: &'static str,
     #[serde(rename = "use")]
@@ -39,7 +40,8 @@ pub struct Jwk {
     pub e: String,
 }
 
-#[derive(Serialize)]
+/// The issuer's public keys, as `GET /.well-known/jwks.json` publishes them.
+#[derive(Serialize, schemars::JsonSchema)]
 pub struct Jwks {
     pub keys: Vec<Jwk>,
 }

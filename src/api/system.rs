@@ -2,15 +2,16 @@
 
 use std::sync::atomic::Ordering;
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::header::{CONTENT_TYPE, HeaderValue};
+use schemars::JsonSchema;
+use serde::Serialize;
 
+use crate::account::keys::Jwks;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
 use crate::http::context::Ctx;
+use crate::http::openapi::OpenApi;
+use crate::http::reply::{Json, PrometheusText, Raw};
 use crate::http::route::{Access, Route, Service};
-use crate::http::{Resp, ok};
 
 pub fn routes() -> Vec<Route> {
     use Access::Public;
@@ -24,18 +25,34 @@ pub fn routes() -> Vec<Route> {
     ]
 }
 
-async fn healthz(_: Ctx) -> ApiResult<Resp> {
-    Ok(ok(&serde_json::json!({"status": "ok"})))
+/// `GET /healthz`.
+#[derive(Serialize, JsonSchema)]
+pub struct Health {
+    /// Always `ok`.
+    pub status: &'static str,
 }
 
-async fn readyz(cx: Ctx) -> ApiResult<Resp> {
+/// `GET /readyz`. Fields in key order, as the answer has always listed them.
+#[derive(Serialize, JsonSchema)]
+pub struct Readiness {
+    /// How this process runs: `serve`, `account`, `cell` or `router`.
+    pub mode: String,
+    /// Always `ready`; a process shutting down answers 503.
+    pub status: &'static str,
+}
+
+async fn healthz(_: Ctx) -> ApiResult<Json<Health>> {
+    Ok(Json(Health { status: "ok" }))
+}
+
+async fn readyz(cx: Ctx) -> ApiResult<Json<Readiness>> {
     if cx.node.shutting_down.load(Ordering::Relaxed) {
         return Err(ApiError::msg(Code::UNAVAILABLE, "shutting down").retry_after(1));
     }
-    Ok(ok(&serde_json::json!({"status": "ready", "mode": format!("{:?}", cx.node.mode).to_lowercase()})))
+    Ok(Json(Readiness { mode: format!("{:?}", cx.node.mode).to_lowercase(), status: "ready" }))
 }
 
-async fn metrics(cx: Ctx) -> ApiResult<Resp> {
+async fn metrics(cx: Ctx) -> ApiResult<Raw<PrometheusText>> {
     let mut out = String::from(
         "# HELP shopcell_requests_total Requests answered, by status class.\n# TYPE shopcell_requests_total counter\n",
     );
@@ -46,16 +63,14 @@ async fn metrics(cx: Ctx) -> ApiResult<Resp> {
     for (name, cell) in &cx.node.cells {
         out.push_str(&format!("shopcell_cell_stores{{cell=\"{name}\"}} {}\n", cell.store_count()));
     }
-    let mut r = hyper::Response::new(Full::new(Bytes::from(out)));
-    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4"));
-    Ok(r)
+    Ok(Raw::new(out))
 }
 
-async fn openapi(cx: Ctx) -> ApiResult<Resp> {
-    Ok(ok(&crate::http::openapi::document(cx.node.routes.routes())))
+async fn openapi(cx: Ctx) -> ApiResult<Json<OpenApi>> {
+    Ok(Json(OpenApi(crate::http::openapi::document(cx.node.routes.routes()))))
 }
 
-async fn jwks(cx: Ctx) -> ApiResult<Resp> {
+async fn jwks(cx: Ctx) -> ApiResult<Json<Jwks>> {
     let account = cx.node.account.as_ref().ok_or_else(ApiError::not_found)?;
-    Ok(ok(&account.key.jwks()))
+    Ok(Json(account.key.jwks()))
 }

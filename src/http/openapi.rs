@@ -1,12 +1,29 @@
 //! The OpenAPI 3.1 document, produced from the route table: every served public route, its path
 //! and query parameters, its body schema (from the type serde reads) and its security.
 
-use schemars::SchemaGenerator;
+use std::borrow::Cow;
+
 use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::error::Code;
 use crate::http::route::{Access, Route};
+
+/// The document as an answer: its shape is the OpenAPI specification's, not described again here.
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct OpenApi(pub Value);
+
+impl JsonSchema for OpenApi {
+    fn schema_name() -> Cow<'static, str> {
+        "OpenApiDocument".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "object", "description": "an OpenAPI 3.1 document"})
+    }
+}
 
 pub fn document(routes: &[Route]) -> Value {
     let mut generator = SchemaGenerator::new(SchemaSettings::openapi3());

@@ -2,11 +2,16 @@
 //! return type, so the route row documents exactly what the handler sends (the compiler ties
 //! them). Errors are the one error shape and need no declaration.
 
+use std::marker::PhantomData;
+
 use bytes::Bytes;
-use hyper::StatusCode;
+use http_body_util::Full;
+use hyper::header::{CONTENT_TYPE, HeaderValue, LOCATION};
+use hyper::{Response, StatusCode};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Serialize;
 
+use crate::error::{ApiError, ApiResult};
 use crate::http::{Resp, json, no_content, ok_raw};
 
 /// How a success answer is documented.
@@ -53,13 +58,67 @@ pub struct NoContent;
 /// are sent as they are, and documented as `T`.
 pub struct Rendered<T, const STATUS: u16 = 200> {
     pub bytes: Bytes,
-    _of: std::marker::PhantomData<fn() -> T>,
+    _of: PhantomData<fn() -> T>,
 }
 
 impl<T, const STATUS: u16> Rendered<T, STATUS> {
     pub fn new(bytes: impl Into<Bytes>) -> Self {
-        Rendered { bytes: bytes.into(), _of: std::marker::PhantomData }
+        Rendered { bytes: bytes.into(), _of: PhantomData }
     }
+}
+
+impl<T: Serialize, const STATUS: u16> Rendered<T, STATUS> {
+    /// `value` with the keys of every object in sorted order: the bytes of answers that were
+    /// always assembled as a `serde_json::Value` (a view and fields added to it), kept as they were.
+    pub fn sorted(value: &T) -> ApiResult<Self> {
+        let tree = serde_json::to_value(value).map_err(ApiError::internal)?;
+        serde_json::to_vec(&tree).map(Rendered::new).map_err(ApiError::internal)
+    }
+}
+
+/// 302 to `Location`, no body.
+pub struct Redirect(HeaderValue);
+
+impl Redirect {
+    /// A redirect to `url`; a URL that cannot be a header value is a server error.
+    pub fn to(url: &str) -> ApiResult<Redirect> {
+        HeaderValue::from_str(url).map(Redirect).map_err(ApiError::internal)
+    }
+}
+
+/// The media type of a body that is not JSON.
+pub trait Media: 'static {
+    const CONTENT_TYPE: &'static str;
+    /// The body's name in the route snapshot and the document.
+    const NAME: &'static str;
+}
+
+/// 200 with a body of media type `M`, sent as it is.
+pub struct Raw<M> {
+    pub bytes: Bytes,
+    _of: PhantomData<fn() -> M>,
+}
+
+impl<M> Raw<M> {
+    pub fn new(bytes: impl Into<Bytes>) -> Self {
+        Raw { bytes: bytes.into(), _of: PhantomData }
+    }
+}
+
+/// Prometheus' text exposition format.
+pub struct PrometheusText;
+
+impl Media for PrometheusText {
+    const CONTENT_TYPE: &'static str = "text/plain; version=0.0.4";
+    const NAME: &'static str = "PrometheusText";
+}
+
+/// Bytes only the platform's own services read (a store move's rows).
+pub struct OctetStream;
+
+impl Media for OctetStream {
+    const CONTENT_TYPE: &'static str = "application/octet-stream";
+    const NAME: &'static str = "OctetStream";
 }
 
 impl<T: Serialize + JsonSchema + Send + 'static> Reply for Json<T> {
@@ -106,6 +165,29 @@ impl<T: JsonSchema + 'static, const STATUS: u16> Reply for Rendered<T, STATUS> {
     }
     fn doc(g: &mut SchemaGenerator) -> Option<ReplyDoc> {
         json_doc::<T>(g, STATUS)
+    }
+}
+
+impl Reply for Redirect {
+    fn into_resp(self) -> Resp {
+        let mut r = no_content();
+        *r.status_mut() = StatusCode::FOUND;
+        r.headers_mut().insert(LOCATION, self.0);
+        r
+    }
+    fn doc(_: &mut SchemaGenerator) -> Option<ReplyDoc> {
+        Some(ReplyDoc { status: 302, content_type: None, schema: None, type_name: "Redirect".into() })
+    }
+}
+
+impl<M: Media> Reply for Raw<M> {
+    fn into_resp(self) -> Resp {
+        let mut r = Response::new(Full::new(self.bytes));
+        r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(M::CONTENT_TYPE));
+        r
+    }
+    fn doc(_: &mut SchemaGenerator) -> Option<ReplyDoc> {
+        Some(ReplyDoc { status: 200, content_type: Some(M::CONTENT_TYPE), schema: None, type_name: M::NAME.into() })
     }
 }
 
