@@ -138,45 +138,48 @@ pub fn validate_register(r: &Register) -> ApiResult<()> {
 }
 
 /// The user as the API shows it (spec: `{id, email, name}`).
-#[derive(Serialize)]
-pub struct UserView<'a> {
+#[derive(Serialize, JsonSchema)]
+pub struct UserView {
     pub id: Uuid,
-    pub email: &'a str,
-    pub name: &'a str,
+    pub email: String,
+    pub name: String,
 }
 
 impl User {
-    pub fn view(&self) -> UserView<'_> {
-        UserView { id: self.id, email: &self.email, name: &self.name }
+    pub fn view(&self) -> UserView {
+        UserView { id: self.id, email: self.email.clone(), name: self.name.clone() }
     }
 }
 
 /// The spec's login result.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct LoginResult<'a> {
-    pub user: UserView<'a>,
+pub struct LoginResult {
+    pub user: UserView,
     pub access_token: String,
     pub refresh_token: String,
+    /// Seconds the access token lives.
     pub expires_in: i64,
 }
 
 /// A session as `GET /auth/sessions` shows it.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct SessionView<'a> {
+pub struct SessionView {
     pub id: Uuid,
-    pub device: &'a str,
+    /// The User-Agent it signed in from, shortened.
+    pub device: String,
     pub last_active: String,
     pub created_at: String,
+    /// Whether it is the session of the calling token.
     pub current: bool,
 }
 
 impl Session {
-    pub fn view(&self, current: Uuid) -> SessionView<'_> {
+    pub fn view(&self, current: Uuid) -> SessionView {
         SessionView {
             id: self.id,
-            device: &self.device,
+            device: self.device.clone(),
             last_active: rfc3339(self.last_active),
             created_at: rfc3339(self.created_at),
             current: self.id == current,

@@ -2,11 +2,11 @@
 //! the cross-origin cookie exchange, sessions, the current user.
 
 use hyper::StatusCode;
-use hyper::header::{HeaderValue, LOCATION, SET_COOKIE};
+use hyper::header::{HeaderValue, SET_COOKIE};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::account::model::{Login, LoginResult, Refresh, Register, normalize_email};
+use crate::account::model::{Login, LoginResult, Refresh, Register, SessionView, User, UserView, normalize_email};
 use crate::account::oidc::CallbackOutcome;
 use crate::account::sessions::LoginOutcome;
 use crate::account::{AccountService, REFRESH_TTL_SECS};
@@ -15,8 +15,9 @@ use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
 use crate::http::auth::ACCESS_TTL_SECS;
 use crate::http::context::Ctx;
+use crate::http::reply::{Created, Json, NoContent, Redirect, Reply};
 use crate::http::route::{Access, Route, Service};
-use crate::http::{Resp, json, no_content, ok};
+use crate::http::{Resp, json, no_content};
 
 /// The cookie `POST /auth/exchange` sets and `POST /auth/refresh` reads.
 pub const REFRESH_COOKIE: &str = "refresh_token";
@@ -52,16 +53,20 @@ pub fn routes() -> Vec<Route> {
             Account,
             Public,
             handler!(social_callback),
-            "The provider's redirect back: `code` and `state`",
-        ),
+            "The provider's redirect back: `code` and `state` (302 to the client URL with a one-time code when one \
+             is configured)",
+        )
+        .answers::<Json<LoginAnswer>>(),
         Route::post(
             "/auth/social-accounts/callback/{provider}",
             Account,
             Public,
             handler!(social_callback),
-            "The provider's redirect back as a form post (Apple)",
+            "The provider's redirect back as a form post (Apple; 302 to the client URL with a one-time code when one \
+             is configured)",
         )
-        .raw(CALLBACK_BODY_LIMIT),
+        .raw(CALLBACK_BODY_LIMIT)
+        .answers::<Json<LoginAnswer>>(),
         Route::post(
             "/auth/social-accounts/exchange",
             Account,
@@ -77,9 +82,11 @@ pub fn routes() -> Vec<Route> {
             handler!(refresh),
             "Exchange a refresh token (body or cookie) for a new pair",
         )
-        .body::<Refresh>(),
-        Route::post("/auth/exchange", Account, Member, handler!(exchange), "Set a refresh-token cookie for a new session here"),
-        Route::post("/auth/logout", Account, Member, handler!(logout), "End the current session"),
+        .body::<Refresh>()
+        .answers::<Json<TokenPair>>(),
+        Route::post("/auth/exchange", Account, Member, handler!(exchange), "Set a refresh-token cookie for a new session here")
+            .answers::<NoContent>(),
+        Route::post("/auth/logout", Account, Member, handler!(logout), "End the current session").answers::<NoContent>(),
         Route::get("/auth/me", Account, Member, handler!(me), "The signed-in user"),
         Route::get("/auth/sessions", Account, Member, handler!(sessions), "The caller's sessions"),
         Route::delete("/auth/sessions", Account, Member, handler!(revoke_others), "End every session but the current one"),
@@ -110,29 +117,47 @@ async fn limit_account<T>(cx: &Ctx, key: &str, failure: Code, step: impl Future<
     out
 }
 
-fn login_answer(status: StatusCode, outcome: LoginOutcome) -> Resp {
+/// A sign-in's answer: tokens, or the challenge of an account with MFA on.
+#[derive(Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum LoginAnswer {
+    Tokens(LoginResult),
+    Mfa(MfaRequired),
+}
+
+/// The MFA challenge: complete it at `POST /auth/mfa/verify` with the token and a code.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MfaRequired {
+    pub mfa_token: String,
+    /// Always `true`.
+    pub requires_mfa: bool,
+}
+
+fn tokens(user: &User, access: String, refresh: String) -> LoginResult {
+    LoginResult { user: user.view(), access_token: access, refresh_token: refresh, expires_in: ACCESS_TTL_SECS }
+}
+
+fn login_answer(outcome: LoginOutcome) -> LoginAnswer {
     match outcome {
-        LoginOutcome::Tokens { user, access, refresh } => json(
-            status,
-            &LoginResult { user: user.view(), access_token: access, refresh_token: refresh, expires_in: ACCESS_TTL_SECS },
-        ),
-        LoginOutcome::Mfa { token } => json(status, &serde_json::json!({ "requiresMfa": true, "mfaToken": token })),
+        LoginOutcome::Tokens { user, access, refresh } => LoginAnswer::Tokens(tokens(&user, access, refresh)),
+        LoginOutcome::Mfa { token } => LoginAnswer::Mfa(MfaRequired { mfa_token: token, requires_mfa: true }),
     }
 }
 
-async fn register(cx: Ctx) -> ApiResult<Resp> {
+async fn register(cx: Ctx) -> ApiResult<Created<LoginResult>> {
     let body: Register = cx.json()?;
     let (user, access, refresh) = account(&cx)?.register(body, device(&cx)).await?;
-    Ok(login_answer(StatusCode::CREATED, LoginOutcome::Tokens { user, access, refresh }))
+    Ok(Created(tokens(&user, access, refresh)))
 }
 
-async fn login(cx: Ctx) -> ApiResult<Resp> {
+async fn login(cx: Ctx) -> ApiResult<Json<LoginAnswer>> {
     limit_address(&cx, "login")?;
     let body: Login = cx.json()?;
     let key = format!("login:{}", normalize_email(&body.email));
     let a = account(&cx)?;
     let outcome = limit_account(&cx, &key, Code::INVALID_CREDENTIALS, a.login(body, device(&cx))).await?;
-    Ok(login_answer(StatusCode::OK, outcome))
+    Ok(Json(login_answer(outcome)))
 }
 
 /// `POST /auth/mfa/verify`.
@@ -151,7 +176,32 @@ pub struct MfaCode {
     pub code: String,
 }
 
-async fn mfa_verify(cx: Ctx) -> ApiResult<Resp> {
+/// `POST /auth/mfa/setup`: the secret to enter in an authenticator app. Fields in key order, as
+/// the answer has always listed them.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MfaSecret {
+    /// `otpauth://totp/…`, for a QR code.
+    pub otpauth_url: String,
+    /// Base32.
+    pub secret: String,
+}
+
+/// Whether MFA is on, with the recovery codes when it was just turned on (shown only then).
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MfaEnabled {
+    pub enabled: bool,
+    pub recovery_codes: Vec<String>,
+}
+
+/// `POST /auth/mfa/disable`: `{"enabled": false}`.
+#[derive(Serialize, JsonSchema)]
+pub struct MfaDisabled {
+    pub enabled: bool,
+}
+
+async fn mfa_verify(cx: Ctx) -> ApiResult<Json<LoginResult>> {
     limit_address(&cx, "mfa")?;
     let body: MfaVerify = cx.json()?;
     let claims = cx.node.verifier.verify(&body.mfa_token, "mfa")?;
@@ -159,32 +209,32 @@ async fn mfa_verify(cx: Ctx) -> ApiResult<Resp> {
     let a = account(&cx)?;
     let (user, access, refresh) =
         limit_account(&cx, &key, Code::INVALID_MFA_CODE, a.mfa_verify(claims, body.code, device(&cx))).await?;
-    Ok(login_answer(StatusCode::OK, LoginOutcome::Tokens { user, access, refresh }))
+    Ok(Json(tokens(&user, access, refresh)))
 }
 
-async fn mfa_setup(cx: Ctx) -> ApiResult<Resp> {
+async fn mfa_setup(cx: Ctx) -> ApiResult<Json<MfaSecret>> {
     let a = account(&cx)?;
     let user = a.user(cx.user()?.user_id)?.ok_or_else(ApiError::not_found)?;
     let setup = a.mfa_setup(&user).await?;
-    Ok(ok(&serde_json::json!({ "secret": setup.secret, "otpauthUrl": setup.otpauth_url })))
+    Ok(Json(MfaSecret { otpauth_url: setup.otpauth_url, secret: setup.secret }))
 }
 
-async fn mfa_enable(cx: Ctx) -> ApiResult<Resp> {
+async fn mfa_enable(cx: Ctx) -> ApiResult<Json<MfaEnabled>> {
     let body: MfaCode = cx.json()?;
     let user = cx.user()?.user_id;
     // Wrong codes count against the same allowance as MFA verify: a stolen access token must not
     // be a way to guess codes.
     let key = format!("mfa:{user}");
     let codes = limit_account(&cx, &key, Code::VALIDATION_FAILED, account(&cx)?.mfa_enable(user, body.code)).await?;
-    Ok(ok(&serde_json::json!({ "enabled": true, "recoveryCodes": codes })))
+    Ok(Json(MfaEnabled { enabled: true, recovery_codes: codes }))
 }
 
-async fn mfa_disable(cx: Ctx) -> ApiResult<Resp> {
+async fn mfa_disable(cx: Ctx) -> ApiResult<Json<MfaDisabled>> {
     let body: MfaCode = cx.json()?;
     let user = cx.user()?.user_id;
     let key = format!("mfa:{user}");
     limit_account(&cx, &key, Code::VALIDATION_FAILED, account(&cx)?.mfa_disable(user, body.code)).await?;
-    Ok(ok(&serde_json::json!({ "enabled": false })))
+    Ok(Json(MfaDisabled { enabled: false }))
 }
 
 /// `POST /auth/native`.
@@ -203,15 +253,15 @@ pub struct SocialExchange {
     pub code: String,
 }
 
-async fn native(cx: Ctx) -> ApiResult<Resp> {
+async fn native(cx: Ctx) -> ApiResult<Json<LoginAnswer>> {
     limit_address(&cx, "login")?;
     let body: Native = cx.json()?;
     let a = account(&cx)?;
     let user = a.social_native(&body.provider, &body.id_token).await?;
-    Ok(login_answer(StatusCode::OK, a.complete_login(user, device(&cx)).await?))
+    Ok(Json(login_answer(a.complete_login(user, device(&cx)).await?)))
 }
 
-async fn social_connect(cx: Ctx) -> ApiResult<Resp> {
+async fn social_connect(cx: Ctx) -> ApiResult<Redirect> {
     // Each connect stores a pending flow: limited like the sign-in calls it starts.
     limit_address(&cx, "login")?;
     let a = account(&cx)?;
@@ -220,7 +270,7 @@ async fn social_connect(cx: Ctx) -> ApiResult<Resp> {
         None => format!("http://{}", cx.header("host").ok_or_else(|| ApiError::field("host", "is required"))?),
     };
     let url = a.social_connect(cx.param("provider"), &base).await?;
-    redirect(&url)
+    Redirect::to(&url)
 }
 
 async fn social_callback(cx: Ctx) -> ApiResult<Resp> {
@@ -239,24 +289,17 @@ async fn social_callback(cx: Ctx) -> ApiResult<Resp> {
     let state = get("state").ok_or_else(|| ApiError::field("state", "is required"))?;
     let a = account(&cx)?;
     match a.social_callback(cx.param("provider"), code, state).await? {
-        CallbackOutcome::Redirect(url) => redirect(&url),
-        CallbackOutcome::User(user) => Ok(login_answer(StatusCode::OK, a.complete_login(user, device(&cx)).await?)),
+        CallbackOutcome::Redirect(url) => Ok(Redirect::to(&url)?.into_resp()),
+        CallbackOutcome::User(user) => Ok(Json(login_answer(a.complete_login(user, device(&cx)).await?)).into_resp()),
     }
 }
 
-async fn social_exchange(cx: Ctx) -> ApiResult<Resp> {
+async fn social_exchange(cx: Ctx) -> ApiResult<Json<LoginAnswer>> {
     limit_address(&cx, "login")?;
     let body: SocialExchange = cx.json()?;
     let a = account(&cx)?;
     let user = a.social_exchange(&body.code).await?;
-    Ok(login_answer(StatusCode::OK, a.complete_login(user, device(&cx)).await?))
-}
-
-fn redirect(url: &str) -> ApiResult<Resp> {
-    let mut r = no_content();
-    *r.status_mut() = StatusCode::FOUND;
-    r.headers_mut().insert(LOCATION, HeaderValue::from_str(url).map_err(ApiError::internal)?);
-    Ok(r)
+    Ok(Json(login_answer(a.complete_login(user, device(&cx)).await?)))
 }
 
 /// The `refresh_token` cookie of a request, if any.
@@ -284,6 +327,16 @@ fn refresh_cookie(token: Option<&str>) -> ApiResult<HeaderValue> {
     .map_err(ApiError::internal)
 }
 
+/// A new token pair. Fields in key order, as the answer has always listed them.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenPair {
+    pub access_token: String,
+    /// Seconds the access token lives.
+    pub expires_in: i64,
+    pub refresh_token: String,
+}
+
 async fn refresh(cx: Ctx) -> ApiResult<Resp> {
     limit_address(&cx, "refresh")?;
     let body: Refresh = cx.json_or_default()?;
@@ -295,13 +348,10 @@ async fn refresh(cx: Ctx) -> ApiResult<Resp> {
     let key = format!("refresh:{}", claims.sub);
     let a = account(&cx)?;
     let (access_token, refresh_token) = limit_account(&cx, &key, Code::INVALID_TOKEN, a.refresh(claims)).await?;
-    let mut resp = ok(&serde_json::json!({
-        "accessToken": access_token,
-        "refreshToken": refresh_token,
-        "expiresIn": ACCESS_TTL_SECS,
-    }));
-    if from_cookie {
-        resp.headers_mut().insert(SET_COOKIE, refresh_cookie(Some(&refresh_token))?);
+    let cookie = if from_cookie { Some(refresh_cookie(Some(&refresh_token))?) } else { None };
+    let mut resp = json(StatusCode::OK, &TokenPair { access_token, expires_in: ACCESS_TTL_SECS, refresh_token });
+    if let Some(c) = cookie {
+        resp.headers_mut().insert(SET_COOKIE, c);
     }
     Ok(resp)
 }
@@ -324,28 +374,27 @@ async fn logout(cx: Ctx) -> ApiResult<Resp> {
     Ok(resp)
 }
 
-async fn me(cx: Ctx) -> ApiResult<Resp> {
+async fn me(cx: Ctx) -> ApiResult<Json<UserView>> {
     let p = cx.user()?;
     let user = account(&cx)?.user(p.user_id)?.ok_or_else(ApiError::not_found)?;
-    Ok(ok(&user.view()))
+    Ok(Json(user.view()))
 }
 
-async fn sessions(cx: Ctx) -> ApiResult<Resp> {
+async fn sessions(cx: Ctx) -> ApiResult<Json<Vec<SessionView>>> {
     let p = cx.user()?;
     let list = account(&cx)?.sessions_of(p.user_id)?;
-    let views: Vec<_> = list.iter().map(|s| s.view(p.session_id)).collect();
-    Ok(ok(&views))
+    Ok(Json(list.iter().map(|s| s.view(p.session_id)).collect()))
 }
 
-async fn revoke_one(cx: Ctx) -> ApiResult<Resp> {
+async fn revoke_one(cx: Ctx) -> ApiResult<NoContent> {
     let p = cx.user()?;
     let sid = cx.path_id("sessionId")?;
     account(&cx)?.revoke_session(p.user_id, sid).await?;
-    Ok(no_content())
+    Ok(NoContent)
 }
 
-async fn revoke_others(cx: Ctx) -> ApiResult<Resp> {
+async fn revoke_others(cx: Ctx) -> ApiResult<NoContent> {
     let p = cx.user()?;
     account(&cx)?.revoke_other_sessions(p.user_id, p.session_id).await?;
-    Ok(no_content())
+    Ok(NoContent)
 }
