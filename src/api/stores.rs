@@ -1,16 +1,18 @@
 //! `/stores` (the directory, on the account service) and `S` (settings, in the store's cell).
 
+use schemars::JsonSchema;
+use serde::Serialize;
 use uuid::Uuid;
 
 use crate::account::model::StoreEntry;
 use crate::api::auth::account;
-use crate::domain::store::{CreateStore, StoreAddress, StoreSettings, UpdateStore, validate_create};
+use crate::domain::store::{CreateStore, StoreAddress, StoreSettings, StoreView, UpdateStore, validate_create};
 use crate::domain::time::{now_ms, rfc3339};
 use crate::error::ApiResult;
 use crate::handler;
 use crate::http::context::Ctx;
+use crate::http::reply::{Json, Rendered};
 use crate::http::route::{Access, Route, Service};
-use crate::http::{Resp, created, ok};
 
 pub fn routes() -> Vec<Route> {
     use Access::*;
@@ -24,17 +26,37 @@ pub fn routes() -> Vec<Route> {
     ]
 }
 
-async fn list(cx: Ctx) -> ApiResult<Resp> {
-    let user = cx.user()?.user_id;
-    let stores = account(&cx)?.stores_of(user)?;
-    let data: Vec<_> = stores
-        .iter()
-        .map(|(e, role)| serde_json::json!({"id": e.id, "name": e.name, "role": role.name(), "createdAt": rfc3339(e.created_at)}))
-        .collect();
-    Ok(ok(&data))
+/// One of the caller's stores, as `GET /stores` lists it. Fields in key order, as the answer
+/// has always listed them.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MyStore {
+    pub created_at: String,
+    pub id: Uuid,
+    pub name: String,
+    /// `owner`, `admin` or `staff`.
+    pub role: &'static str,
 }
 
-async fn create(cx: Ctx) -> ApiResult<Resp> {
+/// The created store: its settings and the caller's role, `owner`.
+#[derive(Serialize, JsonSchema)]
+pub struct CreatedStore {
+    #[serde(flatten)]
+    pub store: StoreView,
+    pub role: &'static str,
+}
+
+async fn list(cx: Ctx) -> ApiResult<Json<Vec<MyStore>>> {
+    let user = cx.user()?.user_id;
+    let stores = account(&cx)?.stores_of(user)?;
+    let data = stores
+        .iter()
+        .map(|(e, role)| MyStore { created_at: rfc3339(e.created_at), id: e.id, name: e.name.clone(), role: role.name() })
+        .collect();
+    Ok(Json(data))
+}
+
+async fn create(cx: Ctx) -> ApiResult<Rendered<CreatedStore, 201>> {
     let owner = cx.user()?.user_id;
     let body: CreateStore = cx.json()?;
     let currency = validate_create(&body)?;
@@ -58,18 +80,16 @@ async fn create(cx: Ctx) -> ApiResult<Resp> {
     cx.node.cell_link(&cell)?.create_store(settings.clone()).await?;
     let entry = StoreEntry { id: settings.id, name: settings.name.clone(), owner_id: owner, cell, created_at: now };
     account.add_store(entry).await?;
-    let mut view = serde_json::to_value(settings.view()).map_err(crate::error::ApiError::internal)?;
-    view["role"] = "owner".into();
-    Ok(created(&view))
+    Rendered::sorted(&CreatedStore { store: settings.view(), role: "owner" })
 }
 
-async fn get(cx: Ctx) -> ApiResult<Resp> {
+async fn get(cx: Ctx) -> ApiResult<Json<StoreView>> {
     let s = cx.scope()?;
     let settings = s.cell.store_settings(s.id)?;
-    Ok(ok(&settings.view()))
+    Ok(Json(settings.view()))
 }
 
-async fn update(cx: Ctx) -> ApiResult<Resp> {
+async fn update(cx: Ctx) -> ApiResult<Json<StoreView>> {
     let s = cx.scope()?;
     let body: UpdateStore = cx.json()?;
     let renamed = body.name.is_some();
@@ -77,5 +97,5 @@ async fn update(cx: Ctx) -> ApiResult<Resp> {
     if renamed {
         cx.node.rename_store(s.id, settings.name.clone()).await?;
     }
-    Ok(ok(&settings.view()))
+    Ok(Json(settings.view()))
 }

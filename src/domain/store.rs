@@ -130,33 +130,35 @@ pub fn apply_update(u: &UpdateStore, current: &StoreSettings, now: i64) -> ApiRe
 }
 
 /// The store settings as the API shows them.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct StoreView<'a> {
+pub struct StoreView {
     pub id: Uuid,
-    pub name: &'a str,
-    pub currency: &'a str,
-    pub country: &'a str,
-    pub timezone: &'a str,
-    pub address: &'a StoreAddress,
+    pub name: String,
+    /// ISO 4217.
+    pub currency: String,
+    pub country: String,
+    pub timezone: String,
+    pub address: StoreAddress,
     pub taxes_included: bool,
-    pub weight_unit: &'a str,
+    /// `g`, `kg`, `lb` or `oz`.
+    pub weight_unit: String,
     pub owner_id: Uuid,
     pub created_at: String,
     pub updated_at: String,
 }
 
 impl StoreSettings {
-    pub fn view(&self) -> StoreView<'_> {
+    pub fn view(&self) -> StoreView {
         StoreView {
             id: self.id,
-            name: &self.name,
-            currency: self.currency.code(),
-            country: &self.country,
-            timezone: &self.timezone,
-            address: &self.address,
+            name: self.name.clone(),
+            currency: self.currency.code().to_string(),
+            country: self.country.clone(),
+            timezone: self.timezone.clone(),
+            address: self.address.clone(),
             taxes_included: self.taxes_included,
-            weight_unit: &self.weight_unit,
+            weight_unit: self.weight_unit.clone(),
             owner_id: self.owner_id,
             created_at: rfc3339(self.created_at),
             updated_at: rfc3339(self.updated_at),
