@@ -16,6 +16,7 @@ mod checkout;
 mod collections;
 mod crash;
 mod discounts;
+mod docs;
 mod fake_stripe;
 mod gift_cards;
 mod idempotency;
