@@ -21,7 +21,7 @@ use crate::cells::calculate::pricing_version_in;
 use crate::cells::checkouts::{Caller, PricedCheckout, ensure_open, load as load_checkout, write_checkout};
 use crate::cells::discounts::{consume_usage, customer_key};
 use crate::cells::gift_cards::redeem_gift_card;
-use crate::cells::orders::{number_key, write_order};
+use crate::cells::orders::number_key;
 use crate::cells::payments::{Confirmation, NewIntent, PaymentIntent, claim_intent};
 use crate::cells::products::write_product;
 use crate::cells::shipping::all_zones;
@@ -232,7 +232,7 @@ impl Cell {
                 let last = tx.get(COUNTERS, &number_key(store))?.map(|b| read_u64(&b)).unwrap_or(FIRST_NUMBER - 1);
                 order.number = last + 1;
                 tx.put(COUNTERS, &number_key(store), &order.number.to_le_bytes())?;
-                write_order(tx, store, None, &order)?;
+                crate::storage::record::write(tx, store, None, Some(&order))?;
                 stored.status = CheckoutStatus::Completed;
                 stored.order_id = Some(order.id);
                 stored.completed_at = Some(now);

@@ -1,32 +1,105 @@
-//! Orders in a cell: the one writer [`write_order`] with the list orders, reads, the list with
-//! its filters, and the note/tags update. Orders are created only by checkout completion
-//! ([`crate::cells::completion`]).
+//! Orders in a cell: the record declaration (list orders, filters with their counters, search),
+//! payment moving an order to PAID, and the note/tags update. Orders are created only by checkout
+//! completion ([`crate::cells::completion`]).
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::domain::fields::{check_text, double_option};
 use crate::domain::order::{FulfillmentStatus, MAX_TAG_CHARS, MAX_TAGS, Order, OrderStatus};
 use crate::domain::time::now_ms;
-use crate::error::{ApiError, ApiResult, Check};
-use crate::http::query::Paging;
+use crate::error::{ApiResult, Check};
 use crate::payments::FinancialStatus;
-use crate::storage::codec::{decode, encode};
 use crate::storage::keys::Key;
-use crate::storage::read;
-use crate::storage::tables::{COUNTERS, ORDER_ORDER, ORDERS};
-use crate::storage::writer::{Rows, Tx};
+use crate::storage::record::{self, Enumerated, FilterValue, List, Record, Search, Sort, enum_filter};
+use crate::storage::tables::{ORDER_ORDER, ORDERS, StoreTable};
+use crate::storage::writer::Tx;
 
-/// The sortable fields of the order list, in index-field order.
-pub const SORT_FIELDS: &[&str] = &["created_at", "updated_at", "total", "order_number"];
+impl Record for Order {
+    const TABLE: StoreTable = ORDERS;
+    const NAME: &'static str = "orders";
+    const LIST: List<Self> = List {
+        order: ORDER_ORDER,
+        sorts: &[
+            Sort { name: "created_at", tag: 0, key: |o, k| k.i64(o.created_at) },
+            Sort { name: "updated_at", tag: 1, key: |o, k| k.i64(o.updated_at) },
+            Sort { name: "total", tag: 2, key: |o, k| k.i64(o.total.amount) },
+            Sort { name: "order_number", tag: 3, key: |o, k| k.u64(o.number) },
+        ],
+        default_sort: "created_at",
+        filters: &[
+            enum_filter::<Order, OrderStatus>(
+                "status",
+                Some("ANY"),
+                |o| Some(FilterValue::Enum(o.status.name())),
+                "order status",
+            ),
+            enum_filter::<Order, FinancialStatus>(
+                "financialStatus",
+                None,
+                |o| Some(FilterValue::Enum(o.financial_status.name())),
+                "payment status",
+            ),
+            enum_filter::<Order, FulfillmentStatus>(
+                "fulfillmentStatus",
+                None,
+                |o| Some(FilterValue::Enum(o.fulfillment_status.name())),
+                "fulfillment status",
+            ),
+            record::Filter {
+                name: "customerId",
+                kind: record::FilterKind::Reference,
+                value: |o| o.customer_id.map(FilterValue::Reference),
+                doc: "orders of these customers",
+            },
+        ],
+        ranges: &[],
+        search: Some(Search {
+            text: |o| format!("{} {}", o.number, o.email.as_deref().unwrap_or("")),
+            matches: |text, q| {
+                let (number, email) = text.split_once(' ').unwrap_or((text, ""));
+                q.trim_start_matches('#').parse::<u64>().is_ok_and(|n| number.parse() == Ok(n)) || email.contains(q)
+            },
+            doc: "an order number (1001 or #1001) or text in the email",
+        }),
+    };
 
-fn row_key(store: Uuid, id: Uuid) -> Vec<u8> {
-    Key::store(store).id(id).into_vec()
+    fn id(&self) -> Uuid {
+        self.id
+    }
 }
 
-fn counter_key(store: Uuid) -> Vec<u8> {
-    Key::store(store).str("orders").into_vec()
+impl Enumerated for OrderStatus {
+    const NAMES: &'static [&'static str] = &["OPEN", "CANCELLED"];
+    fn name(self) -> &'static str {
+        match self {
+            OrderStatus::Open => "OPEN",
+            OrderStatus::Cancelled => "CANCELLED",
+        }
+    }
+}
+
+impl Enumerated for FinancialStatus {
+    const NAMES: &'static [&'static str] = &["PENDING", "AUTHORIZED", "PAID"];
+    fn name(self) -> &'static str {
+        match self {
+            FinancialStatus::Pending => "PENDING",
+            FinancialStatus::Authorized => "AUTHORIZED",
+            FinancialStatus::Paid => "PAID",
+        }
+    }
+}
+
+impl Enumerated for FulfillmentStatus {
+    const NAMES: &'static [&'static str] = &["UNFULFILLED", "PARTIALLY_FULFILLED", "FULFILLED"];
+    fn name(self) -> &'static str {
+        match self {
+            FulfillmentStatus::Unfulfilled => "UNFULFILLED",
+            FulfillmentStatus::PartiallyFulfilled => "PARTIALLY_FULFILLED",
+            FulfillmentStatus::Fulfilled => "FULFILLED",
+        }
+    }
 }
 
 /// The counter holding the last order number given.
@@ -34,91 +107,16 @@ pub(crate) fn number_key(store: Uuid) -> Vec<u8> {
     Key::store(store).str("order_number").into_vec()
 }
 
-/// What a list walk filters on, kept in each list-order row so a filtered page reads no order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct Summary {
-    status: OrderStatus,
-    financial: FinancialStatus,
-    fulfillment: FulfillmentStatus,
-    customer: Option<Uuid>,
-    number: u64,
-    email: String,
-}
-
-fn order_rows(store: Uuid, o: &Order) -> ApiResult<Rows> {
-    let summary = encode(&Summary {
-        status: o.status,
-        financial: o.financial_status,
-        fulfillment: o.fulfillment_status,
-        customer: o.customer_id,
-        number: o.number,
-        email: o.email.as_deref().unwrap_or("").to_lowercase(),
-    })?;
-    let k = |field: u8| Key::store(store).u8(field);
-    Ok(vec![
-        (k(0).i64(o.created_at).id(o.id).into_vec(), summary.clone()),
-        (k(1).i64(o.updated_at).id(o.id).into_vec(), summary.clone()),
-        (k(2).i64(o.total.amount).id(o.id).into_vec(), summary.clone()),
-        (k(3).u64(o.number).id(o.id).into_vec(), summary),
-    ])
-}
-
-/// Writes `new` in place of `old` (absent on create) with its list-order rows and the count.
-pub fn write_order(tx: &mut Tx, store: Uuid, old: Option<&Order>, new: &Order) -> ApiResult<()> {
-    let old_rows = match old {
-        Some(o) => order_rows(store, o)?,
-        None => {
-            tx.bump(COUNTERS, &counter_key(store), 1)?;
-            Vec::new()
-        }
-    };
-    tx.sync_rows(ORDER_ORDER, &old_rows, &order_rows(store, new)?)?;
-    tx.put(ORDERS, &row_key(store, new.id), &encode(new)?)
-}
-
 /// Moves an order whose payment succeeded after it was placed to PAID (inside the intent's write).
 pub fn mark_paid(tx: &mut Tx, store: Uuid, id: Uuid, now: i64) -> ApiResult<()> {
-    let Some(bytes) = tx.get(ORDERS, &row_key(store, id))? else { return Ok(()) };
-    let old: Order = decode(&bytes)?;
+    let Some(old) = record::load::<Order>(tx, store, id)? else { return Ok(()) };
     if old.financial_status == FinancialStatus::Paid {
         return Ok(());
     }
     let mut new = old.clone();
     new.financial_status = FinancialStatus::Paid;
     new.updated_at = now;
-    write_order(tx, store, Some(&old), &new)
-}
-
-/// The list filters of `GET S/orders`.
-#[derive(Debug, Default, Clone)]
-pub struct OrderFilter {
-    pub status: Option<Vec<OrderStatus>>,
-    pub financial: Option<Vec<FinancialStatus>>,
-    pub fulfillment: Option<Vec<FulfillmentStatus>>,
-    pub customer: Option<Uuid>,
-    /// An order number (`1001` or `#1001`) or text in the email, lower-cased.
-    pub search: Option<String>,
-}
-
-impl OrderFilter {
-    fn is_empty(&self) -> bool {
-        self.status.is_none()
-            && self.financial.is_none()
-            && self.fulfillment.is_none()
-            && self.customer.is_none()
-            && self.search.is_none()
-    }
-
-    fn accepts(&self, s: &Summary) -> bool {
-        self.status.as_ref().is_none_or(|set| set.contains(&s.status))
-            && self.financial.as_ref().is_none_or(|set| set.contains(&s.financial))
-            && self.fulfillment.as_ref().is_none_or(|set| set.contains(&s.fulfillment))
-            && self.customer.is_none_or(|c| s.customer == Some(c))
-            && self.search.as_deref().is_none_or(|q| {
-                let number = q.trim_start_matches('#');
-                number.parse::<u64>().is_ok_and(|n| n == s.number) || s.email.contains(q)
-            })
-    }
+    record::write(tx, store, Some(&old), Some(&new))
 }
 
 /// `PATCH S/orders/{orderId}`: the note and tags; absent fields stay, `null` clears the note.
@@ -156,50 +154,37 @@ impl UpdateOrder {
     }
 }
 
-impl Cell {
-    pub fn order(&self, store: Uuid, id: Uuid) -> ApiResult<Order> {
-        read::get(&self.read()?, ORDERS, &row_key(store, id))?.ok_or_else(ApiError::not_found)
+/// Changes an order's note and tags.
+pub async fn update(cell: &Cell, store: Uuid, id: Uuid, update: UpdateOrder) -> ApiResult<Order> {
+    // Validate before queueing: a bad field never reaches the writer.
+    update.apply(&mut cell.get::<Order>(store, id)?)?;
+    let now = now_ms();
+    cell.writer
+        .write(Some(store), move |tx| {
+            let old = record::must_load::<Order>(tx, store, id)?;
+            let mut new = old.clone();
+            update.apply(&mut new)?;
+            new.updated_at = now;
+            record::write(tx, store, Some(&old), Some(&new))?;
+            Ok(new)
+        })
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names_match_serde<E: Enumerated + serde::Serialize>(all: &[E]) {
+        let wire: Vec<String> = all.iter().map(|v| serde_json::to_value(v).unwrap().as_str().unwrap().to_string()).collect();
+        assert_eq!(wire, E::NAMES);
+        assert!(all.iter().zip(E::NAMES).all(|(v, n)| v.name() == *n));
     }
 
-    /// A page of orders in the requested order, with the number of orders matching `filter`.
-    pub fn list_orders(&self, store: Uuid, filter: &OrderFilter, paging: &Paging) -> ApiResult<(Vec<Order>, u64)> {
-        let txn = self.read()?;
-        let field = SORT_FIELDS.iter().position(|f| *f == paging.sort_by).unwrap_or(0) as u8;
-        let prefix = Key::store(store).u8(field).into_vec();
-        let (ids, total) = if filter.is_empty() {
-            let mut ids = Vec::with_capacity(paging.limit as usize);
-            read::scan(&txn, ORDER_ORDER, &prefix, paging.desc, paging.offset(), paging.limit as usize, |k, _| {
-                ids.extend(crate::storage::keys::trailing_id(k));
-                Ok(())
-            })?;
-            (ids, read::counter(&txn, COUNTERS, &counter_key(store))?)
-        } else {
-            read::filtered_page(&txn, ORDER_ORDER, &prefix, paging.desc, paging.offset(), paging.limit as usize, |v| {
-                decode::<Summary>(v).is_ok_and(|s| filter.accepts(&s))
-            })?
-        };
-        let mut orders = Vec::with_capacity(ids.len());
-        for id in ids {
-            if let Some(o) = read::get(&txn, ORDERS, &row_key(store, id))? {
-                orders.push(o);
-            }
-        }
-        Ok((orders, total))
-    }
-
-    pub async fn update_order(&self, store: Uuid, id: Uuid, update: UpdateOrder) -> ApiResult<Order> {
-        // Validate before queueing: a bad field never reaches the writer.
-        update.apply(&mut self.order(store, id)?)?;
-        let now = now_ms();
-        self.writer
-            .write(Some(store), move |tx| {
-                let old: Order = decode(&tx.get(ORDERS, &row_key(store, id))?.ok_or_else(ApiError::not_found)?)?;
-                let mut new = old.clone();
-                update.apply(&mut new)?;
-                new.updated_at = now;
-                write_order(tx, store, Some(&old), &new)?;
-                Ok(new)
-            })
-            .await
+    #[test]
+    fn filter_names_are_the_wire_names() {
+        names_match_serde(&[OrderStatus::Open, OrderStatus::Cancelled]);
+        names_match_serde(&[FinancialStatus::Pending, FinancialStatus::Authorized, FinancialStatus::Paid]);
+        names_match_serde(&[FulfillmentStatus::Unfulfilled, FulfillmentStatus::PartiallyFulfilled, FulfillmentStatus::Fulfilled]);
     }
 }

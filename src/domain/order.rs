@@ -17,14 +17,14 @@ pub const FIRST_NUMBER: u64 = 1001;
 pub const MAX_TAGS: usize = 250;
 pub const MAX_TAG_CHARS: usize = 255;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum OrderStatus {
     Open,
     Cancelled,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum FulfillmentStatus {
     Unfulfilled,
@@ -33,7 +33,7 @@ pub enum FulfillmentStatus {
 }
 
 /// `store ‖ order id → Order`; serialized as-is for the API (camelCase).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Order {
     pub id: Uuid,
@@ -79,7 +79,7 @@ pub struct Order {
     pub updated_at: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OrderLine {
     pub id: Uuid,
@@ -98,7 +98,7 @@ pub struct OrderLine {
 }
 
 /// A discount as it applied to the order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OrderDiscount {
     pub discount_id: Option<Uuid>,
@@ -107,7 +107,7 @@ pub struct OrderDiscount {
     pub amount: Money,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ShippingLine {
     /// The rate id the checkout chose.
@@ -118,7 +118,7 @@ pub struct ShippingLine {
     pub price: Money,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OrderGiftCard {
     pub id: Uuid,
@@ -126,7 +126,7 @@ pub struct OrderGiftCard {
     pub amount: Money,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OrderPayment {
     pub payment_intent_id: Option<Uuid>,

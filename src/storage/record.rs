@@ -61,6 +61,23 @@ pub struct Filter<R> {
     pub doc: &'static str,
 }
 
+/// A fieldless enum filtered on: its names as the API writes them. A test of each area checks
+/// them against serde's.
+pub trait Enumerated: Copy + 'static {
+    const NAMES: &'static [&'static str];
+    fn name(self) -> &'static str;
+}
+
+/// A filter on an enumerated field of `R`.
+pub const fn enum_filter<R, E: Enumerated>(
+    name: &'static str,
+    any: Option<&'static str>,
+    value: fn(&R) -> Option<FilterValue>,
+    doc: &'static str,
+) -> Filter<R> {
+    Filter { name, kind: FilterKind::Enum { values: E::NAMES, any }, value, doc }
+}
+
 /// What a filter compares.
 #[derive(Debug, Clone, Copy)]
 pub enum FilterKind {

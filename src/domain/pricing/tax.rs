@@ -59,7 +59,7 @@ pub struct TaxSettings {
 }
 
 /// The tax of one jurisdiction in a calculation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaxLine {
     pub name: String,
