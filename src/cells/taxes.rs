@@ -1,45 +1,60 @@
-//! Tax rates in a cell: one row per rate, read whole by a calculation with a shipping address.
-
-use std::sync::Arc;
+//! Tax rates in a cell: the record declaration and the rules of its writes. A calculation with a
+//! shipping address reads every rate of the store, so a store keeps at most [`MAX_RATES`].
 
 use redb::ReadTransaction;
 use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::cells::calculate::pricing_changed;
-use crate::cells::shipping::page_of;
 use crate::domain::pricing::tax::{TaxRate, TaxRateInput};
 use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Code};
-use crate::http::query::Paging;
-use crate::storage::codec::{decode, encode};
+use crate::storage::codec::decode;
 use crate::storage::keys::Key;
 use crate::storage::read;
-use crate::storage::tables::TAX_RATES;
+use crate::storage::record::{self, Filter, FilterKind, FilterValue, List, Record, Sort};
+use crate::storage::tables::{COUNTERS, StoreTable, TAX_RATE_ORDER, TAX_RATES};
 use crate::storage::writer::Tx;
 
-/// The sortable fields of the tax-rate list.
-pub const SORT_FIELDS: &[&str] = &["created_at", "updated_at", "country", "name"];
 /// Most tax rates in one store: every taxed calculation reads them all.
 pub const MAX_RATES: usize = 1000;
 
-fn row_key(store: Uuid, id: Uuid) -> Vec<u8> {
-    Key::store(store).id(id).into_vec()
-}
+impl Record for TaxRate {
+    const TABLE: StoreTable = TAX_RATES;
+    const NAME: &'static str = "tax_rates";
+    const LIST: List<Self> = List {
+        order: TAX_RATE_ORDER,
+        sorts: &[
+            Sort { name: "created_at", tag: 0, key: |r, k| k.i64(r.created_at) },
+            Sort { name: "updated_at", tag: 1, key: |r, k| k.i64(r.updated_at) },
+            Sort { name: "country", tag: 2, key: |r, k| k.str(&r.country).str(r.province.as_deref().unwrap_or("")) },
+            Sort { name: "name", tag: 3, key: |r, k| k.str(&r.name.to_lowercase()) },
+        ],
+        default_sort: "created_at",
+        filters: &[Filter {
+            name: "country",
+            kind: FilterKind::Code { normalise: country_code, invalid: "must be a two-letter country code" },
+            value: |r| Some(FilterValue::Code(r.country.to_ascii_uppercase())),
+            doc: "only the rates of this two-letter country",
+        }],
+        ranges: &[],
+        search: None,
+    };
 
-/// Writes (with `None`, deletes) a tax rate: the one writer of the table. Calculations read the
-/// rates, so the store's pricing version moves on too.
-fn write_tax_rate(tx: &mut Tx, store: Uuid, id: Uuid, rate: Option<&TaxRate>) -> ApiResult<()> {
-    pricing_changed(tx, store)?;
-    match rate {
-        Some(r) => tx.put(TAX_RATES, &row_key(store, id), &encode(r)?),
-        None => tx.delete(TAX_RATES, &row_key(store, id)),
+    fn id(&self) -> Uuid {
+        self.id
     }
 }
 
-fn load(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<TaxRate> {
-    let bytes = tx.get(TAX_RATES, &row_key(store, id))?.ok_or_else(ApiError::not_found)?;
-    decode(&bytes)
+fn country_code(raw: &str) -> Option<String> {
+    (raw.len() == 2 && raw.bytes().all(|b| b.is_ascii_alphabetic())).then(|| raw.to_ascii_uppercase())
+}
+
+/// Writes `new` in place of `old` through the record layer; calculations read the rates, so the
+/// store's pricing version moves on too.
+fn write_rate(tx: &mut Tx, store: Uuid, old: Option<&TaxRate>, new: Option<&TaxRate>) -> ApiResult<()> {
+    pricing_changed(tx, store)?;
+    record::write(tx, store, old, new)
 }
 
 /// Every tax rate of a store, in a read transaction (calculations).
@@ -53,10 +68,9 @@ pub fn all_rates(txn: &ReadTransaction, store: Uuid) -> ApiResult<Vec<TaxRate>> 
 }
 
 /// A rate of the same jurisdiction and name would be charged twice: refused with a 409.
-fn check_unique(tx: &Tx, store: Uuid, rate: &TaxRate) -> ApiResult<usize> {
-    let rows = tx.scan_prefix(TAX_RATES, Key::store(store).bytes(), None, usize::MAX)?;
-    for (_, v) in &rows {
-        let other: TaxRate = decode(v)?;
+fn check_unique(tx: &Tx, store: Uuid, rate: &TaxRate) -> ApiResult<()> {
+    for (_, v) in tx.scan_prefix(TAX_RATES, Key::store(store).bytes(), None, usize::MAX)? {
+        let other: TaxRate = decode(&v)?;
         if other.id != rate.id
             && other.country == rate.country
             && other.province == rate.province
@@ -67,63 +81,43 @@ fn check_unique(tx: &Tx, store: Uuid, rate: &TaxRate) -> ApiResult<usize> {
             );
         }
     }
-    Ok(rows.len())
+    Ok(())
 }
 
-impl Cell {
-    pub async fn create_tax_rate(&self, store: Uuid, input: TaxRateInput) -> ApiResult<TaxRate> {
-        let now = now_ms();
-        let rate = TaxRate::create(&input, Uuid::now_v7(), now, now)?;
-        self.writer
-            .write(Some(store), move |tx| {
-                if check_unique(tx, store, &rate)? >= MAX_RATES {
-                    return Err(ApiError::msg(Code::BUSINESS_RULE, format!("a store has at most {MAX_RATES} tax rates")));
-                }
-                write_tax_rate(tx, store, rate.id, Some(&rate))?;
-                Ok(rate.clone())
-            })
-            .await
-    }
+pub async fn create(cell: &Cell, store: Uuid, input: TaxRateInput) -> ApiResult<TaxRate> {
+    let now = now_ms();
+    let rate = TaxRate::create(&input, Uuid::now_v7(), now, now)?;
+    cell.writer
+        .write(Some(store), move |tx| {
+            check_unique(tx, store, &rate)?;
+            if tx.counter(COUNTERS, &record::total_key::<TaxRate>(store))? >= MAX_RATES as u64 {
+                return Err(ApiError::msg(Code::BUSINESS_RULE, format!("a store has at most {MAX_RATES} tax rates")));
+            }
+            write_rate(tx, store, None, Some(&rate))?;
+            Ok(rate.clone())
+        })
+        .await
+}
 
-    pub fn tax_rate(&self, store: Uuid, id: Uuid) -> ApiResult<TaxRate> {
-        read::get(&self.read()?, TAX_RATES, &row_key(store, id))?.ok_or_else(ApiError::not_found)
-    }
+/// Replaces a rate by `input` (the whole rate), keeping its id and creation time.
+pub async fn update(cell: &Cell, store: Uuid, id: Uuid, input: TaxRateInput) -> ApiResult<TaxRate> {
+    input.validate()?;
+    cell.writer
+        .write(Some(store), move |tx| {
+            let old = record::must_load::<TaxRate>(tx, store, id)?;
+            let rate = TaxRate::create(&input, id, old.created_at, now_ms())?;
+            check_unique(tx, store, &rate)?;
+            write_rate(tx, store, Some(&old), Some(&rate))?;
+            Ok(rate)
+        })
+        .await
+}
 
-    /// A page of tax rates, optionally of one country, with the total.
-    pub fn list_tax_rates(&self, store: Uuid, country: Option<&str>, paging: &Paging) -> ApiResult<(Vec<TaxRate>, u64)> {
-        let mut rates = all_rates(&self.read()?, store)?;
-        if let Some(c) = country {
-            rates.retain(|r| r.country.eq_ignore_ascii_case(c));
-        }
-        Ok(page_of(rates, paging, |r, field| match field {
-            "name" => (r.name.to_lowercase(), 0, r.id),
-            "country" => (format!("{}\u{0}{}", r.country, r.province.as_deref().unwrap_or("")), 0, r.id),
-            "updated_at" => (String::new(), r.updated_at, r.id),
-            _ => (String::new(), r.created_at, r.id),
-        }))
-    }
-
-    /// Replaces a rate by `input` (the whole rate), keeping its id and creation time.
-    pub async fn update_tax_rate(&self, store: Uuid, id: Uuid, input: TaxRateInput) -> ApiResult<TaxRate> {
-        input.validate()?;
-        let input = Arc::new(input);
-        self.writer
-            .write(Some(store), move |tx| {
-                let old = load(tx, store, id)?;
-                let rate = TaxRate::create(&input, id, old.created_at, now_ms())?;
-                check_unique(tx, store, &rate)?;
-                write_tax_rate(tx, store, id, Some(&rate))?;
-                Ok(rate)
-            })
-            .await
-    }
-
-    pub async fn delete_tax_rate(&self, store: Uuid, id: Uuid) -> ApiResult<()> {
-        self.writer
-            .write(Some(store), move |tx| {
-                load(tx, store, id)?;
-                write_tax_rate(tx, store, id, None)
-            })
-            .await
-    }
+pub async fn delete(cell: &Cell, store: Uuid, id: Uuid) -> ApiResult<()> {
+    cell.writer
+        .write(Some(store), move |tx| {
+            let old = record::must_load::<TaxRate>(tx, store, id)?;
+            write_rate(tx, store, Some(&old), None)
+        })
+        .await
 }

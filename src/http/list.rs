@@ -55,6 +55,7 @@ impl<R: Record> QueryParams for ListOf<R> {
                     format!("{}: {} (comma-separated, any case{any})", f.doc, values.join(", "))
                 }
                 FilterKind::Reference => format!("{} (comma-separated ids)", f.doc),
+                FilterKind::Code { .. } => format!("{} (comma-separated)", f.doc),
             };
             out.push(Param { doc: Cow::Owned(doc), ..param(f.name, "string", "") });
         }
@@ -122,6 +123,9 @@ fn filter_values(name: &str, kind: FilterKind, raw: &str) -> ApiResult<Option<Ve
             FilterKind::Reference => {
                 let id = uuid::Uuid::parse_str(part).map_err(|_| ApiError::field(name, "must be a UUID"))?;
                 out.push(id.as_bytes().to_vec());
+            }
+            FilterKind::Code { normalise, invalid } => {
+                out.push(normalise(part).ok_or_else(|| ApiError::field(name, invalid))?.into_bytes());
             }
         }
     }

@@ -85,13 +85,17 @@ pub enum FilterKind {
     Enum { values: &'static [&'static str], any: Option<&'static str> },
     /// The id of another record.
     Reference,
+    /// A short code (a country), put in its one written form by `normalise`; a value it refuses
+    /// is a 400 with `invalid` as the message.
+    Code { normalise: fn(&str) -> Option<String>, invalid: &'static str },
 }
 
 /// A record's value of one filter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FilterValue {
     Enum(&'static str),
     Reference(Uuid),
+    Code(String),
 }
 
 impl FilterValue {
@@ -100,6 +104,7 @@ impl FilterValue {
         match self {
             FilterValue::Enum(name) => name.as_bytes().to_vec(),
             FilterValue::Reference(id) => id.as_bytes().to_vec(),
+            FilterValue::Code(code) => code.as_bytes().to_vec(),
         }
     }
 }
@@ -175,7 +180,7 @@ pub fn row_key(store: Uuid, id: Uuid) -> Vec<u8> {
 }
 
 /// The counter of how many records of `R` the store has.
-pub(crate) fn total_key<R: Record>(store: Uuid) -> Vec<u8> {
+pub fn total_key<R: Record>(store: Uuid) -> Vec<u8> {
     Key::store(store).str(R::NAME).into_vec()
 }
 

@@ -167,6 +167,11 @@ pub const GIFT_CARD_ORDER: StoreTable = StoreTable::new(35, "gift_card_order");
 /// `store ‖ sha256(caller ‖ Idempotency-Key) → the first response` to a POST, kept 24 h.
 pub const IDEMPOTENCY: StoreTable = StoreTable::new(36, "idempotency");
 
+/// `store ‖ sort field u8 ‖ sort value ‖ zone id → ()`: the shipping zone list orders.
+pub const SHIPPING_ZONE_ORDER: StoreTable = StoreTable::new(37, "shipping_zone_order");
+/// `store ‖ sort field u8 ‖ sort value ‖ tax rate id → summary (country)`: the tax rate list orders.
+pub const TAX_RATE_ORDER: StoreTable = StoreTable::new(38, "tax_rate_order");
+
 /// Every store-scoped table, in index order: exporting a store copies exactly these ranges.
 pub const STORE_TABLES: &[StoreTable] = &[
     STORES,
@@ -206,6 +211,8 @@ pub const STORE_TABLES: &[StoreTable] = &[
     GIFT_CARD_CODES,
     GIFT_CARD_ORDER,
     IDEMPOTENCY,
+    SHIPPING_ZONE_ORDER,
+    TAX_RATE_ORDER,
 ];
 
 #[cfg(test)]

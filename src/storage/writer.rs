@@ -398,9 +398,14 @@ impl<'a> Tx<'a> {
         self.changed_rows.push((store, id));
     }
 
+    /// Reads a counter (0 when absent).
+    pub fn counter(&self, table: StoreTable, key: &[u8]) -> ApiResult<u64> {
+        Ok(self.get(table, key)?.map(|b| read_u64(&b)).unwrap_or(0))
+    }
+
     /// Adds `delta` to a counter, never below zero.
     pub fn bump(&mut self, table: StoreTable, key: &[u8], delta: i64) -> ApiResult<()> {
-        let current = self.get(table, key)?.map(|b| read_u64(&b)).unwrap_or(0);
+        let current = self.counter(table, key)?;
         let next = (current as i64).saturating_add(delta).max(0) as u64;
         self.put(table, key, &next.to_le_bytes())
     }

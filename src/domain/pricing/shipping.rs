@@ -327,19 +327,19 @@ impl ShippingZone {
     }
 
     /// The zone as the API shows it, amounts in `currency` (the store's).
-    pub fn view(&self, currency: Currency) -> ShippingZoneView<'_> {
+    pub fn view(&self, currency: Currency) -> ShippingZoneView {
         ShippingZoneView {
             id: self.id,
-            name: &self.name,
-            countries: &self.countries,
+            name: self.name.clone(),
+            countries: self.countries.clone(),
             rates: self
                 .rates
                 .iter()
                 .map(|r| ZoneRateView {
                     id: r.id,
-                    name: &r.name,
-                    description: &r.description,
-                    code: &r.code,
+                    name: r.name.clone(),
+                    description: r.description.clone(),
+                    code: r.code.clone(),
                     condition: r.condition,
                     min: r.min,
                     max: r.max,
@@ -355,25 +355,25 @@ impl ShippingZone {
 }
 
 /// A zone as the API shows it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ShippingZoneView<'a> {
+pub struct ShippingZoneView {
     pub id: Uuid,
-    pub name: &'a str,
-    pub countries: &'a [ZoneCountry],
-    pub rates: Vec<ZoneRateView<'a>>,
+    pub name: String,
+    pub countries: Vec<ZoneCountry>,
+    pub rates: Vec<ZoneRateView>,
     pub created_at: String,
     pub updated_at: String,
 }
 
 /// A zone's rate as the API shows it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ZoneRateView<'a> {
+pub struct ZoneRateView {
     pub id: Uuid,
-    pub name: &'a str,
-    pub description: &'a str,
-    pub code: &'a str,
+    pub name: String,
+    pub description: String,
+    pub code: String,
     pub condition: RateCondition,
     pub min: i64,
     pub max: Option<i64>,

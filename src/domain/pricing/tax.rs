@@ -110,13 +110,13 @@ impl TaxRate {
     }
 
     /// The rate as the API shows it.
-    pub fn view(&self) -> TaxRateView<'_> {
+    pub fn view(&self) -> TaxRateView {
         TaxRateView {
             id: self.id,
-            country: &self.country,
-            province: self.province.as_deref(),
+            country: self.country.clone(),
+            province: self.province.clone(),
             rate: self.rate,
-            name: &self.name,
+            name: self.name.clone(),
             shipping: self.shipping,
             created_at: rfc3339(self.created_at),
             updated_at: rfc3339(self.updated_at),
@@ -125,14 +125,15 @@ impl TaxRate {
 }
 
 /// A tax rate as the API shows it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct TaxRateView<'a> {
+pub struct TaxRateView {
     pub id: Uuid,
-    pub country: &'a str,
-    pub province: Option<&'a str>,
+    pub country: String,
+    pub province: Option<String>,
+    /// Basis points.
     pub rate: u32,
-    pub name: &'a str,
+    pub name: String,
     pub shipping: bool,
     pub created_at: String,
     pub updated_at: String,
