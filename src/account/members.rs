@@ -22,7 +22,7 @@ use crate::storage::codec::{decode, encode};
 use crate::storage::tables::{MEMBERS, STORE_DIRECTORY, USER_EMAILS, USER_STORES, USERS};
 
 /// A member as `S/members` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MemberView {
     pub user_id: Uuid,
@@ -52,7 +52,7 @@ pub struct ChangeRole {
 }
 
 /// The answer of an ownership transfer: the new owner and the previous one (now an admin).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Transferred {
     pub owner: MemberView,

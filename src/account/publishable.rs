@@ -31,7 +31,7 @@ const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop
 pub const MAX_ACTIVE_KEYS: usize = 50;
 
 /// Which environment a key serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum Environment {
     Live,
     Test,
@@ -102,7 +102,7 @@ impl PublishableKey {
 }
 
 /// A key as `GET S/publishable-keys` shows it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct KeyView {
     pub id: Uuid,
@@ -114,7 +114,7 @@ pub struct KeyView {
 }
 
 /// The answer of `POST S/publishable-keys`: the only time the full key is shown.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreatedKey {
     pub id: Uuid,
@@ -140,7 +140,7 @@ pub struct ValidateKey {
 }
 
 /// What a valid, unrevoked key admits: a shopper of `store`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct KeyGrant {
     pub id: Uuid,

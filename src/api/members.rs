@@ -13,21 +13,15 @@ use crate::api::auth::account;
 use crate::cells::forward::{Body, Upstream};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
+use crate::http::Page;
 use crate::http::context::{Ctx, parse_json};
-use crate::http::query::Paging;
-use crate::http::route::{Access, Param, Route, Service, param};
-use crate::http::{Page, Resp, created, no_content, ok};
+use crate::http::query::{Paging, Query};
+use crate::http::reply::{Created, Json, NoContent};
+use crate::http::route::{Access, Param, QueryParams, Route, Service, param, required};
 use crate::node::Node;
 
 /// The member list's sortable fields; `added_at` is the default.
 const SORT_FIELDS: &[&str] = &["added_at", "email"];
-
-const LIST_PARAMS: &[Param] = &[
-    param("page", "integer", "1-based page, default 1"),
-    param("limit", "integer", "page size, 1..250, default 20"),
-    param("sortBy", "string", "added_at (default) or email"),
-    param("sortOrder", "string", "asc or desc (default)"),
-];
 
 pub fn routes() -> Vec<Route> {
     use Access::*;
@@ -36,8 +30,7 @@ pub fn routes() -> Vec<Route> {
     let store = "/internal/v1/stores/{storeId}/members";
     let member = "/internal/v1/stores/{storeId}/members/{userId}";
     vec![
-        Route::get("/stores/{storeId}/members", Cell, Member, handler!(list), "The store's members with their roles")
-            .query(LIST_PARAMS),
+        Route::get("/stores/{storeId}/members", Cell, Member, handler!(list), "The store's members with their roles"),
         Route::post("/stores/{storeId}/members", Cell, Admin, handler!(add), "Add a registered user as admin or staff")
             .body::<AddMember>(),
         Route::patch(one, Cell, Admin, handler!(change), "Change a member's role (admin or staff)").body::<ChangeRole>(),
@@ -70,9 +63,45 @@ pub fn page_of<T: Serialize>(items: Vec<T>, paging: &Paging) -> Page<T> {
     Page::new(data, total, paging.page, paging.limit)
 }
 
-async fn list(cx: Ctx) -> ApiResult<Resp> {
+/// The parameters of an in-memory list's paging; `sort_doc` names its sortable fields.
+pub fn paging_params(sort_doc: &'static str) -> Vec<Param> {
+    vec![
+        param("page", "integer", "1-based page, default 1"),
+        param("limit", "integer", "page size, 1..250, default 20"),
+        param("sortBy", "string", sort_doc),
+        param("sortOrder", "string", "asc or desc (default)"),
+    ]
+}
+
+/// The member list's query: paging, sorted by `added_at` or `email`.
+pub struct MemberList(Paging);
+
+impl QueryParams for MemberList {
+    fn params() -> Vec<Param> {
+        paging_params("added_at (default) or email")
+    }
+    fn parse(q: &Query) -> ApiResult<Self> {
+        Paging::from_query(q, SORT_FIELDS, "added_at").map(MemberList)
+    }
+}
+
+/// `?actor=`: the member an internal removal is made on behalf of (a DELETE has no body).
+pub struct ActorQuery {
+    pub actor: Uuid,
+}
+
+impl QueryParams for ActorQuery {
+    fn params() -> Vec<Param> {
+        vec![required("actor", "string", "the acting member's user id")]
+    }
+    fn parse(q: &Query) -> ApiResult<Self> {
+        let actor = q.uuid("actor")?.ok_or_else(|| ApiError::field("actor", "is required"))?;
+        Ok(ActorQuery { actor })
+    }
+}
+
+async fn list(cx: Ctx, MemberList(paging): MemberList) -> ApiResult<Json<Page<MemberView>>> {
     let s = cx.scope()?;
-    let paging = Paging::from_query(&cx.query, SORT_FIELDS, "added_at")?;
     let mut members = cx.node.store_members(s.id).await?;
     if paging.sort_by == "email" {
         members.sort_by(|a, b| a.email.cmp(&b.email));
@@ -80,7 +109,7 @@ async fn list(cx: Ctx) -> ApiResult<Resp> {
     if paging.desc {
         members.reverse();
     }
-    Ok(ok(&page_of(members, &paging)))
+    Ok(Json(page_of(members, &paging)))
 }
 
 /// Field checks the cell can make itself, so callers get the named fields in every deployment
@@ -92,31 +121,31 @@ fn check_add(body: &AddMember) -> ApiResult<()> {
     assignable_role(&body.role).map(|_| ())
 }
 
-async fn add(cx: Ctx) -> ApiResult<Resp> {
+async fn add(cx: Ctx) -> ApiResult<Created<MemberView>> {
     let s = cx.scope()?;
     let body: AddMember = cx.json()?;
     check_add(&body)?;
     let m = cx.node.add_store_member(s.id, cx.user()?.user_id, body).await?;
-    Ok(created(&m))
+    Ok(Created(m))
 }
 
-async fn change(cx: Ctx) -> ApiResult<Resp> {
+async fn change(cx: Ctx) -> ApiResult<Json<MemberView>> {
     let s = cx.scope()?;
     let user = cx.path_id("userId")?;
     let body: ChangeRole = cx.json()?;
     assignable_role(&body.role)?;
     let m = cx.node.change_member_role(s.id, cx.user()?.user_id, user, body).await?;
-    Ok(ok(&m))
+    Ok(Json(m))
 }
 
-async fn remove(cx: Ctx) -> ApiResult<Resp> {
+async fn remove(cx: Ctx) -> ApiResult<NoContent> {
     let s = cx.scope()?;
     let user = cx.path_id("userId")?;
     cx.node.remove_store_member(s.id, cx.user()?.user_id, user).await?;
-    Ok(no_content())
+    Ok(NoContent)
 }
 
-async fn transfer(cx: Ctx) -> ApiResult<Resp> {
+async fn transfer(cx: Ctx) -> ApiResult<Json<Transferred>> {
     let s = cx.scope()?;
     let user = cx.path_id("userId")?;
     if s.role != Some(Role::Owner) {
@@ -130,7 +159,7 @@ async fn transfer(cx: Ctx) -> ApiResult<Resp> {
     if let Err(e) = s.cell.set_store_owner(s.id, user).await {
         tracing::warn!(store = %s.id, error = %e, "the cell's copy of the store owner is stale");
     }
-    Ok(ok(&t))
+    Ok(Json(t))
 }
 
 // ---- the directory side: internal routes for cells in their own process ---------------------
@@ -142,29 +171,28 @@ pub struct Acting<T> {
     pub body: T,
 }
 
-async fn internal_list(cx: Ctx) -> ApiResult<Resp> {
-    Ok(ok(&account(&cx)?.members(cx.path_id("storeId")?)?))
+async fn internal_list(cx: Ctx) -> ApiResult<Json<Vec<MemberView>>> {
+    Ok(Json(account(&cx)?.members(cx.path_id("storeId")?)?))
 }
 
-async fn internal_add(cx: Ctx) -> ApiResult<Resp> {
+async fn internal_add(cx: Ctx) -> ApiResult<Created<MemberView>> {
     let a: Acting<AddMember> = parse_json(&cx.body)?;
-    Ok(created(&account(&cx)?.add_member(cx.path_id("storeId")?, a.actor, a.body).await?))
+    Ok(Created(account(&cx)?.add_member(cx.path_id("storeId")?, a.actor, a.body).await?))
 }
 
-async fn internal_change(cx: Ctx) -> ApiResult<Resp> {
+async fn internal_change(cx: Ctx) -> ApiResult<Json<MemberView>> {
     let a: Acting<ChangeRole> = parse_json(&cx.body)?;
-    Ok(ok(&account(&cx)?.change_role(cx.path_id("storeId")?, a.actor, cx.path_id("userId")?, a.body).await?))
+    Ok(Json(account(&cx)?.change_role(cx.path_id("storeId")?, a.actor, cx.path_id("userId")?, a.body).await?))
 }
 
-async fn internal_remove(cx: Ctx) -> ApiResult<Resp> {
-    let actor = cx.query.uuid("actor")?.ok_or_else(|| ApiError::field("actor", "is required"))?;
-    account(&cx)?.remove_member(cx.path_id("storeId")?, actor, cx.path_id("userId")?).await?;
-    Ok(no_content())
+async fn internal_remove(cx: Ctx, q: ActorQuery) -> ApiResult<NoContent> {
+    account(&cx)?.remove_member(cx.path_id("storeId")?, q.actor, cx.path_id("userId")?).await?;
+    Ok(NoContent)
 }
 
-async fn internal_transfer(cx: Ctx) -> ApiResult<Resp> {
+async fn internal_transfer(cx: Ctx) -> ApiResult<Json<Transferred>> {
     let a: Acting<()> = parse_json(&cx.body)?;
-    Ok(ok(&account(&cx)?.transfer_ownership(cx.path_id("storeId")?, a.actor, cx.path_id("userId")?).await?))
+    Ok(Json(account(&cx)?.transfer_ownership(cx.path_id("storeId")?, a.actor, cx.path_id("userId")?).await?))
 }
 
 /// The account service of a cell that runs as its own process.

@@ -3,28 +3,24 @@
 //! directory; a cell reaches them through the account service.
 
 use hyper::Method;
+use schemars::JsonSchema;
+use serde::Serialize;
 use uuid::Uuid;
 
 use crate::account::publishable::{
     CreateKey, CreatedKey, Environment, KeyGrant, KeyView, ValidateKey, digest_hex, key_digest, parse_digest_hex, well_formed,
 };
 use crate::api::auth::account;
-use crate::api::members::{Acting, directory, page_of};
+use crate::api::members::{Acting, ActorQuery, directory, page_of, paging_params};
 use crate::cells::forward::Body;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
+use crate::http::Page;
 use crate::http::context::{Ctx, parse_json};
-use crate::http::query::Paging;
-use crate::http::route::{Access, Param, Route, Service, param};
-use crate::http::{Resp, created, no_content, ok};
+use crate::http::query::{Paging, Query};
+use crate::http::reply::{Created, Json, NoContent};
+use crate::http::route::{Access, Param, QueryParams, Route, Service};
 use crate::node::Node;
-
-const LIST_PARAMS: &[Param] = &[
-    param("page", "integer", "1-based page, default 1"),
-    param("limit", "integer", "page size, 1..250, default 20"),
-    param("sortBy", "string", "created_at (default)"),
-    param("sortOrder", "string", "asc or desc (default)"),
-];
 
 pub fn routes() -> Vec<Route> {
     use Access::*;
@@ -32,7 +28,7 @@ pub fn routes() -> Vec<Route> {
     let keys = "/stores/{storeId}/publishable-keys";
     let internal = "/internal/v1/stores/{storeId}/publishable-keys";
     vec![
-        Route::get(keys, Cell, Member, handler!(list), "The store's publishable keys, masked").query(LIST_PARAMS),
+        Route::get(keys, Cell, Member, handler!(list), "The store's publishable keys, masked"),
         Route::post(keys, Cell, Admin, handler!(create), "Create a publishable key; the full key is shown only in this answer")
             .body::<CreateKey>(),
         Route::delete("/stores/{storeId}/publishable-keys/{keyId}", Cell, Admin, handler!(revoke), "Revoke a publishable key"),
@@ -63,35 +59,62 @@ pub fn routes() -> Vec<Route> {
     ]
 }
 
-async fn list(cx: Ctx) -> ApiResult<Resp> {
+/// The key list's query: paging, sorted by `created_at`.
+pub struct KeyList(Paging);
+
+impl QueryParams for KeyList {
+    fn params() -> Vec<Param> {
+        paging_params("created_at (default)")
+    }
+    fn parse(q: &Query) -> ApiResult<Self> {
+        Paging::from_query(q, &["created_at"], "created_at").map(KeyList)
+    }
+}
+
+async fn list(cx: Ctx, KeyList(paging): KeyList) -> ApiResult<Json<Page<KeyView>>> {
     let s = cx.scope()?;
-    let paging = Paging::from_query(&cx.query, &["created_at"], "created_at")?;
     let mut keys = cx.node.store_publishable_keys(s.id).await?;
     if paging.desc {
         keys.reverse();
     }
-    Ok(ok(&page_of(keys, &paging)))
+    Ok(Json(page_of(keys, &paging)))
 }
 
-async fn create(cx: Ctx) -> ApiResult<Resp> {
+async fn create(cx: Ctx) -> ApiResult<Created<CreatedKey>> {
     let s = cx.scope()?;
     let body: CreateKey = cx.json()?;
     Environment::parse(&body.environment).ok_or_else(|| ApiError::field("environment", "must be live or test"))?;
     let k = cx.node.create_publishable_key(s.id, cx.user()?.user_id, body).await?;
-    Ok(created(&k))
+    Ok(Created(k))
 }
 
-async fn revoke(cx: Ctx) -> ApiResult<Resp> {
+async fn revoke(cx: Ctx) -> ApiResult<NoContent> {
     let s = cx.scope()?;
     let id = cx.path_id("keyId")?;
     cx.node.revoke_publishable_key(s.id, cx.user()?.user_id, id).await?;
-    Ok(no_content())
+    Ok(NoContent)
+}
+
+/// What `POST /auth/publishable-keys/validate` tells of a key: only `valid: false` for one not
+/// in force. Fields in key order, as the answer has always listed them.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyCheck {
+    /// `LIVE` or `TEST`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub environment: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store_id: Option<Uuid>,
+    /// `PUBLISHABLE`.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<&'static str>,
+    pub valid: bool,
 }
 
 /// Always 200: `{valid: true, storeId, type: "PUBLISHABLE", environment: "LIVE" | "TEST"}` for a
 /// key in force, `{valid: false}` for a revoked, unknown or malformed one — the answer never
 /// tells which.
-async fn validate(cx: Ctx) -> ApiResult<Resp> {
+async fn validate(cx: Ctx) -> ApiResult<Json<KeyCheck>> {
     // Guessing keys is limited per client address like the other sign-in calls.
     crate::api::auth::limit_address(&cx, "keys")?;
     let body: ValidateKey = cx.json()?;
@@ -99,39 +122,38 @@ async fn validate(cx: Ctx) -> ApiResult<Resp> {
         Some(_) => account(&cx)?.resolve_publishable_key(&key_digest(&body.key))?,
         None => None,
     };
-    Ok(ok(&match grant {
-        Some(g) => serde_json::json!({
-            "valid": true,
-            "storeId": g.store_id,
-            "type": "PUBLISHABLE",
-            "environment": g.environment.upper(),
-        }),
-        None => serde_json::json!({ "valid": false }),
+    Ok(Json(match grant {
+        Some(g) => KeyCheck {
+            environment: Some(g.environment.upper()),
+            store_id: Some(g.store_id),
+            kind: Some("PUBLISHABLE"),
+            valid: true,
+        },
+        None => KeyCheck { environment: None, store_id: None, kind: None, valid: false },
     }))
 }
 
 // ---- the directory side ---------------------------------------------------------------------
 
-async fn internal_list(cx: Ctx) -> ApiResult<Resp> {
+async fn internal_list(cx: Ctx) -> ApiResult<Json<Vec<KeyView>>> {
     let keys = account(&cx)?.publishable_keys(cx.path_id("storeId")?)?;
-    Ok(ok(&keys.iter().map(|k| k.view()).collect::<Vec<_>>()))
+    Ok(Json(keys.iter().map(|k| k.view()).collect()))
 }
 
-async fn internal_create(cx: Ctx) -> ApiResult<Resp> {
+async fn internal_create(cx: Ctx) -> ApiResult<Created<CreatedKey>> {
     let a: Acting<CreateKey> = parse_json(&cx.body)?;
-    Ok(created(&account(&cx)?.create_publishable_key(cx.path_id("storeId")?, a.actor, a.body).await?))
+    Ok(Created(account(&cx)?.create_publishable_key(cx.path_id("storeId")?, a.actor, a.body).await?))
 }
 
-async fn internal_revoke(cx: Ctx) -> ApiResult<Resp> {
-    let actor = cx.query.uuid("actor")?.ok_or_else(|| ApiError::field("actor", "is required"))?;
-    account(&cx)?.revoke_publishable_key(cx.path_id("storeId")?, actor, cx.path_id("keyId")?).await?;
-    Ok(no_content())
+async fn internal_revoke(cx: Ctx, q: ActorQuery) -> ApiResult<NoContent> {
+    account(&cx)?.revoke_publishable_key(cx.path_id("storeId")?, q.actor, cx.path_id("keyId")?).await?;
+    Ok(NoContent)
 }
 
-async fn internal_resolve(cx: Ctx) -> ApiResult<Resp> {
+async fn internal_resolve(cx: Ctx) -> ApiResult<Json<KeyGrant>> {
     let digest = parse_digest_hex(cx.param("digest")).ok_or_else(|| ApiError::field("digest", "must be 64 hex digits"))?;
     let grant = account(&cx)?.resolve_publishable_key(&digest)?.ok_or_else(ApiError::not_found)?;
-    Ok(ok(&grant))
+    Ok(Json(grant))
 }
 
 /// Publishable keys through the directory, wherever it runs.
