@@ -174,17 +174,57 @@ impl Catalogue {
     }
 }
 
+// The views below list their fields in key order, as these answers always have.
+
 /// A plan as `GET /subscriptions/plans` shows it.
-pub fn plan_view(p: &Plan) -> serde_json::Value {
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanView {
+    pub id: String,
+    /// Always `month`: a period is 30 days.
+    pub interval: &'static str,
+    pub name: String,
+    pub period_days: i64,
+    pub price: PriceView,
+    /// How many stores a subscriber may own; `null` for no limit.
+    pub store_limit: Option<u32>,
+}
+
+/// A plan's price per period, in minor units and formatted.
+#[derive(Serialize, JsonSchema)]
+pub struct PriceView {
+    pub amount: i64,
+    pub currency: String,
+    pub formatted: String,
+}
+
+/// A user's plan subscription as `GET /subscriptions` shows it.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriptionView {
+    pub cancel_at_period_end: bool,
+    /// `null` on the default plan, which has no period.
+    pub current_period_end: Option<String>,
+    pub current_period_start: Option<String>,
+    pub plan: PlanView,
+    pub plan_id: String,
+    /// Always `ACTIVE`.
+    pub status: &'static str,
+    pub store_limit: Option<u32>,
+    pub stores_owned: u64,
+}
+
+/// A plan as `GET /subscriptions/plans` shows it.
+pub fn plan_view(p: &Plan) -> PlanView {
     let formatted = Currency::parse(&p.price.currency).map(|c| c.format(p.price.amount)).unwrap_or_default();
-    serde_json::json!({
-        "id": p.id,
-        "name": p.name,
-        "storeLimit": p.store_limit,
-        "price": {"amount": p.price.amount, "currency": p.price.currency, "formatted": formatted},
-        "interval": "month",
-        "periodDays": PERIOD_MS / (24 * 3600 * 1000),
-    })
+    PlanView {
+        id: p.id.clone(),
+        interval: "month",
+        name: p.name.clone(),
+        period_days: PERIOD_MS / (24 * 3600 * 1000),
+        price: PriceView { amount: p.price.amount, currency: p.price.currency.clone(), formatted },
+        store_limit: p.store_limit,
+    }
 }
 
 /// How many stores `user` owns. Generic over read and write transactions' tables.
@@ -245,23 +285,23 @@ impl AccountService {
     }
 
     /// A user's subscription as `GET /subscriptions` shows it.
-    pub fn subscription_view(&self, user: Uuid) -> ApiResult<serde_json::Value> {
+    pub fn subscription_view(&self, user: Uuid) -> ApiResult<SubscriptionView> {
         let sub = self.stored_subscription(user)?;
         let owned = {
             let txn = self.db.begin_read()?;
             owned_stores(&txn.open_table(USER_STORES)?, &txn.open_table(MEMBERS)?, user)?
         };
         let e = self.plans.effective(sub.as_ref(), now_ms());
-        Ok(serde_json::json!({
-            "planId": e.plan.id,
-            "plan": plan_view(e.plan),
-            "status": "ACTIVE",
-            "currentPeriodStart": e.period.map(|(s, _)| rfc3339(s)),
-            "currentPeriodEnd": e.period.map(|(_, end)| rfc3339(end)),
-            "cancelAtPeriodEnd": e.cancel_at_period_end,
-            "storesOwned": owned,
-            "storeLimit": e.plan.store_limit,
-        }))
+        Ok(SubscriptionView {
+            cancel_at_period_end: e.cancel_at_period_end,
+            current_period_end: e.period.map(|(_, end)| rfc3339(end)),
+            current_period_start: e.period.map(|(s, _)| rfc3339(s)),
+            plan: plan_view(e.plan),
+            plan_id: e.plan.id.clone(),
+            status: "ACTIVE",
+            store_limit: e.plan.store_limit,
+            stores_owned: owned,
+        })
     }
 
     /// Fails with 422 when `user` may not own another store under their current plan. Checked

@@ -1,12 +1,12 @@
 //! `/subscriptions*`: platform plans and the caller's plan subscription (account service).
 
-use crate::account::plans::{Subscribe, plan_view};
+use crate::account::plans::{PlanView, Subscribe, SubscriptionView, plan_view};
 use crate::api::auth::account;
 use crate::error::ApiResult;
 use crate::handler;
 use crate::http::context::Ctx;
+use crate::http::reply::Json;
 use crate::http::route::{Access, Route, Service};
-use crate::http::{Resp, ok};
 
 pub fn routes() -> Vec<Route> {
     use Access::*;
@@ -20,27 +20,26 @@ pub fn routes() -> Vec<Route> {
     ]
 }
 
-async fn plans(cx: Ctx) -> ApiResult<Resp> {
-    let plans: Vec<_> = account(&cx)?.plans().plans.iter().map(plan_view).collect();
-    Ok(ok(&plans))
+async fn plans(cx: Ctx) -> ApiResult<Json<Vec<PlanView>>> {
+    Ok(Json(account(&cx)?.plans().plans.iter().map(plan_view).collect()))
 }
 
-async fn current(cx: Ctx) -> ApiResult<Resp> {
+async fn current(cx: Ctx) -> ApiResult<Json<SubscriptionView>> {
     let user = cx.user()?.user_id;
-    Ok(ok(&account(&cx)?.subscription_view(user)?))
+    Ok(Json(account(&cx)?.subscription_view(user)?))
 }
 
-async fn subscribe(cx: Ctx) -> ApiResult<Resp> {
+async fn subscribe(cx: Ctx) -> ApiResult<Json<SubscriptionView>> {
     let user = cx.user()?.user_id;
     let body: Subscribe = cx.json()?;
     let a = account(&cx)?;
     a.subscribe(user, body.plan_id).await?;
-    Ok(ok(&a.subscription_view(user)?))
+    Ok(Json(a.subscription_view(user)?))
 }
 
-async fn cancel(cx: Ctx) -> ApiResult<Resp> {
+async fn cancel(cx: Ctx) -> ApiResult<Json<SubscriptionView>> {
     let user = cx.user()?.user_id;
     let a = account(&cx)?;
     a.cancel_subscription(user).await?;
-    Ok(ok(&a.subscription_view(user)?))
+    Ok(Json(a.subscription_view(user)?))
 }
