@@ -278,7 +278,9 @@ fn without_urls(text: &str) -> String {
 /// such as `/api/v1/openapi.json` among them), anything under `../shared/` and the bare names of
 /// [`DESIGN_DOCS`] (the design beside the repository), bare `.rs` and `.json` names (a module named next to its directory in prose, a
 /// data file such as `taxonomy.json`), and `.json` paths whose first directory is not one of the
-/// repository's (data-directory paths such as `DIR/taxonomy.json`).
+/// repository's (data-directory paths such as `DIR/taxonomy.json`). A placeholder is written in
+/// angle brackets (`<data>/account/`, `src/storage/migrations/v<N>.rs`), which ends a candidate,
+/// so a pattern is never taken for a citation.
 fn citations_in(text: &str) -> Vec<String> {
     let text = without_urls(text);
     let is_path_char = |c: char| c.is_ascii_alphanumeric() || "_./-".contains(c);
@@ -355,7 +357,8 @@ fn citations_are_found_and_urls_and_data_paths_are_not() {
     let found = citations_in(
         "see `docs-selling.md`, [auth](auth.md#tokens) and src/storage/tables.rs; not \
          https://example.com/x/README.md, /api/v1/openapi.json, ../shared/design/API.md, API.md, \
-         DIR/taxonomy.json, completion.rs, meta.json, src/domain/*.rs or taxonomy.json.tmp.",
+         DIR/taxonomy.json, completion.rs, meta.json, src/domain/*.rs, src/storage/migrations/v<N>.rs \
+         or taxonomy.json.tmp.",
     );
     assert_eq!(found, ["docs-selling.md", "auth.md", "src/storage/tables.rs"]);
 
