@@ -168,7 +168,7 @@ impl Cell {
 
     /// A page of the records `R` of `store`, as `q` asks (see [`crate::storage::list`]).
     pub fn list<R: Record>(&self, store: Uuid, q: &ListQuery) -> ApiResult<Listed<R>> {
-        list::page(&self.read()?, store, q)
+        list::page(&self.read()?, store, q, crate::domain::time::now_ms())
     }
 
     /// A read transaction (reads never block the writer).

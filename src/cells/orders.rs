@@ -12,7 +12,7 @@ use crate::domain::time::now_ms;
 use crate::error::{ApiResult, Check};
 use crate::payments::FinancialStatus;
 use crate::storage::keys::Key;
-use crate::storage::record::{self, Enumerated, FilterValue, List, Record, Search, Sort, enum_filter};
+use crate::storage::record::{self, Enumerated, Filter, FilterValue, List, Record, Search, Sort};
 use crate::storage::tables::{ORDER_ORDER, ORDERS, StoreTable};
 use crate::storage::writer::Tx;
 
@@ -29,30 +29,19 @@ impl Record for Order {
         ],
         default_sort: "created_at",
         filters: &[
-            enum_filter::<Order, OrderStatus>(
-                "status",
-                Some("ANY"),
-                |o| Some(FilterValue::Enum(o.status.name())),
-                "order status",
-            ),
-            enum_filter::<Order, FinancialStatus>(
+            Filter::enumerated::<OrderStatus>("status", |o: &Order| Some(FilterValue::Enum(o.status.name())), "order status")
+                .any("ANY"),
+            Filter::enumerated::<FinancialStatus>(
                 "financialStatus",
-                None,
-                |o| Some(FilterValue::Enum(o.financial_status.name())),
+                |o: &Order| Some(FilterValue::Enum(o.financial_status.name())),
                 "payment status",
             ),
-            enum_filter::<Order, FulfillmentStatus>(
+            Filter::enumerated::<FulfillmentStatus>(
                 "fulfillmentStatus",
-                None,
-                |o| Some(FilterValue::Enum(o.fulfillment_status.name())),
+                |o: &Order| Some(FilterValue::Enum(o.fulfillment_status.name())),
                 "fulfillment status",
             ),
-            record::Filter {
-                name: "customerId",
-                kind: record::FilterKind::Reference,
-                value: |o| o.customer_id.map(FilterValue::Reference),
-                doc: "orders of these customers",
-            },
+            Filter::reference("customerId", |o: &Order| o.customer_id.map(FilterValue::Reference), "orders of these customers"),
         ],
         ranges: &[],
         search: Some(Search {

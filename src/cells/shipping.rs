@@ -13,7 +13,7 @@ use crate::storage::codec::decode;
 use crate::storage::keys::Key;
 use crate::storage::read;
 use crate::storage::record::{self, List, Record, Sort};
-use crate::storage::tables::{COUNTERS, SHIPPING_ZONE_ORDER, SHIPPING_ZONES, StoreTable};
+use crate::storage::tables::{SHIPPING_ZONE_ORDER, SHIPPING_ZONES, StoreTable};
 use crate::storage::writer::Tx;
 
 /// Most zones in one store: every calculation with a shipping method reads them all.
@@ -58,7 +58,7 @@ pub async fn create(cell: &Cell, store: Uuid, input: ShippingZoneInput) -> ApiRe
     let zone = ShippingZone::create(&input, Uuid::now_v7(), None, now_ms(), Uuid::now_v7)?;
     cell.writer
         .write(Some(store), move |tx| {
-            if tx.counter(COUNTERS, &record::total_key::<ShippingZone>(store))? >= MAX_ZONES as u64 {
+            if record::count::<ShippingZone>(tx, store, None)? >= MAX_ZONES as u64 {
                 return Err(ApiError::msg(Code::BUSINESS_RULE, format!("a store has at most {MAX_ZONES} shipping zones")));
             }
             write_zone(tx, store, None, Some(&zone))?;

@@ -12,8 +12,8 @@ use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::codec::decode;
 use crate::storage::keys::Key;
 use crate::storage::read;
-use crate::storage::record::{self, Filter, FilterKind, FilterValue, List, Record, Sort};
-use crate::storage::tables::{COUNTERS, StoreTable, TAX_RATE_ORDER, TAX_RATES};
+use crate::storage::record::{self, Filter, FilterValue, List, Record, Sort};
+use crate::storage::tables::{StoreTable, TAX_RATE_ORDER, TAX_RATES};
 use crate::storage::writer::Tx;
 
 /// Most tax rates in one store: every taxed calculation reads them all.
@@ -31,12 +31,13 @@ impl Record for TaxRate {
             Sort { name: "name", tag: 3, key: |r, k| k.str(&r.name.to_lowercase()) },
         ],
         default_sort: "created_at",
-        filters: &[Filter {
-            name: "country",
-            kind: FilterKind::Code { normalise: country_code, invalid: "must be a two-letter country code" },
-            value: |r| Some(FilterValue::Code(r.country.to_ascii_uppercase())),
-            doc: "only the rates of this two-letter country",
-        }],
+        filters: &[Filter::code(
+            "country",
+            country_code,
+            "must be a two-letter country code",
+            |r: &TaxRate| Some(FilterValue::Code(r.country.to_ascii_uppercase())),
+            "only the rates of this two-letter country",
+        )],
         ranges: &[],
         search: None,
     };
@@ -90,7 +91,7 @@ pub async fn create(cell: &Cell, store: Uuid, input: TaxRateInput) -> ApiResult<
     cell.writer
         .write(Some(store), move |tx| {
             check_unique(tx, store, &rate)?;
-            if tx.counter(COUNTERS, &record::total_key::<TaxRate>(store))? >= MAX_RATES as u64 {
+            if record::count::<TaxRate>(tx, store, None)? >= MAX_RATES as u64 {
                 return Err(ApiError::msg(Code::BUSINESS_RULE, format!("a store has at most {MAX_RATES} tax rates")));
             }
             write_rate(tx, store, None, Some(&rate))?;

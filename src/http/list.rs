@@ -56,8 +56,12 @@ impl<R: Record> QueryParams for ListOf<R> {
                 }
                 FilterKind::Reference => format!("{} (comma-separated ids)", f.doc),
                 FilterKind::Code { .. } => format!("{} (comma-separated)", f.doc),
+                FilterKind::Timed { values, .. } => format!("{}: {} (comma-separated, any case)", f.doc, values.join(", ")),
             };
-            out.push(Param { doc: Cow::Owned(doc), ..param(f.name, "string", "") });
+            out.push(Param { doc: Cow::Owned(doc.clone()), ..param(f.name, "string", "") });
+            if let Some(alias) = f.alias {
+                out.push(Param { doc: Cow::Owned(format!("the same as {}", f.name)), ..param(alias, "string", "") });
+            }
         }
         for r in list.ranges {
             out.push(param(r.from, "string", "RFC 3339 date-time, inclusive lower bound"));
@@ -74,8 +78,12 @@ impl<R: Record> QueryParams for ListOf<R> {
         let paging = Paging::from_query(q, &sort_names::<R>(), list.default_sort)?;
         let mut filters = Vec::new();
         for (i, f) in list.filters.iter().enumerate() {
-            let Some(raw) = q.str(f.name) else { continue };
-            if let Some(values) = filter_values(f.name, f.kind, raw)? {
+            let (name, raw) = match (q.str(f.name), f.alias.and_then(|a| q.str(a).map(|v| (a, v)))) {
+                (Some(raw), _) => (f.name, raw),
+                (None, Some((alias, raw))) => (alias, raw),
+                (None, None) => continue,
+            };
+            if let Some(values) = filter_values(name, f.kind, raw)? {
                 filters.push((i, values));
             }
         }
@@ -90,6 +98,8 @@ impl<R: Record> QueryParams for ListOf<R> {
             list.search.as_ref().and_then(|_| q.str("search")).map(|t| t.trim().to_lowercase()).filter(|t| !t.is_empty());
         Ok(ListOf {
             query: ListQuery {
+                // A scoped list's parent comes from its path: the handler sets it.
+                scope: None,
                 sort: paging.sort_by,
                 desc: paging.desc,
                 offset: paging.offset(),
@@ -110,7 +120,7 @@ fn filter_values(name: &str, kind: FilterKind, raw: &str) -> ApiResult<Option<Ve
     let mut out = Vec::new();
     for part in raw.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         match kind {
-            FilterKind::Enum { values, any } => {
+            FilterKind::Enum { values, any } | FilterKind::Timed { values, any, .. } => {
                 if any.is_some_and(|a| a.eq_ignore_ascii_case(part)) {
                     return Ok(None);
                 }

@@ -12,14 +12,16 @@ use uuid::Uuid;
 
 use crate::error::ApiResult;
 use crate::storage::codec::decode;
-use crate::storage::keys::{Key, trailing_id};
+use crate::storage::keys::trailing_id;
 use crate::storage::read;
-use crate::storage::record::{self, Record, Summary, total_key, value_key};
+use crate::storage::record::{self, FilterKind, Record, Summary, order_prefix, times_of, total_key, value_key};
 use crate::storage::tables::COUNTERS;
 
 /// A list asked for.
 #[derive(Debug, Clone, Default)]
 pub struct ListQuery {
+    /// The parent whose records are listed, for a scoped record (see [`Record::scope`]).
+    pub scope: Option<Uuid>,
     /// A sortable field of the record, by name.
     pub sort: &'static str,
     pub desc: bool,
@@ -53,32 +55,38 @@ impl ListQuery {
         self.filters.is_empty() && self.ranges.is_empty() && self.search.is_none()
     }
 
-    fn accepts<R: Record>(&self, summary: &Summary) -> bool {
+    /// Whether a record of this summary is on the list at `now` (timed filters read the clock).
+    fn accepts<R: Record>(&self, summary: &Summary, now: i64) -> bool {
         let list = &R::LIST;
-        self.filters
-            .iter()
-            .all(|(i, values)| summary.filters.get(*i).and_then(Option::as_ref).is_some_and(|v| values.iter().any(|x| x == v)))
-            && self.ranges.iter().all(|(i, from, to)| {
-                summary.ranges.get(*i).is_some_and(|v| from.is_none_or(|f| *v >= f) && to.is_none_or(|t| *v <= t))
-            })
-            && self.search.as_deref().is_none_or(|q| list.search.as_ref().is_some_and(|s| (s.matches)(&summary.text, q)))
+        self.filters.iter().all(|(i, values)| {
+            let Some(v) = summary.filters.get(*i).and_then(Option::as_ref) else { return false };
+            match list.filters.get(*i).map(|f| f.kind) {
+                Some(FilterKind::Timed { state, .. }) => {
+                    let state = state(&times_of(v), now).as_bytes();
+                    values.iter().any(|x| x == state)
+                }
+                _ => values.iter().any(|x| x == v),
+            }
+        }) && self.ranges.iter().all(|(i, from, to)| {
+            summary.ranges.get(*i).is_some_and(|v| from.is_none_or(|f| *v >= f) && to.is_none_or(|t| *v <= t))
+        }) && self.search.as_deref().is_none_or(|q| list.search.as_ref().is_some_and(|s| (s.matches)(&summary.text, q)))
     }
 }
 
-/// A page of `R` of `store` as `q` asks.
-pub fn page<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQuery) -> ApiResult<Listed<R>> {
+/// A page of `R` of `store` as `q` asks, timed filters read at `now` (Unix ms, from the clock).
+pub fn page<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQuery, now: i64) -> ApiResult<Listed<R>> {
     let list = &R::LIST;
     let tag = list.sort(q.sort).or_else(|| list.sort(list.default_sort)).map(|s| s.tag).unwrap_or(0);
-    let prefix = Key::store(store).u8(tag).into_vec();
+    let prefix = order_prefix(store, q.scope, tag);
     // The total, when counters hold it: no filter, or one filter field with any of its values.
     let counted = match q.filters.as_slice() {
         _ if !q.ranges.is_empty() || q.search.is_some() => None,
-        [] => Some(read::counter(txn, COUNTERS, &total_key::<R>(store))?),
-        [(i, values)] => {
+        [] => Some(read::counter(txn, COUNTERS, &total_key::<R>(store, q.scope))?),
+        [(i, values)] if list.filters.get(*i).is_some_and(|f| f.counted()) => {
             let name = list.filters.get(*i).map(|f| f.name).unwrap_or_default();
             let mut n = 0u64;
             for v in values {
-                n = n.saturating_add(read::counter(txn, COUNTERS, &value_key::<R>(store, name, v))?);
+                n = n.saturating_add(read::counter(txn, COUNTERS, &value_key::<R>(store, q.scope, name, v))?);
             }
             Some(n)
         }
@@ -97,7 +105,7 @@ pub fn page<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQuery) -> Api
         // With the total known, the walk stops once the page is full.
         let stop_at = if counted.is_some() { window.end } else { u64::MAX };
         read::walk(txn, list.order, &prefix, q.desc, |k, v| {
-            if q.accepts::<R>(&decode(v)?) {
+            if q.accepts::<R>(&decode(v)?, now) {
                 if window.contains(&kept) {
                     ids.extend(trailing_id(k));
                 }
@@ -109,7 +117,7 @@ pub fn page<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQuery) -> Api
     };
     let mut items = Vec::with_capacity(ids.len());
     for id in ids {
-        items.extend(record::get::<R>(txn, store, id)?);
+        items.extend(record::get_in::<R>(txn, store, q.scope, id)?);
     }
     Ok(Listed { items, total })
 }

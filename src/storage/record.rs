@@ -32,6 +32,13 @@ pub trait Record: Serialize + DeserializeOwned + Send + Sync + 'static {
 
     fn id(&self) -> Uuid;
 
+    /// For a record that lives under another (a discount's comments), the other's id: the record's
+    /// key, its list and its counters are then per parent (`store ‖ parent ‖ …`), so listing one
+    /// parent's records costs that list alone and deleting the parent removes them as one range.
+    fn scope(&self) -> Option<Uuid> {
+        None
+    }
+
     /// Secondary rows besides the list orders (uniqueness claims such as a market's countries,
     /// lookups by handle): `(table, key, value)`, kept in step by [`write`]. Checking that a claim
     /// is free is the area's rule (its 409 names the field); keeping the rows is not.
@@ -50,10 +57,13 @@ pub struct Sort<R> {
 
 /// A list filter: equality on an enumerated field or a reference to another record, asked for
 /// with one value or many, comma-separated. Each value has a counter, so the `total` of a list
-/// filtered on one field is read, not counted.
+/// filtered on one field is read, not counted. Built with [`Filter::enumerated`],
+/// [`Filter::reference`], [`Filter::code`] or [`Filter::timed`].
 pub struct Filter<R> {
     /// The query parameter.
     pub name: &'static str,
+    /// A second name the parameter is also read under.
+    pub alias: Option<&'static str>,
     pub kind: FilterKind,
     /// The record's value; `None` when it has none (an order without a customer).
     pub value: fn(&R) -> Option<FilterValue>,
@@ -61,21 +71,78 @@ pub struct Filter<R> {
     pub doc: &'static str,
 }
 
+impl<R> Filter<R> {
+    /// Equality on an enumerated field: one of `E`'s names, any case.
+    pub const fn enumerated<E: Enumerated>(name: &'static str, value: fn(&R) -> Option<FilterValue>, doc: &'static str) -> Self {
+        Filter { name, alias: None, kind: FilterKind::Enum { values: E::NAMES, any: None }, value, doc }
+    }
+
+    /// Equality on an enumerated field given by its names.
+    pub const fn names(
+        name: &'static str,
+        values: &'static [&'static str],
+        value: fn(&R) -> Option<FilterValue>,
+        doc: &'static str,
+    ) -> Self {
+        Filter { name, alias: None, kind: FilterKind::Enum { values, any: None }, value, doc }
+    }
+
+    /// The id of another record.
+    pub const fn reference(name: &'static str, value: fn(&R) -> Option<FilterValue>, doc: &'static str) -> Self {
+        Filter { name, alias: None, kind: FilterKind::Reference, value, doc }
+    }
+
+    /// A short code put in its one written form by `normalise` (refused with `invalid`).
+    pub const fn code(
+        name: &'static str,
+        normalise: fn(&str) -> Option<String>,
+        invalid: &'static str,
+        value: fn(&R) -> Option<FilterValue>,
+        doc: &'static str,
+    ) -> Self {
+        Filter { name, alias: None, kind: FilterKind::Code { normalise, invalid }, value, doc }
+    }
+
+    /// A state that changes with time alone: `value` gives the stored times
+    /// ([`FilterValue::Times`]) and `state` names the state they make at a moment of the clock.
+    /// Not counted: a timed filter's list is walked.
+    pub const fn timed(
+        name: &'static str,
+        values: &'static [&'static str],
+        value: fn(&R) -> Option<FilterValue>,
+        state: fn(&[i64], i64) -> &'static str,
+        doc: &'static str,
+    ) -> Self {
+        Filter { name, alias: None, kind: FilterKind::Timed { values, any: None, state }, value, doc }
+    }
+
+    /// `value` (any case) asks for every value: no filter.
+    pub const fn any(mut self, value: &'static str) -> Self {
+        self.kind = match self.kind {
+            FilterKind::Enum { values, .. } => FilterKind::Enum { values, any: Some(value) },
+            FilterKind::Timed { values, state, .. } => FilterKind::Timed { values, any: Some(value), state },
+            kind => kind,
+        };
+        self
+    }
+
+    /// The parameter is read under `alias` too (when `name` is absent).
+    pub const fn alias(mut self, alias: &'static str) -> Self {
+        self.alias = Some(alias);
+        self
+    }
+
+    /// Whether each value has a counter.
+    pub fn counted(&self) -> bool {
+        !matches!(self.kind, FilterKind::Timed { .. })
+    }
+}
+
 /// A fieldless enum filtered on: its names as the API writes them. A test of each area checks
 /// them against serde's.
 pub trait Enumerated: Copy + 'static {
     const NAMES: &'static [&'static str];
     fn name(self) -> &'static str;
-}
-
-/// A filter on an enumerated field of `R`.
-pub const fn enum_filter<R, E: Enumerated>(
-    name: &'static str,
-    any: Option<&'static str>,
-    value: fn(&R) -> Option<FilterValue>,
-    doc: &'static str,
-) -> Filter<R> {
-    Filter { name, kind: FilterKind::Enum { values: E::NAMES, any }, value, doc }
 }
 
 /// What a filter compares.
@@ -88,6 +155,9 @@ pub enum FilterKind {
     /// A short code (a country), put in its one written form by `normalise`; a value it refuses
     /// is a 400 with `invalid` as the message.
     Code { normalise: fn(&str) -> Option<String>, invalid: &'static str },
+    /// One of fixed names, each a state of the record's stored times at the list's moment;
+    /// `any` as for [`FilterKind::Enum`].
+    Timed { values: &'static [&'static str], any: Option<&'static str>, state: fn(&[i64], i64) -> &'static str },
 }
 
 /// A record's value of one filter.
@@ -96,6 +166,8 @@ pub enum FilterValue {
     Enum(&'static str),
     Reference(Uuid),
     Code(String),
+    /// The stored times (and flags) a timed filter's state is read from.
+    Times(Vec<i64>),
 }
 
 impl FilterValue {
@@ -105,8 +177,14 @@ impl FilterValue {
             FilterValue::Enum(name) => name.as_bytes().to_vec(),
             FilterValue::Reference(id) => id.as_bytes().to_vec(),
             FilterValue::Code(code) => code.as_bytes().to_vec(),
+            FilterValue::Times(times) => times.iter().flat_map(|t| t.to_be_bytes()).collect(),
         }
     }
+}
+
+/// The times a [`FilterValue::Times`] was kept as.
+pub fn times_of(bytes: &[u8]) -> Vec<i64> {
+    bytes.chunks_exact(8).map(|c| i64::from_be_bytes(c.try_into().unwrap_or([0; 8]))).collect()
 }
 
 /// A range of a stored time asked for with two parameters (`dateFrom`, `dateTo`: RFC 3339,
@@ -174,36 +252,73 @@ fn summary<R: Record>(r: &R) -> ApiResult<Vec<u8>> {
     })
 }
 
-/// The key of record `id` of `store`.
-pub fn row_key(store: Uuid, id: Uuid) -> Vec<u8> {
-    Key::store(store).id(id).into_vec()
+/// Where a record's rows start: the store, then the parent of a scoped record.
+fn base(store: Uuid, scope: Option<Uuid>) -> Key {
+    match scope {
+        Some(parent) => Key::store(store).id(parent),
+        None => Key::store(store),
+    }
 }
 
-/// The counter of how many records of `R` the store has.
-pub fn total_key<R: Record>(store: Uuid) -> Vec<u8> {
-    Key::store(store).str(R::NAME).into_vec()
+/// The key of record `id` of `store` (under `scope` for a scoped record).
+pub fn key_in(store: Uuid, scope: Option<Uuid>, id: Uuid) -> Vec<u8> {
+    base(store, scope).id(id).into_vec()
+}
+
+/// The key of record `id` of `store`.
+pub fn row_key(store: Uuid, id: Uuid) -> Vec<u8> {
+    key_in(store, None, id)
+}
+
+/// Where the order rows of one sortable field start.
+pub(crate) fn order_prefix(store: Uuid, scope: Option<Uuid>, tag: u8) -> Vec<u8> {
+    base(store, scope).u8(tag).into_vec()
+}
+
+/// The counter of how many records of `R` the store (or the parent `scope`) has.
+pub fn total_key<R: Record>(store: Uuid, scope: Option<Uuid>) -> Vec<u8> {
+    let k = Key::store(store).str(R::NAME);
+    match scope {
+        Some(parent) => k.id(parent).into_vec(),
+        None => k.into_vec(),
+    }
 }
 
 /// The counter of the records of `R` whose filter `filter` has `value`.
-pub(crate) fn value_key<R: Record>(store: Uuid, filter: &str, value: &[u8]) -> Vec<u8> {
-    let mut k = Key::store(store).str(R::NAME).str(filter).into_vec();
+pub(crate) fn value_key<R: Record>(store: Uuid, scope: Option<Uuid>, filter: &str, value: &[u8]) -> Vec<u8> {
+    let mut k = total_key::<R>(store, scope);
+    k.extend_from_slice(Key::default().str(filter).bytes());
     k.extend_from_slice(value);
     k
 }
 
 fn order_rows<R: Record>(store: Uuid, r: &R) -> ApiResult<Rows> {
     let value = summary(r)?;
-    Ok(R::LIST.sorts.iter().map(|s| ((s.key)(r, Key::store(store).u8(s.tag)).id(r.id()).into_vec(), value.clone())).collect())
+    Ok(R::LIST
+        .sorts
+        .iter()
+        .map(|s| ((s.key)(r, base(store, r.scope()).u8(s.tag)).id(r.id()).into_vec(), value.clone()))
+        .collect())
 }
 
 /// The counters a record adds to: the filter values it has.
 fn value_counters<R: Record>(store: Uuid, r: &R) -> Vec<Vec<u8>> {
-    R::LIST.filters.iter().filter_map(|f| (f.value)(r).map(|v| value_key::<R>(store, f.name, &v.bytes()))).collect()
+    R::LIST
+        .filters
+        .iter()
+        .filter(|f| f.counted())
+        .filter_map(|f| (f.value)(r).map(|v| value_key::<R>(store, r.scope(), f.name, &v.bytes())))
+        .collect()
 }
 
 /// Reads record `id` of `store` inside a write job.
 pub fn load<R: Record>(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<Option<R>> {
-    tx.get(R::TABLE, &row_key(store, id))?.map(|b| decode(&b)).transpose()
+    load_in(tx, store, None, id)
+}
+
+/// Reads record `id` under `scope` inside a write job.
+pub fn load_in<R: Record>(tx: &Tx, store: Uuid, scope: Option<Uuid>, id: Uuid) -> ApiResult<Option<R>> {
+    tx.get(R::TABLE, &key_in(store, scope, id))?.map(|b| decode(&b)).transpose()
 }
 
 /// Like [`load`], a 404 when the record does not exist.
@@ -213,12 +328,22 @@ pub fn must_load<R: Record>(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<R> {
 
 /// Reads record `id` of `store` in a read transaction.
 pub fn get<R: Record>(txn: &ReadTransaction, store: Uuid, id: Uuid) -> ApiResult<Option<R>> {
-    read::get(txn, R::TABLE, &row_key(store, id))
+    get_in(txn, store, None, id)
+}
+
+/// Reads record `id` under `scope` in a read transaction.
+pub fn get_in<R: Record>(txn: &ReadTransaction, store: Uuid, scope: Option<Uuid>, id: Uuid) -> ApiResult<Option<R>> {
+    read::get(txn, R::TABLE, &key_in(store, scope, id))
 }
 
 /// Whether record `id` of `store` exists, inside a write job.
 pub fn exists<R: Record>(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<bool> {
     Ok(tx.get(R::TABLE, &row_key(store, id))?.is_some())
+}
+
+/// How many records of `R` the store (or the parent `scope`) has, inside a write job.
+pub fn count<R: Record>(tx: &Tx, store: Uuid, scope: Option<Uuid>) -> ApiResult<u64> {
+    tx.counter(COUNTERS, &total_key::<R>(store, scope))
 }
 
 /// Writes `new` in place of `old` (either may be absent: a create, a delete) with every order
@@ -247,15 +372,25 @@ pub fn write<R: Record>(tx: &mut Tx, store: Uuid, old: Option<&R>, new: Option<&
         tx.bump(COUNTERS, k, 1)?;
     }
     match (old, new) {
-        (None, Some(_)) => tx.bump(COUNTERS, &total_key::<R>(store), 1)?,
-        (Some(_), None) => tx.bump(COUNTERS, &total_key::<R>(store), -1)?,
+        (None, Some(n)) => tx.bump(COUNTERS, &total_key::<R>(store, n.scope()), 1)?,
+        (Some(o), None) => tx.bump(COUNTERS, &total_key::<R>(store, o.scope()), -1)?,
         _ => {}
     }
     match (old, new) {
-        (_, Some(n)) => tx.put(R::TABLE, &row_key(store, n.id()), &encode(n)?),
-        (Some(o), None) => tx.delete(R::TABLE, &row_key(store, o.id())),
+        (_, Some(n)) => tx.put(R::TABLE, &key_in(store, n.scope(), n.id()), &encode(n)?),
+        (Some(o), None) => tx.delete(R::TABLE, &key_in(store, o.scope(), o.id())),
         (None, None) => Ok(()),
     }
+}
+
+/// Deletes every record of `R` under the parent `scope` with its order rows and counters: the
+/// parent is going. Scoped records keep no claims.
+pub fn delete_scope<R: Record>(tx: &mut Tx, store: Uuid, scope: Uuid) -> ApiResult<()> {
+    let at = Key::store(store).id(scope).into_vec();
+    tx.delete_prefix(R::TABLE, &at)?;
+    tx.delete_prefix(R::LIST.order, &at)?;
+    tx.delete_prefix(COUNTERS, &total_key::<R>(store, Some(scope)))?;
+    Ok(())
 }
 
 /// Rebuilds every order row and counter of `R` in every store from the records: the migration
@@ -286,7 +421,7 @@ pub fn rebuild<R: Record>(txn: &redb::WriteTransaction) -> Result<(), redb::Erro
         for (k, v) in order_rows(*store, r).map_err(failed)? {
             order.insert(k.as_slice(), v.as_slice())?;
         }
-        *counters.entry(total_key::<R>(*store)).or_default() += 1;
+        *counters.entry(total_key::<R>(*store, r.scope())).or_default() += 1;
         for k in value_counters(*store, r) {
             *counters.entry(k).or_default() += 1;
         }

@@ -55,13 +55,13 @@ mod tests {
         let db = open(&path, DbKind::Cell).unwrap();
         let txn = db.begin_read().unwrap();
         let q = ListQuery { sort: "name", limit: 2, ..Default::default() };
-        let first = page::<TaxRate>(&txn, store, &q).unwrap();
+        let first = page::<TaxRate>(&txn, store, &q, 0).unwrap();
         assert_eq!(first.total, 3);
         assert_eq!(first.items.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["GST", "NY"]);
         let canada = ListQuery { filters: vec![(0, vec![b"CA".to_vec()])], ..q.clone() };
-        let listed = page::<TaxRate>(&txn, store, &canada).unwrap();
+        let listed = page::<TaxRate>(&txn, store, &canada, 0).unwrap();
         assert_eq!((listed.total, listed.items.len()), (2, 2), "the country counter holds the filtered total");
-        let newest = page::<TaxRate>(&txn, store, &ListQuery { sort: "created_at", desc: true, limit: 1, ..q }).unwrap();
+        let newest = page::<TaxRate>(&txn, store, &ListQuery { sort: "created_at", desc: true, limit: 1, ..q }, 0).unwrap();
         assert_eq!(newest.items[0].name, "PST");
     }
 }
