@@ -9,7 +9,6 @@ use crate::cells::Cell;
 use crate::cells::catalogs::market_in_use;
 use crate::cells::collections::{Rows, sync_rows};
 use crate::domain::market::*;
-use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Check, Code};
 use crate::http::query::Paging;
 use crate::storage::codec::{decode, encode};
@@ -96,7 +95,7 @@ impl Cell {
     /// Creates a market; its countries must be in no other market of the store.
     pub async fn create_market(&self, store: Uuid, input: CreateMarket) -> ApiResult<Market> {
         let currency = self.store_settings(store)?.currency;
-        let m = build(&input, currency, now_ms())?;
+        let m = build(&input, currency, self.clock.new_id(), self.clock.now_ms())?;
         self.writer
             .write(Some(store), move |tx| {
                 check_countries_free(tx, store, &m)?;
@@ -131,12 +130,13 @@ impl Cell {
     }
 
     pub async fn update_market(&self, store: Uuid, id: Uuid, update: UpdateMarket) -> ApiResult<Market> {
-        apply_update(&update, &self.market(store, id)?, now_ms())?;
+        let now = self.clock.now_ms();
+        apply_update(&update, &self.market(store, id)?, now)?;
         let update = Arc::new(update);
         self.writer
             .write(Some(store), move |tx| {
                 let old = load(tx, store, id)?;
-                let m = apply_update(&update, &old, now_ms())?;
+                let m = apply_update(&update, &old, now)?;
                 check_countries_free(tx, store, &m)?;
                 write_market(tx, store, Some(&old), Some(&m))?;
                 Ok(m)

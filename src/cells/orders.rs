@@ -9,7 +9,6 @@ use crate::cells::Cell;
 use crate::cells::collections::{Rows, sync_rows};
 use crate::domain::fields::{check_text, double_option};
 use crate::domain::order::{FulfillmentStatus, MAX_TAG_CHARS, MAX_TAGS, Order, OrderStatus};
-use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Check};
 use crate::http::query::Paging;
 use crate::payments::FinancialStatus;
@@ -191,7 +190,7 @@ impl Cell {
     pub async fn update_order(&self, store: Uuid, id: Uuid, update: UpdateOrder) -> ApiResult<Order> {
         // Validate before queueing: a bad field never reaches the writer.
         update.apply(&mut self.order(store, id)?)?;
-        let now = now_ms();
+        let now = self.clock.now_ms();
         self.writer
             .write(Some(store), move |tx| {
                 let old: Order = decode(&tx.get(ORDERS, &row_key(store, id))?.ok_or_else(ApiError::not_found)?)?;

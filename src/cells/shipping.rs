@@ -10,7 +10,6 @@ use crate::cells::Cell;
 use crate::cells::calculate::pricing_changed;
 use crate::cells::collections::tx_scan;
 use crate::domain::pricing::shipping::{ShippingZone, ShippingZoneInput};
-use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::query::Paging;
 use crate::storage::codec::{decode, encode};
@@ -67,7 +66,7 @@ pub(crate) fn page_of<T>(mut items: Vec<T>, paging: &Paging, key: impl Fn(&T, &s
 
 impl Cell {
     pub async fn create_shipping_zone(&self, store: Uuid, input: ShippingZoneInput) -> ApiResult<ShippingZone> {
-        let zone = ShippingZone::create(&input, Uuid::now_v7(), None, now_ms(), Uuid::now_v7)?;
+        let zone = ShippingZone::create(&input, self.clock.new_id(), None, self.clock.now_ms(), || self.clock.new_id())?;
         self.writer
             .write(Some(store), move |tx| {
                 if tx_scan(tx, SHIPPING_ZONES, Key::store(store).bytes(), None, MAX_ZONES)?.len() >= MAX_ZONES {
@@ -97,10 +96,11 @@ impl Cell {
     pub async fn update_shipping_zone(&self, store: Uuid, id: Uuid, input: ShippingZoneInput) -> ApiResult<ShippingZone> {
         input.validate()?;
         let input = Arc::new(input);
+        let (now, clock) = (self.clock.now_ms(), self.clock.clone());
         self.writer
             .write(Some(store), move |tx| {
                 let old = load(tx, store, id)?;
-                let zone = ShippingZone::create(&input, id, Some(&old), now_ms(), Uuid::now_v7)?;
+                let zone = ShippingZone::create(&input, id, Some(&old), now, || clock.new_id())?;
                 write_zone(tx, store, id, Some(&zone))?;
                 Ok(zone)
             })

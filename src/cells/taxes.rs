@@ -10,7 +10,6 @@ use crate::cells::calculate::pricing_changed;
 use crate::cells::collections::tx_scan;
 use crate::cells::shipping::page_of;
 use crate::domain::pricing::tax::{TaxRate, TaxRateInput};
-use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::query::Paging;
 use crate::storage::codec::{decode, encode};
@@ -73,8 +72,8 @@ fn check_unique(tx: &Tx, store: Uuid, rate: &TaxRate) -> ApiResult<usize> {
 
 impl Cell {
     pub async fn create_tax_rate(&self, store: Uuid, input: TaxRateInput) -> ApiResult<TaxRate> {
-        let now = now_ms();
-        let rate = TaxRate::create(&input, Uuid::now_v7(), now, now)?;
+        let now = self.clock.now_ms();
+        let rate = TaxRate::create(&input, self.clock.new_id(), now, now)?;
         self.writer
             .write(Some(store), move |tx| {
                 if check_unique(tx, store, &rate)? >= MAX_RATES {
@@ -108,10 +107,11 @@ impl Cell {
     pub async fn update_tax_rate(&self, store: Uuid, id: Uuid, input: TaxRateInput) -> ApiResult<TaxRate> {
         input.validate()?;
         let input = Arc::new(input);
+        let now = self.clock.now_ms();
         self.writer
             .write(Some(store), move |tx| {
                 let old = load(tx, store, id)?;
-                let rate = TaxRate::create(&input, id, old.created_at, now_ms())?;
+                let rate = TaxRate::create(&input, id, old.created_at, now)?;
                 check_unique(tx, store, &rate)?;
                 write_tax_rate(tx, store, id, Some(&rate))?;
                 Ok(rate)
