@@ -20,6 +20,7 @@ use crate::account::{AccountService, Role};
 use crate::cells::Cell;
 use crate::cells::forward::{Body, SERVICE_HEADER, Upstream};
 use crate::cells::link::CellLink;
+use crate::clock::Clock;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::auth::{Principal, TokenVerifier, bearer};
 use crate::http::context::{Ctx, StoreScope, parse_path_id};
@@ -80,6 +81,8 @@ pub struct Node {
     pub limits: RateLimits,
     /// `Idempotency-Key` requests under way in this process, and the sweeps of their records.
     pub idempotency: Idempotency,
+    /// The process's one clock, shared with its account service and cells.
+    pub clock: Clock,
 }
 
 #[derive(Deserialize)]
@@ -105,6 +108,7 @@ impl Node {
         cells: BTreeMap<String, Arc<Cell>>,
         remote_cells: BTreeMap<String, Upstream>,
         service_key: String,
+        clock: Clock,
     ) -> Result<Node, String> {
         Ok(Node {
             mode,
@@ -124,6 +128,7 @@ impl Node {
             cors: Cors::default(),
             limits: RateLimits::default(),
             idempotency: Idempotency::default(),
+            clock,
         })
     }
 
@@ -216,7 +221,7 @@ impl Node {
             Some(given) => given.clone(),
             None => {
                 let mut id = Uuid::encode_buffer();
-                let id = Uuid::now_v7().simple().encode_lower(&mut id);
+                let id = self.clock.new_id().simple().encode_lower(&mut id);
                 HeaderValue::from_str(id).unwrap_or_else(|_| HeaderValue::from_static("-"))
             }
         };

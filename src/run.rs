@@ -18,6 +18,7 @@ use crate::account::oidc::Social;
 use crate::cells::Cell;
 use crate::cells::forward::{Body, Upstream};
 use crate::cli::{AccountArgs, AuthArgs, CacheArgs, CellArgs, PaymentArgs, RouterArgs, ServeArgs};
+use crate::clock::Clock;
 use crate::http::auth::TokenVerifier;
 use crate::http::cors::Cors;
 use crate::http::ratelimit::RateLimits;
@@ -34,6 +35,7 @@ fn open_cells(
     names: &[String],
     payments: &PaymentArgs,
     caches: &CacheArgs,
+    clock: &Clock,
 ) -> Result<BTreeMap<String, Arc<Cell>>, BoxError> {
     let providers = crate::payments::Providers::from_args(payments)?;
     let mut cells = BTreeMap::new();
@@ -41,7 +43,7 @@ fn open_cells(
         if !valid_cell_name(name) {
             return Err(format!("invalid cell name {name:?}: use letters, digits, - and _").into());
         }
-        let cell = Cell::open(name, &cell_dir(data, name))?.with_payments(providers.clone());
+        let cell = Cell::open(name, &cell_dir(data, name), clock.clone())?.with_payments(providers.clone());
         cell.search.answers.set_enabled(caches.answer_cache);
         cell.pages.set_enabled(caches.answer_cache);
         cells.insert(name.clone(), Arc::new(cell));
@@ -66,38 +68,46 @@ fn load_taxonomy(node: &Node, data: &Path) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// `shopcell serve`: account, router and cells in one process.
+/// `shopcell serve`: account, router and cells in one process, on the system clock.
 pub fn build_serve(args: &ServeArgs) -> Result<Node, BoxError> {
+    build_serve_with_clock(args, Clock::system())
+}
+
+/// `shopcell serve` with every "now" of the process read from `clock` (tests move it).
+pub fn build_serve_with_clock(args: &ServeArgs, clock: Clock) -> Result<Node, BoxError> {
     if args.cells.is_empty() {
         return Err("at least one cell is needed".into());
     }
-    let account = Arc::new(open_account(&args.data, &args.auth)?.with_plans(plans(args.plans.as_deref())?));
-    let verifier = TokenVerifier::new(vec![account.key.public_key()]);
-    let cells = open_cells(&args.data, &args.cells, &args.payments, &args.caches)?;
+    let account = Arc::new(open_account(&args.data, &args.auth, &clock)?.with_plans(plans(args.plans.as_deref())?));
+    let verifier = TokenVerifier::new(vec![account.key.public_key()], clock.clone());
+    let cells = open_cells(&args.data, &args.cells, &args.payments, &args.caches, &clock)?;
     let key = account.service_key.clone();
-    let node = Node::new(Mode::Serve, crate::api::routes(), verifier, Some(account), None, cells, BTreeMap::new(), key)?;
+    let node = Node::new(Mode::Serve, crate::api::routes(), verifier, Some(account), None, cells, BTreeMap::new(), key, clock)?;
     load_taxonomy(&node, &args.data)?;
     Ok(with_auth(node, &args.auth))
 }
 
 /// `shopcell account`.
 pub fn build_account(args: &AccountArgs) -> Result<Node, BoxError> {
-    let account = Arc::new(open_account(&args.data, &args.auth)?.with_plans(plans(args.plans.as_deref())?));
-    let verifier = TokenVerifier::new(vec![account.key.public_key()]);
+    let clock = Clock::system();
+    let account = Arc::new(open_account(&args.data, &args.auth, &clock)?.with_plans(plans(args.plans.as_deref())?));
+    let verifier = TokenVerifier::new(vec![account.key.public_key()], clock.clone());
     let key = account.service_key.clone();
     let remote = args.cells.iter().map(|(n, u)| (n.clone(), Upstream::new(u, &key))).collect();
-    let node = Node::new(Mode::Account, crate::api::routes(), verifier, Some(account), None, BTreeMap::new(), remote, key)?;
+    let node =
+        Node::new(Mode::Account, crate::api::routes(), verifier, Some(account), None, BTreeMap::new(), remote, key, clock)?;
     load_taxonomy(&node, &args.data)?;
     Ok(with_auth(node, &args.auth))
 }
 
 /// `shopcell cell`: fetches the token issuer's public keys from the account service.
 pub async fn build_cell(args: &CellArgs) -> Result<Node, BoxError> {
+    let clock = Clock::system();
     let key = read_service_key(&args.service_key_file)?;
     let account = Upstream::new(&args.account, &key);
-    let verifier = TokenVerifier::new(fetch_keys(&account).await?);
-    let cells = open_cells(&args.data, std::slice::from_ref(&args.name), &args.payments, &args.caches)?;
-    let node = Node::new(Mode::Cell, crate::api::routes(), verifier, None, Some(account), cells, BTreeMap::new(), key)?;
+    let verifier = TokenVerifier::new(fetch_keys(&account).await?, clock.clone());
+    let cells = open_cells(&args.data, std::slice::from_ref(&args.name), &args.payments, &args.caches, &clock)?;
+    let node = Node::new(Mode::Cell, crate::api::routes(), verifier, None, Some(account), cells, BTreeMap::new(), key, clock)?;
     load_taxonomy(&node, &args.data)?;
     Ok(node)
 }
@@ -107,8 +117,9 @@ pub fn build_router(args: &RouterArgs) -> Result<Node, BoxError> {
     let key = read_service_key(&args.service_key_file)?;
     let account = Upstream::new(&args.account, &key);
     let remote = args.cells.iter().map(|(n, u)| (n.clone(), Upstream::new(u, &key))).collect();
-    let verifier = TokenVerifier::new(Vec::new());
-    let node = Node::new(Mode::Router, crate::api::routes(), verifier, None, Some(account), BTreeMap::new(), remote, key)?;
+    let clock = Clock::system();
+    let verifier = TokenVerifier::new(Vec::new(), clock.clone());
+    let node = Node::new(Mode::Router, crate::api::routes(), verifier, None, Some(account), BTreeMap::new(), remote, key, clock)?;
     Ok(with_auth(node, &args.auth))
 }
 
@@ -121,8 +132,8 @@ fn plans(path: Option<&Path>) -> Result<crate::account::plans::Catalogue, BoxErr
 }
 
 /// Opens the account service with its social sign-in configuration.
-fn open_account(data: &Path, auth: &AuthArgs) -> Result<AccountService, BoxError> {
-    let mut account = AccountService::open(&account_dir(data))?;
+fn open_account(data: &Path, auth: &AuthArgs, clock: &Clock) -> Result<AccountService, BoxError> {
+    let mut account = AccountService::open(&account_dir(data), clock.clone())?;
     account.social = Social::load(auth.oidc_config.as_deref())?;
     Ok(account)
 }

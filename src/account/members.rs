@@ -16,7 +16,7 @@ use uuid::Uuid;
 use crate::account::AccountService;
 use crate::account::model::{Membership, Role, StoreEntry, User, normalize_email};
 use crate::account::plans::ensure_room;
-use crate::domain::time::{now_ms, rfc3339};
+use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::codec::{decode, encode};
 use crate::storage::tables::{MEMBERS, STORE_DIRECTORY, USER_EMAILS, USER_STORES, USERS};
@@ -166,7 +166,7 @@ impl AccountService {
         if email.is_empty() {
             return Err(ApiError::field("email", "is required"));
         }
-        let now = now_ms();
+        let now = self.clock.now_ms();
         self.writer
             .write(None, move |tx| {
                 let txn = tx.raw();
@@ -224,6 +224,7 @@ impl AccountService {
     /// The new owner's plan must have room for one more store, as if they created it.
     pub async fn transfer_ownership(&self, store: Uuid, actor: Uuid, user: Uuid) -> ApiResult<Transferred> {
         let catalogue = self.plans.clone();
+        let now = self.clock.now_ms();
         self.writer
             .write(None, move |tx| {
                 let txn = tx.raw();
@@ -234,7 +235,7 @@ impl AccountService {
                 if user == actor {
                     return Err(ApiError::msg(Code::BUSINESS_RULE, "you already own this store"));
                 }
-                ensure_room(txn, &catalogue, user, now_ms(), "the new owner owns")?;
+                ensure_room(txn, &catalogue, user, now, "the new owner owns")?;
                 let mut prev = target(txn, store, actor)?;
                 next.role = Role::Owner;
                 prev.role = Role::Admin;

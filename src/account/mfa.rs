@@ -13,9 +13,8 @@ use uuid::Uuid;
 
 use super::model::User;
 use super::{AccountService, new_session, put_session};
-use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Code};
-use crate::http::auth::{AUDIENCE, Claims, ISSUER, now_secs};
+use crate::http::auth::{AUDIENCE, Claims, ISSUER};
 use crate::storage::codec::{decode, encode};
 use crate::storage::tables::{MFA, MFA_CHALLENGES};
 
@@ -169,7 +168,7 @@ impl AccountService {
     pub async fn mfa_enable(&self, user: Uuid, code: String) -> ApiResult<Vec<String>> {
         let codes: Vec<String> = (0..RECOVERY_CODES).map(|_| new_recovery_code()).collect();
         let hashes: Vec<[u8; 32]> = codes.iter().map(|c| recovery_hash(c)).collect();
-        let now = now_secs().max(0) as u64;
+        let now = self.clock.now_secs().max(0) as u64;
         self.writer
             .write(None, move |tx| {
                 let mut state = load(tx.raw(), user)?;
@@ -192,7 +191,7 @@ impl AccountService {
 
     /// Turns MFA off; needs a current code or a recovery code.
     pub async fn mfa_disable(&self, user: Uuid, code: String) -> ApiResult<()> {
-        let now = now_secs().max(0) as u64;
+        let now = self.clock.now_secs().max(0) as u64;
         self.writer
             .write(None, move |tx| {
                 let mut state = load(tx.raw(), user)?;
@@ -210,10 +209,10 @@ impl AccountService {
 
     /// Records a challenge for a password-verified login and answers its `mfaToken`.
     pub(super) async fn mfa_challenge(&self, user: &User) -> ApiResult<String> {
-        let id = Uuid::now_v7();
-        let now = now_secs();
+        let id = self.clock.new_id();
+        let now = self.clock.now_secs();
         let challenge = MfaChallenge { user_id: user.id, expires_at: (now + MFA_TOKEN_TTL_SECS) * 1000, failures: 0 };
-        let now_ms = now_ms();
+        let now_ms = self.clock.now_ms();
         self.writer
             .write(None, move |tx| {
                 let mut t = tx.raw().open_table(MFA_CHALLENGES)?;
@@ -243,9 +242,10 @@ impl AccountService {
         let challenge_id = Uuid::parse_str(&claims.jti).map_err(|_| invalid())?;
         let user_id = Uuid::parse_str(&claims.sub).map_err(|_| invalid())?;
         let user = self.user(user_id)?.ok_or_else(invalid)?;
-        let session = new_session(user_id, device, now_ms());
+        let session = new_session(user_id, device, &self.clock);
         let s = session.clone();
-        let now = now_secs().max(0) as u64;
+        let now = self.clock.now_secs().max(0) as u64;
+        let now_ms = self.clock.now_ms();
         // Failures are answered inside `Ok` so that the failure count they raise is committed.
         let outcome: Result<(), ApiError> = self
             .writer
@@ -256,7 +256,7 @@ impl AccountService {
                     Some(v) => decode(v.value())?,
                     None => return Ok(Err(invalid())),
                 };
-                if c.user_id != user_id || c.expires_at <= now_ms() {
+                if c.user_id != user_id || c.expires_at <= now_ms {
                     challenges.remove(challenge_id.as_u128())?;
                     return Ok(Err(invalid()));
                 }

@@ -24,9 +24,9 @@ pub use model::Role;
 use model::*;
 
 use crate::account::keys::SigningKey;
-use crate::domain::time::now_ms;
+use crate::clock::Clock;
 use crate::error::{ApiError, ApiResult, Code};
-use crate::http::auth::{ACCESS_TTL_SECS, AUDIENCE, Claims, ISSUER, now_secs};
+use crate::http::auth::{ACCESS_TTL_SECS, AUDIENCE, Claims, ISSUER};
 use crate::storage::codec::{decode, encode};
 use crate::storage::tables::*;
 use crate::storage::writer::{Writer, WriterThread};
@@ -51,11 +51,14 @@ pub struct AccountService {
     plans: Arc<plans::Catalogue>,
     /// Recent answers of [`AccountService::admission`].
     admissions: admission::Admissions,
+    /// The process's clock: record times, new ids, token issue and expiry, what has expired.
+    pub clock: Clock,
 }
 
 impl AccountService {
-    /// Opens the directory in `dir` (`account.redb`, the signing key, the service key).
-    pub fn open(dir: &Path) -> Result<AccountService, Box<dyn std::error::Error + Send + Sync>> {
+    /// Opens the directory in `dir` (`account.redb`, the signing key, the service key); every
+    /// "now" of the service is read from `clock`.
+    pub fn open(dir: &Path, clock: Clock) -> Result<AccountService, Box<dyn std::error::Error + Send + Sync>> {
         std::fs::create_dir_all(dir)?;
         let db = Arc::new(storage::open(&dir.join("account.redb"), DbKind::Account)?);
         let (writer, thread) = Writer::start(db.clone(), "account")?;
@@ -73,6 +76,7 @@ impl AccountService {
             social: oidc::Social::default(),
             plans: Arc::new(plans::Catalogue::default()),
             admissions: admission::Admissions::default(),
+            clock,
         })
     }
 
@@ -99,16 +103,16 @@ impl AccountService {
             .await
             .map_err(ApiError::internal)?
             .map_err(ApiError::internal)?;
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let user = User {
-            id: Uuid::now_v7(),
+            id: self.clock.new_id(),
             email: normalize_email(&r.email),
             name: r.name.trim().to_string(),
             password_hash: hash,
             created_at: now,
             updated_at: now,
         };
-        let session = new_session(user.id, device, now);
+        let session = new_session(user.id, device, &self.clock);
         let (u, s) = (user.clone(), session.clone());
         self.writer
             .write(None, move |tx| {
@@ -150,8 +154,8 @@ impl AccountService {
     pub async fn refresh(&self, claims: Claims) -> ApiResult<(String, String)> {
         let sid = parse_uuid(&claims.sid)?;
         let jti = parse_uuid(&claims.jti)?;
-        let next_jti = Uuid::now_v7();
-        let now = now_ms();
+        let next_jti = self.clock.new_id();
+        let now = self.clock.now_ms();
         let session = self
             .writer
             .write(None, move |tx| {
@@ -185,7 +189,7 @@ impl AccountService {
     }
 
     fn issue(&self, s: &Session) -> ApiResult<(String, String)> {
-        let now = now_secs();
+        let now = self.clock.now_secs();
         let claims = |typ: &str, ttl: i64, jti: Uuid| Claims {
             iss: ISSUER.into(),
             aud: AUDIENCE.into(),
@@ -196,7 +200,7 @@ impl AccountService {
             jti: jti.to_string(),
             typ: typ.into(),
         };
-        let access = self.key.sign(&claims("access", ACCESS_TTL_SECS, Uuid::now_v7())).map_err(ApiError::internal)?;
+        let access = self.key.sign(&claims("access", ACCESS_TTL_SECS, self.clock.new_id())).map_err(ApiError::internal)?;
         let refresh = self.key.sign(&claims("refresh", REFRESH_TTL_SECS, s.refresh_jti)).map_err(ApiError::internal)?;
         Ok((access, refresh))
     }
@@ -363,14 +367,16 @@ impl AccountService {
     }
 }
 
-fn new_session(user_id: Uuid, device: String, now: i64) -> Session {
+/// A new session of `user_id`, started now by `clock`.
+fn new_session(user_id: Uuid, device: String, clock: &Clock) -> Session {
+    let now = clock.now_ms();
     Session {
-        id: Uuid::now_v7(),
+        id: clock.new_id(),
         user_id,
         device,
         created_at: now,
         last_active: now,
-        refresh_jti: Uuid::now_v7(),
+        refresh_jti: clock.new_id(),
         revoked_at: None,
     }
 }

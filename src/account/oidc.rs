@@ -29,7 +29,6 @@ use uuid::Uuid;
 use super::AccountService;
 use super::keys::public_keys_from_jwks;
 use super::model::{User, normalize_email};
-use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::auth::PublicKey;
 use crate::storage::codec::{decode as decode_record, encode};
@@ -46,7 +45,7 @@ const JWKS_MIN_REFETCH: Duration = Duration::from_secs(30);
 /// Calls to a provider give up after this long (502).
 const PROVIDER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Clock skew tolerated on provider tokens' `exp` and `iat`.
-const LEEWAY_SECS: u64 = 60;
+const LEEWAY_SECS: i64 = 60;
 
 /// One OpenID Connect provider.
 #[derive(Debug, Clone)]
@@ -167,9 +166,9 @@ impl std::fmt::Debug for ClientSecretKey {
 const CLIENT_SECRET_TTL_SECS: i64 = 300;
 
 impl ClientSecretKey {
-    /// The client secret for `client_id`, addressed to the provider `audience`.
-    pub fn sign(&self, client_id: &str, audience: &str) -> ApiResult<String> {
-        let now = crate::http::auth::now_secs();
+    /// The client secret for `client_id`, addressed to the provider `audience`, issued at `now`
+    /// (Unix seconds).
+    pub fn sign(&self, client_id: &str, audience: &str, now: i64) -> ApiResult<String> {
         let mut header = Header::new(Algorithm::ES256);
         header.kid = Some(self.key_id.clone());
         let claims = serde_json::json!({
@@ -285,10 +284,11 @@ impl Social {
         tokio::time::timeout(PROVIDER_TIMEOUT, call).await.map_err(|_| ApiError::new(Code::BAD_GATEWAY))?
     }
 
-    /// Trades an authorization code for the provider's ID token.
-    async fn redeem(&self, p: &Provider, code: &str, verifier: &str, redirect_uri: &str) -> ApiResult<String> {
+    /// Trades an authorization code for the provider's ID token; `now` (Unix seconds) dates a
+    /// signed client secret.
+    async fn redeem(&self, p: &Provider, code: &str, verifier: &str, redirect_uri: &str, now: i64) -> ApiResult<String> {
         let secret = match &p.secret_key {
-            Some(k) => k.sign(&p.client_id, p.issuers.first().map(String::as_str).unwrap_or_default())?,
+            Some(k) => k.sign(&p.client_id, p.issuers.first().map(String::as_str).unwrap_or_default(), now)?,
             None => p.client_secret.clone(),
         };
         let form = form_urlencoded::Serializer::new(String::new())
@@ -346,7 +346,7 @@ impl Social {
     }
 
     /// Verifies a provider ID token: RS256 by a key of the provider's JWKS, issuer, audience
-    /// (`audiences`), expiry, and the nonce when one is expected.
+    /// (`audiences`), expiry at `now` (Unix seconds), and the nonce when one is expected.
     async fn verify(
         &self,
         name: &str,
@@ -354,6 +354,7 @@ impl Social {
         token: &str,
         audiences: &[String],
         nonce: Option<&str>,
+        now: i64,
     ) -> ApiResult<IdClaims> {
         let rejected = || ApiError::msg(Code::INVALID_TOKEN, "the provider's ID token was rejected");
         let header = decode_header(token).map_err(|_| rejected())?;
@@ -367,8 +368,12 @@ impl Social {
         validation.set_issuer(&p.issuers);
         validation.set_audience(audiences);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        validation.leeway = LEEWAY_SECS;
+        // `exp` is compared with the process's clock below; the library would read the system time.
+        validation.validate_exp = false;
         let claims = decode::<IdClaims>(token, &key.key, &validation).map_err(|_| rejected())?.claims;
+        if claims.exp < now - LEEWAY_SECS {
+            return Err(rejected());
+        }
         if let Some(expected) = nonce
             && !claims.nonce.as_deref().is_some_and(|n| crate::util::secret_eq(n, expected))
         {
@@ -382,6 +387,7 @@ impl Social {
 #[derive(Debug, Deserialize)]
 struct IdClaims {
     sub: String,
+    exp: i64,
     nonce: Option<String>,
     email: Option<String>,
     /// A boolean (Google) or the string `"true"` (Apple).
@@ -467,7 +473,7 @@ impl AccountService {
             pairs.push(("response_mode", mode.as_str()));
         }
         let url = with_query(&p.authorize_url, &pairs);
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let pending =
             OidcPending { provider: provider.to_string(), verifier, nonce, redirect_uri, expires_at: now + STATE_TTL_MS };
         self.writer
@@ -496,17 +502,17 @@ impl AccountService {
             })
             .await?;
         let pending = pending
-            .filter(|s| s.provider == provider && s.expires_at > now_ms())
+            .filter(|s| s.provider == provider && s.expires_at > self.clock.now_ms())
             .ok_or_else(|| ApiError::field("state", "is unknown, used or expired; start the sign-in again"))?;
-        let id_token = self.social.redeem(&p, code, &pending.verifier, &pending.redirect_uri).await?;
-        let claims =
-            self.social.verify(provider, &p, &id_token, std::slice::from_ref(&p.client_id), Some(&pending.nonce)).await?;
+        let id_token = self.social.redeem(&p, code, &pending.verifier, &pending.redirect_uri, self.clock.now_secs()).await?;
+        let audiences = std::slice::from_ref(&p.client_id);
+        let claims = self.social.verify(provider, &p, &id_token, audiences, Some(&pending.nonce), self.clock.now_secs()).await?;
         let user = self.social_user(provider, &claims).await?;
         let Some(client_url) = self.social.client_url.clone() else { return Ok(CallbackOutcome::User(user)) };
         let code = random_token();
-        let grant = SocialGrant { user_id: user.id, expires_at: now_ms() + GRANT_TTL_MS };
+        let now = self.clock.now_ms();
+        let grant = SocialGrant { user_id: user.id, expires_at: now + GRANT_TTL_MS };
         let hash = sha256(&code);
-        let now = now_ms();
         self.writer
             .write(None, move |tx| {
                 let mut t = tx.raw().open_table(SOCIAL_CODES)?;
@@ -530,7 +536,7 @@ impl AccountService {
             })
             .await?;
         let grant = grant
-            .filter(|g| g.expires_at > now_ms())
+            .filter(|g| g.expires_at > self.clock.now_ms())
             .ok_or_else(|| ApiError::msg(Code::INVALID_TOKEN, "the code is unknown, used or expired"))?;
         self.user(grant.user_id)?.ok_or_else(|| ApiError::new(Code::INVALID_TOKEN))
     }
@@ -540,7 +546,7 @@ impl AccountService {
         let p = self.social.provider(provider)?.clone();
         let mut audiences = vec![p.client_id.clone()];
         audiences.extend(p.native_client_ids.iter().cloned());
-        let claims = self.social.verify(provider, &p, id_token, &audiences, None).await?;
+        let claims = self.social.verify(provider, &p, id_token, &audiences, None, self.clock.now_secs()).await?;
         self.social_user(provider, &claims).await
     }
 
@@ -549,9 +555,9 @@ impl AccountService {
     async fn social_user(&self, provider: &str, claims: &IdClaims) -> ApiResult<User> {
         let link = format!("{provider}:{}", claims.sub);
         let email = claims.verified_email();
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let fresh = User {
-            id: Uuid::now_v7(),
+            id: self.clock.new_id(),
             email: email.clone().unwrap_or_default(),
             name: claims
                 .name

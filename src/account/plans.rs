@@ -16,7 +16,7 @@ use uuid::Uuid;
 use crate::account::AccountService;
 use crate::account::model::{Membership, Role};
 use crate::domain::money::Currency;
-use crate::domain::time::{now_ms, rfc3339};
+use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::codec::{decode, encode};
 use crate::storage::tables::{MEMBERS, SUBSCRIPTIONS, USER_STORES};
@@ -291,7 +291,7 @@ impl AccountService {
             let txn = self.db.begin_read()?;
             owned_stores(&txn.open_table(USER_STORES)?, &txn.open_table(MEMBERS)?, user)?
         };
-        let e = self.plans.effective(sub.as_ref(), now_ms());
+        let e = self.plans.effective(sub.as_ref(), self.clock.now_ms());
         Ok(SubscriptionView {
             cancel_at_period_end: e.cancel_at_period_end,
             current_period_end: e.period.map(|(_, end)| rfc3339(end)),
@@ -311,7 +311,7 @@ impl AccountService {
         let sub: Option<Subscription> =
             txn.open_table(SUBSCRIPTIONS)?.get(user.as_u128())?.map(|v| decode(v.value())).transpose()?;
         let owned = owned_stores(&txn.open_table(USER_STORES)?, &txn.open_table(MEMBERS)?, user)?;
-        let plan = self.plans.effective(sub.as_ref(), now_ms()).plan;
+        let plan = self.plans.effective(sub.as_ref(), self.clock.now_ms()).plan;
         if may_add_store(plan, owned) { Ok(()) } else { Err(limit_reached(plan, owned, "you own")) }
     }
 
@@ -325,7 +325,7 @@ impl AccountService {
             .cloned()
             .ok_or_else(|| ApiError::field("planId", format!("is not a plan; one of: {}", self.plan_ids().join(", "))))?;
         let is_default = plan.id == self.plans.default_plan;
-        let now = now_ms();
+        let now = self.clock.now_ms();
         self.writer
             .write(None, move |tx| {
                 let txn = tx.raw();
@@ -357,7 +357,7 @@ impl AccountService {
     /// Cancelling again is accepted and changes nothing; the default plan has nothing to cancel.
     pub async fn cancel_subscription(&self, user: Uuid) -> ApiResult<()> {
         let plans = self.plans.clone();
-        let now = now_ms();
+        let now = self.clock.now_ms();
         self.writer
             .write(None, move |tx| {
                 let txn = tx.raw();

@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use crate::account::AccountService;
 use crate::account::model::Membership;
-use crate::domain::time::{now_ms, rfc3339};
+use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::codec::{decode, encode};
 use crate::storage::tables::{MEMBERS, PUBLISHABLE_KEYS, STORE_DIRECTORY, STORE_PUBLISHABLE_KEYS};
@@ -233,11 +233,11 @@ impl AccountService {
         let key = generate(env);
         let hash = key_digest(&key);
         let record = PublishableKey {
-            id: Uuid::now_v7(),
+            id: self.clock.new_id(),
             store,
             environment: env,
             last4: key[key.len() - 4..].to_string(),
-            created_at: now_ms(),
+            created_at: self.clock.now_ms(),
             created_by: actor,
             revoked_at: None,
         };
@@ -275,7 +275,7 @@ impl AccountService {
     /// Revokes a key: it stops admitting shoppers at once here, within seconds in other cells.
     /// Revoking a revoked key is accepted and keeps the first revocation time.
     pub async fn revoke_publishable_key(&self, store: Uuid, actor: Uuid, key_id: Uuid) -> ApiResult<()> {
-        let now = now_ms();
+        let now = self.clock.now_ms();
         self.writer
             .write(None, move |tx| {
                 let txn = tx.raw();

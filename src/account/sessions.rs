@@ -7,7 +7,6 @@ use uuid::Uuid;
 
 use super::model::{Session, User};
 use super::{AccountService, new_session, put_session};
-use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult};
 use crate::storage::codec::{decode, encode};
 use crate::storage::tables::{SESSIONS, USER_SESSIONS};
@@ -39,7 +38,7 @@ impl AccountService {
 
     /// Creates a session for `user` and answers its (access, refresh) tokens.
     pub async fn start_session(&self, user: Uuid, device: String) -> ApiResult<(String, String)> {
-        let session = new_session(user, device, now_ms());
+        let session = new_session(user, device, &self.clock);
         let s = session.clone();
         self.writer.write(None, move |tx| put_session(tx.raw(), &s)).await?;
         self.note_touched(session.id, session.last_active);
@@ -66,7 +65,7 @@ impl AccountService {
 
     /// Revokes one of `user`'s live sessions; another user's or an ended one is a 404.
     pub async fn revoke_session(&self, user: Uuid, sid: Uuid) -> ApiResult<()> {
-        let now = now_ms();
+        let now = self.clock.now_ms();
         self.writer
             .write(None, move |tx| {
                 let mut sessions = tx.raw().open_table(SESSIONS)?;
@@ -86,7 +85,7 @@ impl AccountService {
 
     /// Revokes every live session of `user` but `keep`; answers how many ended.
     pub async fn revoke_other_sessions(&self, user: Uuid, keep: Uuid) -> ApiResult<u64> {
-        let now = now_ms();
+        let now = self.clock.now_ms();
         self.writer
             .write(None, move |tx| {
                 let txn = tx.raw();
@@ -115,7 +114,7 @@ impl AccountService {
     /// Notes that a session was just used. At most once a [`TOUCH_INTERVAL_MS`] per session this
     /// queues a write of `lastActive` that nobody waits for.
     pub fn touch(&self, sid: Uuid) {
-        let now = now_ms();
+        let now = self.clock.now_ms();
         {
             let Ok(mut touched) = self.touched.lock() else { return };
             if touched.get(&sid).is_some_and(|&at| now - at < TOUCH_INTERVAL_MS) {
@@ -169,7 +168,7 @@ mod tests {
     #[tokio::test]
     async fn use_writes_last_active_at_most_once_per_interval() {
         let dir = tempfile::tempdir().unwrap();
-        let a = AccountService::open(dir.path()).unwrap();
+        let a = AccountService::open(dir.path(), crate::clock::Clock::system()).unwrap();
         let r = Register { email: "touch@example.com".into(), password: "correct horse battery".into(), name: "T".into() };
         let (user, _, _) = a.register(r, "test".into()).await.unwrap();
         let last = |a: &AccountService| a.sessions_of(user.id).unwrap()[0].last_active;
@@ -180,8 +179,7 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert_eq!(last(&a), created);
         // Once the interval has passed, the next use writes, without the caller waiting.
-        a.touched.lock().unwrap().insert(sid, now_ms() - TOUCH_INTERVAL_MS - 1);
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        a.clock.advance(Duration::from_millis(TOUCH_INTERVAL_MS as u64 + 1));
         a.touch(sid);
         for _ in 0..100 {
             if last(&a) > created {

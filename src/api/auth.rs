@@ -102,17 +102,17 @@ pub fn account(cx: &Ctx) -> ApiResult<&AccountService> {
 /// Spends one call of the client address's allowance for `what` (login, mfa, refresh, keys):
 /// 429 `RATE_LIMITED` with `Retry-After` when it is used up.
 pub fn limit_address(cx: &Ctx, what: &str) -> ApiResult<()> {
-    cx.node.limits.address(what, cx.client)
+    cx.node.limits.address(what, cx.client, cx.node.clock.now_ms())
 }
 
 /// Runs a sign-in step under the per-account limit `key`: refused while the account's failure
 /// allowance is used up; a failure with `failure` spends from it.
 async fn limit_account<T>(cx: &Ctx, key: &str, failure: Code, step: impl Future<Output = ApiResult<T>>) -> ApiResult<T> {
-    cx.node.limits.account.check(key)?;
+    cx.node.limits.account.check(key, cx.node.clock.now_ms())?;
     let out = step.await;
     if out.as_ref().is_err_and(|e| e.code == failure) {
         // Already refused or not: the failure is answered as it is; the next attempt sees the limit.
-        let _ = cx.node.limits.account.take(key);
+        let _ = cx.node.limits.account.take(key, cx.node.clock.now_ms());
     }
     out
 }

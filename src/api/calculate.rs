@@ -2,7 +2,6 @@
 //! writes (discount usage is read, never consumed).
 
 use crate::cells::calculate::{CalcRequest, CalculateBody};
-use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
 use crate::http::context::Ctx;
@@ -38,7 +37,7 @@ async fn calculate(cx: Ctx) -> ApiResult<Resp> {
             return Err(ApiError::msg(Code::FORBIDDEN, "customerId needs a signed-in store member"));
         }
     }
-    let priced = s.cell.price(s.id, &CalcRequest::from_body(body, shopper), now_ms())?;
+    let priced = s.cell.price(s.id, &CalcRequest::from_body(body, shopper), cx.node.clock.now_ms())?;
     // Sized for the usual answer (about 700 bytes a line), so the buffer is not grown and copied
     // a handful of times while it is written.
     Ok(ok_raw(priced.calculation.to_json().map_err(ApiError::internal)?))

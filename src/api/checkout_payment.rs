@@ -9,7 +9,6 @@ use serde_json::json;
 
 use crate::api::checkouts::{BASES, caller};
 use crate::cells::completion::{CompleteCheckout, PaymentSession};
-use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
 use crate::http::context::Ctx;
@@ -28,9 +27,9 @@ static TRIES_PER_ADDRESS: LazyLock<Limiter> = LazyLock::new(|| Limiter::per_minu
 /// is used up).
 pub fn code_try(cx: &Ctx, checkout: uuid::Uuid) -> ApiResult<()> {
     if let (true, Some(ip)) = (cx.is_shopper(), cx.client) {
-        TRIES_PER_ADDRESS.take(&ip.to_string())?;
+        TRIES_PER_ADDRESS.take(&ip.to_string(), cx.node.clock.now_ms())?;
     }
-    TRIES_PER_CHECKOUT.take(&checkout.to_string())
+    TRIES_PER_CHECKOUT.take(&checkout.to_string(), cx.node.clock.now_ms())
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -76,7 +75,7 @@ async fn lookup(cx: Ctx) -> ApiResult<Resp> {
     let body: LookupBody = cx.json()?;
     let co = s.cell.checkout(s.id, id, &caller(&cx, body.session_token))?;
     code_try(&cx, id)?;
-    let now = now_ms();
+    let now = cx.node.clock.now_ms();
     let card = s
         .cell
         .gift_card_by_code(s.id, &body.code)?

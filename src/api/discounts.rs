@@ -9,7 +9,6 @@ use serde_json::json;
 use crate::cells::calculate::{CalcRequest, CartContext};
 use crate::cells::discounts::{CommentInput, DiscountFilter, SORT_FIELDS};
 use crate::domain::pricing::discount::{DiscountInput, DiscountStatus, MAX_CODES_PER_REQUEST, ValueType};
-use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
 use crate::http::context::Ctx;
@@ -161,7 +160,7 @@ fn filter(cx: &Ctx) -> ApiResult<DiscountFilter> {
 async fn list(cx: Ctx) -> ApiResult<Resp> {
     let s = cx.scope()?;
     let paging = Paging::from_query(&cx.query, SORT_FIELDS, "created_at")?;
-    let now = now_ms();
+    let now = cx.node.clock.now_ms();
     let (discounts, total) = s.cell.list_discounts(s.id, &filter(&cx)?, &paging, now)?;
     let data: Vec<_> = discounts.iter().map(|d| d.view(now)).collect();
     Ok(ok(&Page::new(data, total, paging.page, paging.limit)))
@@ -171,13 +170,13 @@ async fn create(cx: Ctx) -> ApiResult<Resp> {
     let s = cx.scope()?;
     let body: DiscountInput = cx.json()?;
     let d = s.cell.create_discount(s.id, body).await?;
-    Ok(created(&d.view(now_ms())))
+    Ok(created(&d.view(cx.node.clock.now_ms())))
 }
 
 async fn get(cx: Ctx) -> ApiResult<Resp> {
     let s = cx.scope()?;
     let d = s.cell.discount(s.id, cx.path_id("discountId")?)?;
-    Ok(ok(&d.view(now_ms())))
+    Ok(ok(&d.view(cx.node.clock.now_ms())))
 }
 
 async fn update(cx: Ctx) -> ApiResult<Resp> {
@@ -185,7 +184,7 @@ async fn update(cx: Ctx) -> ApiResult<Resp> {
     let id = cx.path_id("discountId")?;
     let body: DiscountInput = cx.json()?;
     let d = s.cell.update_discount(s.id, id, body).await?;
-    Ok(ok(&d.view(now_ms())))
+    Ok(ok(&d.view(cx.node.clock.now_ms())))
 }
 
 async fn delete(cx: Ctx) -> ApiResult<Resp> {
@@ -201,7 +200,7 @@ async fn validate(cx: Ctx) -> ApiResult<Resp> {
     if code.is_empty() || code.len() > 255 {
         return Err(ApiError::field("code", "must be 1 to 255 characters"));
     }
-    let now = now_ms();
+    let now = cx.node.clock.now_ms();
     let priced = s.cell.price(
         s.id,
         &CalcRequest::from_cart(s.cell.resolve_cart_context(s.id, body.cart)?, vec![code.to_string()])?,
@@ -220,7 +219,7 @@ async fn validate_many(cx: Ctx) -> ApiResult<Resp> {
         return Err(ApiError::field(format!("codes[{i}]"), "must be 1 to 255 characters"));
     }
     let n = body.codes.len();
-    let now = now_ms();
+    let now = cx.node.clock.now_ms();
     let priced = s.cell.price(s.id, &CalcRequest::from_cart(s.cell.resolve_cart_context(s.id, body.cart)?, body.codes)?, now)?;
     let results: Vec<_> = (0..n).map(|i| priced.code_result(i, now)).collect();
     Ok(ok(&json!({"results": results, "appliedCodes": priced.calculation.applied_discount_codes})))
@@ -229,7 +228,7 @@ async fn validate_many(cx: Ctx) -> ApiResult<Resp> {
 async fn search_codes(cx: Ctx) -> ApiResult<Resp> {
     let s = cx.scope()?;
     let limit = cx.query.int("limit", SEARCH_LIMIT_DEFAULT, 1, LIMIT_MAX.into())? as usize;
-    let now = now_ms();
+    let now = cx.node.clock.now_ms();
     let found = s.cell.search_codes(s.id, cx.query.str("search"), cx.query.str("channel"), limit, now)?;
     let data: Vec<_> = found.iter().map(|d| d.view(now)).collect();
     Ok(ok(&json!({"data": data})))
@@ -238,7 +237,7 @@ async fn search_codes(cx: Ctx) -> ApiResult<Resp> {
 async fn eligible(cx: Ctx) -> ApiResult<Resp> {
     let s = cx.scope()?;
     let body: EligibleBody = cx.json()?;
-    let now = now_ms();
+    let now = cx.node.clock.now_ms();
     let priced = s.cell.price(s.id, &CalcRequest::from_cart(s.cell.resolve_cart_context(s.id, body.cart)?, Vec::new())?, now)?;
     Ok(ok(&json!({"discounts": priced.eligible_automatic(now)})))
 }

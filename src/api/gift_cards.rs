@@ -3,7 +3,6 @@
 
 use crate::cells::gift_cards::{GiftCardFilter, SORT_FIELDS};
 use crate::domain::gift_card::{GiftCardStatus, IssueGiftCard, UpdateGiftCard, normalise_search};
-use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult};
 use crate::handler;
 use crate::http::context::Ctx;
@@ -68,7 +67,7 @@ async fn list(cx: Ctx) -> ApiResult<Resp> {
     let s = cx.scope()?;
     let paging = Paging::from_query(&cx.query, SORT_FIELDS, "created_at")?;
     let filter = filter(&cx)?;
-    let now = now_ms();
+    let now = cx.node.clock.now_ms();
     let (cards, total) = s.cell.list_gift_cards(s.id, &filter, &paging, now)?;
     let data: Vec<_> = cards.iter().map(|g| g.view(now, None, false)).collect();
     Ok(ok(&Page::new(data, total, paging.page, paging.limit)))
@@ -78,13 +77,13 @@ async fn issue(cx: Ctx) -> ApiResult<Resp> {
     let s = cx.scope()?;
     let body: IssueGiftCard = cx.json()?;
     let (card, code) = s.cell.issue_gift_card(s.id, body).await?;
-    Ok(created(&card.view(now_ms(), Some(&code), true)))
+    Ok(created(&card.view(cx.node.clock.now_ms(), Some(&code), true)))
 }
 
 async fn get(cx: Ctx) -> ApiResult<Resp> {
     let s = cx.scope()?;
     let card = s.cell.gift_card(s.id, cx.path_id("giftCardId")?)?;
-    Ok(ok(&card.view(now_ms(), None, true)))
+    Ok(ok(&card.view(cx.node.clock.now_ms(), None, true)))
 }
 
 async fn update(cx: Ctx) -> ApiResult<Resp> {
@@ -92,5 +91,5 @@ async fn update(cx: Ctx) -> ApiResult<Resp> {
     let id = cx.path_id("giftCardId")?;
     let body: UpdateGiftCard = cx.json()?;
     let card = s.cell.update_gift_card(s.id, id, body).await?;
-    Ok(ok(&card.view(now_ms(), None, true)))
+    Ok(ok(&card.view(cx.node.clock.now_ms(), None, true)))
 }

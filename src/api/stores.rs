@@ -7,7 +7,7 @@ use uuid::Uuid;
 use crate::account::model::StoreEntry;
 use crate::api::auth::account;
 use crate::domain::store::{CreateStore, StoreAddress, StoreSettings, StoreView, UpdateStore, validate_create};
-use crate::domain::time::{now_ms, rfc3339};
+use crate::domain::time::rfc3339;
 use crate::error::ApiResult;
 use crate::handler;
 use crate::http::context::Ctx;
@@ -62,9 +62,9 @@ async fn create(cx: Ctx) -> ApiResult<Rendered<CreatedStore, 201>> {
     let currency = validate_create(&body)?;
     let account = account(&cx)?;
     account.ensure_store_allowed(owner)?;
-    let now = now_ms();
+    let now = cx.node.clock.now_ms();
     let settings = StoreSettings {
-        id: Uuid::now_v7(),
+        id: cx.node.clock.new_id(),
         name: body.name.trim().to_string(),
         currency,
         country: body.country,

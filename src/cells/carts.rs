@@ -14,7 +14,7 @@ use crate::cells::calculate::{CalcLineInput, CalcRequest, CartContext, CartLineI
 use crate::domain::cart::{Attributes, Cart};
 use crate::domain::pricing::calc::Calculation;
 use crate::domain::product::{Product, Status};
-use crate::domain::time::{now_ms, rfc3339};
+use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult};
 use crate::storage::codec::{decode, encode};
 use crate::storage::keys::Key;
@@ -125,7 +125,7 @@ impl Cell {
     }
 
     pub async fn create_cart(&self, store: Uuid) -> ApiResult<Cart> {
-        let cart = Cart::new(Uuid::now_v7(), now_ms());
+        let cart = Cart::new(self.clock.new_id(), self.clock.now_ms());
         let row = cart.clone();
         self.writer.write(Some(store), move |tx| write_cart(tx, store, &row)).await?;
         Ok(cart)
@@ -163,8 +163,8 @@ impl Cell {
         shopper: bool,
     ) -> ApiResult<(Cart, bool)> {
         self.check_purchasable(store, variant, shopper)?;
-        let now = now_ms();
-        let new_id = Uuid::now_v7();
+        let now = self.clock.now_ms();
+        let new_id = self.clock.new_id();
         self.writer
             .write(Some(store), move |tx| {
                 let (mut c, created) = match cart {
@@ -200,7 +200,7 @@ impl Cell {
         id: Uuid,
         change: impl Fn(&mut Cart) -> ApiResult<()> + Send + 'static,
     ) -> ApiResult<Cart> {
-        let now = now_ms();
+        let now = self.clock.now_ms();
         self.writer
             .write(Some(store), move |tx| {
                 let mut c = load(tx, store, id)?;
@@ -235,7 +235,7 @@ impl Cell {
             shopper,
             ..CalcRequest::default()
         };
-        let calc: Calculation = self.price(store, &req, now_ms())?.calculation;
+        let calc: Calculation = self.price(store, &req, self.clock.now_ms())?.calculation;
         let line_items = calc
             .line_items
             .iter()

@@ -13,7 +13,6 @@ use crate::cells::collections::check_products_exist;
 use crate::domain::catalog::*;
 use crate::domain::collection::{MAX_PRODUCT_IDS, check_product_ids};
 use crate::domain::product::Product;
-use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult};
 use crate::storage::codec::{decode, encode};
 use crate::storage::keys::{Key, trailing_id};
@@ -183,7 +182,7 @@ pub struct Window {
 impl Cell {
     /// Creates a catalog for a market of the store; an ALL catalog starts with every product.
     pub async fn create_catalog(&self, store: Uuid, input: CreateCatalog) -> ApiResult<Catalog> {
-        let draft = build(&input, now_ms())?;
+        let draft = build(&input, self.clock.new_id(), self.clock.now_ms())?;
         self.writer
             .write(Some(store), move |tx| {
                 check_market(tx, store, draft.market_id)?;
@@ -274,12 +273,13 @@ impl Cell {
     /// Changes a catalog. A new `selection` starts its entries afresh: ALL holds every product,
     /// SPECIFIC none.
     pub async fn update_catalog(&self, store: Uuid, id: Uuid, update: UpdateCatalog) -> ApiResult<Catalog> {
-        apply_update(&update, &self.catalog(store, id)?, now_ms())?;
+        let now = self.clock.now_ms();
+        apply_update(&update, &self.catalog(store, id)?, now)?;
         let update = Arc::new(update);
         self.writer
             .write(Some(store), move |tx| {
                 let old = load(tx, store, id)?;
-                let mut c = apply_update(&update, &old, now_ms())?;
+                let mut c = apply_update(&update, &old, now)?;
                 if c.market_id != old.market_id {
                     check_market(tx, store, c.market_id)?;
                 }
@@ -324,6 +324,7 @@ impl Cell {
         check_product_ids(&ids, Some(MAX_PRODUCT_IDS))?;
         self.catalog(store, id)?;
         let ids = Arc::new(ids);
+        let now = self.clock.now_ms();
         self.writer
             .write(Some(store), move |tx| {
                 let old = load(tx, store, id)?;
@@ -343,7 +344,7 @@ impl Cell {
                 let mut c = old.clone();
                 c.products = if add { c.products + changed } else { c.products.saturating_sub(changed) };
                 if changed > 0 {
-                    c.updated_at = now_ms();
+                    c.updated_at = now;
                 }
                 write_catalog(tx, store, Some(&old), Some(&c))?;
                 Ok(c)

@@ -21,7 +21,7 @@ use crate::domain::pricing::Warning;
 use crate::domain::pricing::calc::{Calculation, LineResult};
 use crate::domain::pricing::shipping::{Address, ShippingRate, rates_for};
 use crate::domain::pricing::tax::TaxLine;
-use crate::domain::time::{now_ms, rfc3339};
+use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, Check, Code};
 use crate::storage::codec::{decode, encode};
 use crate::storage::keys::Key;
@@ -215,9 +215,9 @@ impl Cell {
             }
             (true, None) => Some(new_token()?),
         };
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let co = Checkout {
-            id: Uuid::now_v7(),
+            id: self.clock.new_id(),
             status: CheckoutStatus::Open,
             cart_id: body.cart_id,
             lines,
@@ -284,7 +284,7 @@ impl Cell {
         co: Checkout,
         merge: impl Fn(&Checkout, &Checkout) -> Checkout + Send + 'static,
     ) -> ApiResult<Checkout> {
-        let now = now_ms();
+        let now = self.clock.now_ms();
         self.writer
             .write(Some(store), move |tx| {
                 let stored = load(tx, store, co.id)?;
@@ -300,7 +300,7 @@ impl Cell {
     /// Prices a checkout now: lines that cannot be bought are left out (and listed), a shipping
     /// method no longer offered is dropped with a warning, then tip and gift cards are added.
     pub fn price_checkout(&self, store: Uuid, co: &Checkout, shopper: bool) -> ApiResult<PricedCheckout> {
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let txn = self.read()?;
         let ids: Vec<Uuid> = co.lines.iter().map(|l| l.variant_id).collect();
         let infos = line_infos(&txn, store, &ids)?;
@@ -475,7 +475,7 @@ impl Cell {
         if is_discount {
             co.discount_codes.push(code.to_string());
             let priced = self.price_checkout(store, &co, caller.shopper)?;
-            let verdict = priced.priced.code_result(co.discount_codes.len() - 1, now_ms());
+            let verdict = priced.priced.code_result(co.discount_codes.len() - 1, self.clock.now_ms());
             if !verdict.valid {
                 let reasons = if verdict.reasons.is_empty() {
                     "it does not apply to this checkout".into()
@@ -487,7 +487,7 @@ impl Cell {
         } else {
             let card = find_gift_card(&self.read()?, store, code)?
                 .ok_or_else(|| ApiError::msg(Code::BUSINESS_RULE, "no discount or gift card of this store has this code"))?;
-            usable_card(&card, co.currency)?;
+            usable_card(&card, co.currency, self.clock.now_ms())?;
             if co.gift_cards.iter().any(|g| g.id == card.id) {
                 return Err(ApiError::msg(Code::BUSINESS_RULE, "this gift card is already applied"));
             }
@@ -537,9 +537,8 @@ impl Cell {
     }
 }
 
-/// A card a checkout in `currency` can spend from, or a 422 saying why not.
-fn usable_card(card: &GiftCard, currency: Currency) -> ApiResult<()> {
-    let now = now_ms();
+/// A card a checkout in `currency` can spend from at `now`, or a 422 saying why not.
+fn usable_card(card: &GiftCard, currency: Currency, now: i64) -> ApiResult<()> {
     if card.currency() != currency {
         return Err(ApiError::msg(
             Code::BUSINESS_RULE,

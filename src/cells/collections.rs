@@ -14,7 +14,6 @@ use crate::cells::Cell;
 use crate::cells::handles::{handle_key, resolve_handle};
 use crate::domain::collection::*;
 use crate::domain::product::{Product, slugify};
-use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Check, Code};
 use crate::http::query::Paging;
 use crate::storage::codec::{decode, encode};
@@ -496,7 +495,7 @@ fn load_products(txn: &redb::ReadTransaction, store: Uuid, ids: Vec<Uuid>) -> Ap
 impl Cell {
     /// Creates a collection; a smart one is filled from every product of the store at once.
     pub async fn create_collection(&self, store: Uuid, input: CreateCollection) -> ApiResult<Collection> {
-        let draft = build(&input, now_ms())?;
+        let draft = build(&input, self.clock.new_id(), self.clock.now_ms())?;
         let requested = input.handle;
         let position = input.position;
         let c = self
@@ -632,13 +631,14 @@ impl Cell {
     }
 
     pub async fn update_collection(&self, store: Uuid, id: Uuid, update: UpdateCollection) -> ApiResult<Collection> {
-        apply_update(&update, &self.collection(store, id, false)?, now_ms())?;
+        let now = self.clock.now_ms();
+        apply_update(&update, &self.collection(store, id, false)?, now)?;
         let update = Arc::new(update);
         let c = self
             .writer
             .write(Some(store), move |tx| {
                 let old = load_live(tx, store, id)?;
-                let mut c = apply_update(&update, &old, now_ms())?;
+                let mut c = apply_update(&update, &old, now)?;
                 if update.parent_id.is_some() {
                     check_parent(tx, store, id, c.parent_id)?;
                 }
@@ -667,10 +667,10 @@ impl Cell {
     /// Soft delete: the collection keeps its row with `deletedAt`, leaves the lists, frees its
     /// handle, lets go of its products, and its children move up to its parent.
     pub async fn delete_collection(&self, store: Uuid, id: Uuid) -> ApiResult<()> {
+        let now = self.clock.now_ms();
         self.writer
             .write(Some(store), move |tx| {
                 let old = load_live(tx, store, id)?;
-                let now = now_ms();
                 let mut c = old.clone();
                 for pid in members_in_order(tx, store, &old)? {
                     remove_member(tx, store, &mut c, pid)?;
@@ -712,6 +712,7 @@ impl Cell {
         check_product_ids(&ids, Some(MAX_PRODUCT_IDS))?;
         manual_only(&self.collection(store, id, false)?)?;
         let ids = Arc::new(ids);
+        let now = self.clock.now_ms();
         self.writer
             .write(Some(store), move |tx| {
                 let old = load_live(tx, store, id)?;
@@ -722,7 +723,7 @@ impl Cell {
                     step(tx, store, &mut c, *pid)?;
                 }
                 if c.product_count != old.product_count {
-                    c.updated_at = now_ms();
+                    c.updated_at = now;
                 }
                 write_collection(tx, store, Some(&old), Some(&c))?;
                 Ok(c)
@@ -734,6 +735,7 @@ impl Cell {
     pub async fn reorder_collection_products(&self, store: Uuid, id: Uuid, ids: Vec<Uuid>) -> ApiResult<Collection> {
         check_product_ids(&ids, None)?;
         let ids = Arc::new(ids);
+        let now = self.clock.now_ms();
         self.writer
             .write(Some(store), move |tx| {
                 let old = load_live(tx, store, id)?;
@@ -766,7 +768,7 @@ impl Cell {
                 }
                 let mut next = old.clone();
                 next.next_position = ids.len() as i64;
-                next.updated_at = now_ms();
+                next.updated_at = now;
                 write_collection(tx, store, Some(&old), Some(&next))?;
                 Ok(next)
             })
@@ -775,12 +777,13 @@ impl Cell {
 
     /// Schedules publication at `publish_at` (RFC 3339, in the future).
     pub async fn schedule_collection(&self, store: Uuid, id: Uuid, publish_at: String) -> ApiResult<Collection> {
-        schedule(&self.collection(store, id, false)?, &publish_at, now_ms())?;
+        let now = self.clock.now_ms();
+        schedule(&self.collection(store, id, false)?, &publish_at, now)?;
         let c = self
             .writer
             .write(Some(store), move |tx| {
                 let old = load_live(tx, store, id)?;
-                let c = schedule(&old, &publish_at, now_ms())?;
+                let c = schedule(&old, &publish_at, now)?;
                 write_collection(tx, store, Some(&old), Some(&c))?;
                 Ok(c)
             })

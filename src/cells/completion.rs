@@ -25,6 +25,7 @@ use crate::cells::orders::number_key;
 use crate::cells::payments::{Confirmation, NewIntent, PaymentIntent, claim_intent};
 use crate::cells::products::write_product;
 use crate::cells::shipping::all_zones;
+use crate::clock::Clock;
 use crate::domain::checkout::{Checkout, CheckoutStatus, check_email};
 use crate::domain::money::{Currency, Money};
 use crate::domain::order::{
@@ -32,7 +33,6 @@ use crate::domain::order::{
 };
 use crate::domain::pricing::shipping::rates_for;
 use crate::domain::product::Product;
-use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Check, Code};
 use crate::payments::{FinancialStatus, IntentStatus, PaymentMethodKind, check_token};
 use crate::storage::codec::decode;
@@ -183,7 +183,7 @@ impl Cell {
                 Some(iid)
             }
         };
-        let order = draft_order(&co, &p, intent, &method)?;
+        let order = draft_order(&co, &p, intent, &method, &self.clock)?;
         let takes = product_takes(&p);
         let discounts: Vec<Uuid> = {
             let mut ids: Vec<Uuid> = p.priced.calculation.discount_applications.iter().filter_map(|a| a.discount_id).collect();
@@ -195,7 +195,7 @@ impl Cell {
             p.gift_cards.iter().filter(|g| g.amount_used.amount > 0).map(|g| (g.id, g.amount_used)).collect();
         let due = p.due;
         let seen = co.updated_at;
-        let now = now_ms();
+        let now = self.clock.now_ms();
         self.writer
             .write(Some(store), move |tx| {
                 let mut stored = load_checkout(tx, store, id)?;
@@ -213,7 +213,7 @@ impl Cell {
                     reserve(tx, store, take, now)?;
                 }
                 for d in &discounts {
-                    consume_usage(tx, store, *d, customer.as_deref())?;
+                    consume_usage(tx, store, *d, customer.as_deref(), now)?;
                 }
                 for (card, amount) in &gift_cards {
                     let taken = redeem_gift_card(tx, store, *card, *amount, order.id, now)?;
@@ -226,7 +226,7 @@ impl Cell {
                 }
                 let mut order = order.clone();
                 order.financial_status = match intent {
-                    Some(iid) => claim_intent(tx, store, iid, id, due, order.id)?,
+                    Some(iid) => claim_intent(tx, store, iid, id, due, order.id, now)?,
                     None => FinancialStatus::Paid,
                 };
                 let last = tx.get(COUNTERS, &number_key(store))?.map(|b| read_u64(&b)).unwrap_or(FIRST_NUMBER - 1);
@@ -292,8 +292,8 @@ fn reserve(tx: &mut Tx, store: Uuid, take: &ProductTake, now: i64) -> ApiResult<
 }
 
 /// The order as the priced checkout describes it; number and financial status are set inside
-/// the write.
-fn draft_order(co: &Checkout, p: &PricedCheckout, intent: Option<Uuid>, method: &str) -> ApiResult<Order> {
+/// the write. Its ids and times come from `clock`.
+fn draft_order(co: &Checkout, p: &PricedCheckout, intent: Option<Uuid>, method: &str, clock: &Clock) -> ApiResult<Order> {
     let calc = &p.priced.calculation;
     let currency = co.currency;
     let money = |amount| Money { amount, currency };
@@ -304,7 +304,7 @@ fn draft_order(co: &Checkout, p: &PricedCheckout, intent: Option<Uuid>, method: 
         .map(|(l, cl)| {
             let info = p.infos.get(&l.variant_id).ok_or_else(|| ApiError::internal("priced line without its product"))?;
             Ok(OrderLine {
-                id: Uuid::now_v7(),
+                id: clock.new_id(),
                 variant_id: l.variant_id,
                 product_id: l.product_id,
                 title: info.title.clone(),
@@ -319,9 +319,9 @@ fn draft_order(co: &Checkout, p: &PricedCheckout, intent: Option<Uuid>, method: 
             })
         })
         .collect::<ApiResult<Vec<_>>>()?;
-    let now = now_ms();
+    let now = clock.now_ms();
     Ok(Order {
-        id: Uuid::now_v7(),
+        id: clock.new_id(),
         number: 0,
         checkout_id: Some(co.id),
         customer_id: co.customer_id,

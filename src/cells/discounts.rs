@@ -16,7 +16,7 @@ use uuid::Uuid;
 use crate::account::Role;
 use crate::cells::Cell;
 use crate::domain::pricing::discount::{Discount, DiscountInput, DiscountStatus, DiscountUsage, ValueType};
-use crate::domain::time::{now_ms, rfc3339};
+use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, Check, Code};
 use crate::http::query::Paging;
 use crate::storage::codec::{decode, encode};
@@ -148,17 +148,17 @@ pub fn usage(txn: &ReadTransaction, store: Uuid, id: Uuid, customer: Option<&str
 /// Consumes one use of a discount for an order being created, inside that order's write job.
 ///
 /// Checked again here, under the writer, whatever the calculation said: the discount must still
-/// exist and be active (422 `BUSINESS_RULE` otherwise), and neither the total limit nor, for a
+/// exist and be active at `now` (422 `BUSINESS_RULE` otherwise), and neither the total limit nor, for a
 /// once-per-customer discount, this customer's use may be reached (409
 /// `DISCOUNT_USAGE_LIMIT_REACHED`). `customer` is [`customer_key`]'s name for the buyer; a
 /// once-per-customer discount needs one. On error nothing is written and the job fails, so the
 /// order is not created either.
-pub fn consume_usage(tx: &mut Tx, store: Uuid, discount_id: Uuid, customer: Option<&str>) -> ApiResult<()> {
+pub fn consume_usage(tx: &mut Tx, store: Uuid, discount_id: Uuid, customer: Option<&str>, now: i64) -> ApiResult<()> {
     let d = match tx.get(DISCOUNTS, &row_key(store, discount_id))? {
         Some(b) => decode::<Discount>(&b)?,
         None => return Err(ApiError::msg(Code::BUSINESS_RULE, "the discount no longer exists")),
     };
-    if d.status(now_ms()) != DiscountStatus::Active {
+    if d.status(now) != DiscountStatus::Active {
         return Err(ApiError::msg(Code::BUSINESS_RULE, format!("{} is no longer active", d.label())));
     }
     let customer = customer.map(str::trim).filter(|c| !c.is_empty());
@@ -292,7 +292,7 @@ fn load_comment(tx: &Tx, store: Uuid, discount: Uuid, comment: Uuid) -> ApiResul
 
 impl Cell {
     pub async fn create_discount(&self, store: Uuid, input: DiscountInput) -> ApiResult<Discount> {
-        let d = Discount::create(&input, Uuid::now_v7(), now_ms())?;
+        let d = Discount::create(&input, self.clock.new_id(), self.clock.now_ms())?;
         self.writer
             .write(Some(store), move |tx| {
                 write_discount(tx, store, None, Some(&d))?;
@@ -308,12 +308,13 @@ impl Cell {
     /// Replaces a discount by `input` (the whole discount), keeping its id, creation time and usage.
     pub async fn update_discount(&self, store: Uuid, id: Uuid, input: DiscountInput) -> ApiResult<Discount> {
         // Validated before queueing so a bad body never costs a place in a batch.
-        input.validate(now_ms())?;
+        let now = self.clock.now_ms();
+        input.validate(now)?;
         let input = Arc::new(input);
         self.writer
             .write(Some(store), move |tx| {
                 let old = load(tx, store, id)?;
-                let new = old.replace(&input, now_ms())?;
+                let new = old.replace(&input, now)?;
                 write_discount(tx, store, Some(&old), Some(&new))?;
                 Ok(new)
             })
@@ -404,9 +405,9 @@ impl Cell {
         input: CommentInput,
     ) -> ApiResult<DiscountComment> {
         let body = input.validate()?;
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let comment = DiscountComment {
-            id: Uuid::now_v7(),
+            id: self.clock.new_id(),
             discount_id: discount,
             author_id: author,
             body,
@@ -457,6 +458,7 @@ impl Cell {
         input: CommentInput,
     ) -> ApiResult<DiscountComment> {
         let body = input.validate()?;
+        let now = self.clock.now_ms();
         self.writer
             .write(Some(store), move |tx| {
                 let mut c = load_comment(tx, store, discount, comment)?;
@@ -464,7 +466,7 @@ impl Cell {
                     return Err(ApiError::msg(Code::FORBIDDEN, "only the author, an owner or an admin may change this comment"));
                 }
                 c.body = body.clone();
-                c.updated_at = now_ms();
+                c.updated_at = now;
                 tx.put(DISCOUNT_COMMENTS, &comment_key(store, discount, comment), &encode(&c)?)?;
                 Ok(c)
             })

@@ -14,7 +14,6 @@ use crate::domain::gift_card::{
 };
 use crate::domain::money::Money;
 use crate::domain::store::StoreSettings;
-use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::query::Paging;
 use crate::storage::codec::{decode, encode};
@@ -138,14 +137,14 @@ impl GiftCardFilter {
 impl Cell {
     /// Issues a card; answers it with its normalised code, which is shown this once.
     pub async fn issue_gift_card(&self, store: Uuid, input: IssueGiftCard) -> ApiResult<(GiftCard, String)> {
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let currency = self.store_settings(store)?.currency;
         // Validated before queueing so a bad body never costs a place in a batch.
         let new = input.validate(currency, now)?;
         let chosen = new.code.is_some();
         for _ in 0..GENERATE_ATTEMPTS {
             let code = new.code.clone().unwrap_or_else(generate_code);
-            let card = GiftCard::issue(store, &new, &code, Uuid::now_v7(), now);
+            let card = GiftCard::issue(store, &new, &code, self.clock.new_id(), now);
             let written = self
                 .writer
                 .write(Some(store), move |tx| {
@@ -181,11 +180,12 @@ impl Cell {
 
     /// Disables a card, or changes its note, expiry or customer.
     pub async fn update_gift_card(&self, store: Uuid, id: Uuid, input: UpdateGiftCard) -> ApiResult<GiftCard> {
-        let changes = input.validate(now_ms())?;
+        let now = self.clock.now_ms();
+        let changes = input.validate(now)?;
         self.writer
             .write(Some(store), move |tx| {
                 let old = load(tx, store, id)?.ok_or_else(ApiError::not_found)?;
-                let new = old.apply(&changes, now_ms())?;
+                let new = old.apply(&changes, now)?;
                 if new != old {
                     write_gift_card(tx, store, Some(&old), &new)?;
                 }
@@ -232,35 +232,36 @@ mod tests {
     /// A cell in a temp dir holding one card of `balance`, written straight through the writer.
     async fn cell_with_card(balance: i64) -> (tempfile::TempDir, Cell, Uuid, GiftCard) {
         let dir = tempfile::tempdir().unwrap();
-        let cell = Cell::open("test", dir.path()).unwrap();
-        let store = Uuid::now_v7();
+        let cell = Cell::open("test", dir.path(), crate::clock::Clock::system()).unwrap();
+        let store = cell.clock.new_id();
         let new = NewGiftCard { initial_value: usd(balance), code: None, expiry: None, note: None, customer_id: None };
-        let card = GiftCard::issue(store, &new, "GIFT2026ABCD", Uuid::now_v7(), now_ms());
+        let card = GiftCard::issue(store, &new, "GIFT2026ABCD", cell.clock.new_id(), cell.clock.now_ms());
         let written = card.clone();
         cell.writer.write(Some(store), move |tx| write_gift_card(tx, store, None, &written)).await.unwrap();
         (dir, cell, store, card)
     }
 
     async fn redeem(cell: &Cell, store: Uuid, card: Uuid, wanted: Money, order: Uuid) -> ApiResult<Money> {
-        cell.writer.write(Some(store), move |tx| redeem_gift_card(tx, store, card, wanted, order, now_ms())).await
+        let now = cell.clock.now_ms();
+        cell.writer.write(Some(store), move |tx| redeem_gift_card(tx, store, card, wanted, order, now)).await
     }
 
     #[tokio::test]
     async fn a_redemption_larger_than_the_balance_takes_the_balance_and_depletes_the_card() {
         let (_dir, cell, store, card) = cell_with_card(500).await;
-        let order = Uuid::now_v7();
+        let order = cell.clock.new_id();
         assert_eq!(redeem(&cell, store, card.id, usd(800), order).await.unwrap(), usd(500));
         let after = cell.gift_card(store, card.id).unwrap();
-        assert_eq!((after.balance, after.status(now_ms())), (0, GiftCardStatus::Depleted));
+        assert_eq!((after.balance, after.status(cell.clock.now_ms())), (0, GiftCardStatus::Depleted));
         assert_eq!((after.redemptions.len(), after.redemptions[0].order_id, after.redemptions[0].amount), (1, order, 500));
         // The same order again takes nothing more; another order is refused.
         assert_eq!(redeem(&cell, store, card.id, usd(800), order).await.unwrap(), usd(500));
-        let e = redeem(&cell, store, card.id, usd(100), Uuid::now_v7()).await.unwrap_err();
+        let e = redeem(&cell, store, card.id, usd(100), cell.clock.new_id()).await.unwrap_err();
         assert_eq!(e.code, Code::BUSINESS_RULE);
         assert_eq!(cell.gift_card(store, card.id).unwrap().redemptions.len(), 1);
         // The list orders follow the balance.
         let paging = Paging { page: 1, limit: 10, sort_by: "balance", desc: false };
-        let (page, total) = cell.list_gift_cards(store, &GiftCardFilter::default(), &paging, now_ms()).unwrap();
+        let (page, total) = cell.list_gift_cards(store, &GiftCardFilter::default(), &paging, cell.clock.now_ms()).unwrap();
         assert_eq!((total, page[0].balance), (1, 0));
         cell.close();
     }
@@ -268,11 +269,11 @@ mod tests {
     #[tokio::test]
     async fn a_smaller_redemption_leaves_the_rest_and_is_found_by_code() {
         let (_dir, cell, store, card) = cell_with_card(500).await;
-        assert_eq!(redeem(&cell, store, card.id, usd(200), Uuid::now_v7()).await.unwrap(), usd(200));
+        assert_eq!(redeem(&cell, store, card.id, usd(200), cell.clock.new_id()).await.unwrap(), usd(200));
         let found = cell.gift_card_by_code(store, "gift 2026 abcd").unwrap().unwrap();
-        assert_eq!((found.id, found.balance, found.spendable(now_ms())), (card.id, 300, 300));
+        assert_eq!((found.id, found.balance, found.spendable(cell.clock.now_ms())), (card.id, 300, 300));
         assert!(cell.gift_card_by_code(store, "GIFT2026ABCE").unwrap().is_none());
-        assert!(cell.gift_card_by_code(Uuid::now_v7(), "GIFT2026ABCD").unwrap().is_none(), "codes belong to one store");
+        assert!(cell.gift_card_by_code(cell.clock.new_id(), "GIFT2026ABCD").unwrap().is_none(), "codes belong to one store");
         assert!(cell.gift_card_by_code(store, "not a code!").unwrap().is_none());
         cell.close();
     }
@@ -281,13 +282,13 @@ mod tests {
     async fn a_disabled_card_or_another_currency_is_refused_and_nothing_is_written() {
         let (_dir, cell, store, card) = cell_with_card(500).await;
         let eur = Money { amount: 100, currency: Currency::parse("EUR").unwrap() };
-        let e = redeem(&cell, store, card.id, eur, Uuid::now_v7()).await.unwrap_err();
+        let e = redeem(&cell, store, card.id, eur, cell.clock.new_id()).await.unwrap_err();
         assert_eq!(e.code, Code::BUSINESS_RULE);
         let off = UpdateGiftCard { disabled: Some(true), ..Default::default() };
         cell.update_gift_card(store, card.id, off).await.unwrap();
-        let e = redeem(&cell, store, card.id, usd(100), Uuid::now_v7()).await.unwrap_err();
+        let e = redeem(&cell, store, card.id, usd(100), cell.clock.new_id()).await.unwrap_err();
         assert_eq!((e.code, e.message.contains("disabled")), (Code::BUSINESS_RULE, true));
-        let unknown = redeem(&cell, store, Uuid::now_v7(), usd(100), Uuid::now_v7()).await.unwrap_err();
+        let unknown = redeem(&cell, store, cell.clock.new_id(), usd(100), cell.clock.new_id()).await.unwrap_err();
         assert_eq!(unknown.code, Code::BUSINESS_RULE);
         let after = cell.gift_card(store, card.id).unwrap();
         assert_eq!((after.balance, after.redemptions.len()), (500, 0));

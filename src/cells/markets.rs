@@ -6,7 +6,6 @@ use uuid::Uuid;
 use crate::cells::Cell;
 use crate::cells::catalogs::market_in_use;
 use crate::domain::market::*;
-use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Check, Code};
 use crate::storage::keys::Key;
 use crate::storage::record::{self, List, Record, Sort};
@@ -59,7 +58,7 @@ fn check_countries_free(tx: &Tx, store: Uuid, m: &Market) -> ApiResult<()> {
 /// Creates a market; its countries must be in no other market of the store.
 pub async fn create(cell: &Cell, store: Uuid, input: CreateMarket) -> ApiResult<Market> {
     let currency = cell.store_settings(store)?.currency;
-    let m = build(&input, currency, now_ms())?;
+    let m = build(&input, currency, cell.clock.new_id(), cell.clock.now_ms())?;
     cell.writer
         .write(Some(store), move |tx| {
             check_countries_free(tx, store, &m)?;
@@ -71,11 +70,12 @@ pub async fn create(cell: &Cell, store: Uuid, input: CreateMarket) -> ApiResult<
 
 pub async fn update(cell: &Cell, store: Uuid, id: Uuid, update: UpdateMarket) -> ApiResult<Market> {
     // Validate before queueing: a bad field never reaches the writer.
-    apply_update(&update, &cell.get::<Market>(store, id)?, now_ms())?;
+    let now = cell.clock.now_ms();
+    apply_update(&update, &cell.get::<Market>(store, id)?, now)?;
     cell.writer
         .write(Some(store), move |tx| {
             let old = record::must_load::<Market>(tx, store, id)?;
-            let m = apply_update(&update, &old, now_ms())?;
+            let m = apply_update(&update, &old, now)?;
             check_countries_free(tx, store, &m)?;
             record::write(tx, store, Some(&old), Some(&m))?;
             Ok(m)

@@ -31,6 +31,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use redb::{Database, ReadableDatabase, ReadableTable};
 use uuid::Uuid;
 
+use crate::clock::Clock;
 use crate::error::ApiResult;
 use crate::storage::keys::Key;
 use crate::storage::list::{self, ListQuery, Listed};
@@ -61,6 +62,8 @@ impl StoreState {
 
 pub struct Cell {
     pub name: String,
+    /// The process's clock: record times, new ids, what is due and what has expired.
+    pub clock: Clock,
     pub db: Arc<Database>,
     pub writer: Writer,
     thread: Mutex<Option<WriterThread>>,
@@ -82,8 +85,8 @@ pub struct Cell {
 impl Cell {
     /// Opens the cell in `dir` (`cell.redb`). Leftovers of an interrupted move are discarded: an
     /// incoming copy that never completed, and the move log of an unfinished hand-over (the
-    /// move is started again from the beginning).
-    pub fn open(name: &str, dir: &Path) -> Result<Cell, Box<dyn std::error::Error + Send + Sync>> {
+    /// move is started again from the beginning). Every "now" of the cell is read from `clock`.
+    pub fn open(name: &str, dir: &Path, clock: Clock) -> Result<Cell, Box<dyn std::error::Error + Send + Sync>> {
         std::fs::create_dir_all(dir)?;
         let db = Arc::new(storage::open(&dir.join("cell.redb"), DbKind::Cell)?);
         let mut states = HashMap::new();
@@ -126,9 +129,10 @@ impl Cell {
         txn.commit()?;
         let (writer, thread) = Writer::start(db.clone(), name)?;
         let search = crate::search::Search::start(&dir.join("search"), db.clone(), writer.clone(), name)?;
-        let publisher = publisher::Publisher::start(db.clone(), writer.clone(), name)?;
+        let publisher = publisher::Publisher::start(db.clone(), writer.clone(), name, clock.clone())?;
         Ok(Cell {
             name: name.to_string(),
+            clock,
             db,
             writer,
             thread: Mutex::new(Some(thread)),
@@ -168,7 +172,7 @@ impl Cell {
 
     /// A page of the records `R` of `store`, as `q` asks (see [`crate::storage::list`]).
     pub fn list<R: Record>(&self, store: Uuid, q: &ListQuery) -> ApiResult<Listed<R>> {
-        list::page(&self.read()?, store, q, crate::domain::time::now_ms())
+        list::page(&self.read()?, store, q, self.clock.now_ms())
     }
 
     /// A read transaction (reads never block the writer).

@@ -8,7 +8,6 @@ use uuid::Uuid;
 use crate::cells::Cell;
 use crate::domain::fields::{check_text, double_option};
 use crate::domain::order::{FulfillmentStatus, MAX_TAG_CHARS, MAX_TAGS, Order, OrderStatus};
-use crate::domain::time::now_ms;
 use crate::error::{ApiResult, Check};
 use crate::payments::FinancialStatus;
 use crate::storage::keys::Key;
@@ -147,7 +146,7 @@ impl UpdateOrder {
 pub async fn update(cell: &Cell, store: Uuid, id: Uuid, update: UpdateOrder) -> ApiResult<Order> {
     // Validate before queueing: a bad field never reaches the writer.
     update.apply(&mut cell.get::<Order>(store, id)?)?;
-    let now = now_ms();
+    let now = cell.clock.now_ms();
     cell.writer
         .write(Some(store), move |tx| {
             let old = record::must_load::<Order>(tx, store, id)?;

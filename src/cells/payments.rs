@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::domain::money::Money;
-use crate::domain::time::{now_ms, rfc3339};
+use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::payments::{CreateIntent, IntentRef, ProviderState, Providers, check_token, looks_like_card_number};
 pub use crate::payments::{FinancialStatus, IntentStatus, NextAction, PaymentMethodKind};
@@ -214,7 +214,7 @@ impl Cell {
         let new = check_new(new)?;
         let provider = self.payments.default_provider();
         let req = CreateIntent {
-            id: Uuid::now_v7(),
+            id: self.clock.new_id(),
             checkout_id: new.checkout_id,
             amount: new.amount,
             method: new.method,
@@ -222,7 +222,7 @@ impl Cell {
             metadata: new.metadata,
         };
         let created = provider.create(&req).await?;
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let intent = PaymentIntent {
             id: req.id,
             checkout_id: req.checkout_id,
@@ -308,6 +308,7 @@ impl Cell {
             return Ok(before);
         }
         let (id, version) = (before.id, before.version);
+        let now = self.clock.now_ms();
         self.writer
             .write(Some(store), move |tx| {
                 let mut row = load(tx, store, id)?.ok_or_else(ApiError::not_found)?;
@@ -324,7 +325,7 @@ impl Cell {
                 row.last_error = state.last_error.clone();
                 row.next_action = state.next_action.clone();
                 row.version += 1;
-                row.updated_at = now_ms();
+                row.updated_at = now;
                 tx.put(PAYMENT_INTENTS, &row_key(store, id), &encode(&row)?)?;
                 // A payer who pays after the order was placed (PromptPay, bank transfer) settles it.
                 if let (Some(order), IntentStatus::Succeeded) = (row.order_id, row.status) {
@@ -345,7 +346,7 @@ impl Cell {
 /// an order: `succeeded` → PAID, `requires_capture` → AUTHORIZED, `processing` or a PromptPay /
 /// bank transfer awaiting the payer → PENDING. A declined payment is 422 `PAYMENT_DECLINED`; one
 /// never confirmed, a card awaiting authentication or a canceled intent is 422 `BUSINESS_RULE`.
-/// Then the intent is marked as `order_id`'s.
+/// Then the intent is marked as `order_id`'s, updated at `now`.
 pub fn claim_intent(
     tx: &mut Tx,
     store: Uuid,
@@ -353,6 +354,7 @@ pub fn claim_intent(
     checkout: Uuid,
     amount: Money,
     order_id: Uuid,
+    now: i64,
 ) -> ApiResult<FinancialStatus> {
     let mut intent = match load(tx, store, id)? {
         Some(i) if i.checkout_id == checkout => i,
@@ -388,7 +390,7 @@ pub fn claim_intent(
     if intent.order_id.is_none() {
         intent.order_id = Some(order_id);
         intent.version += 1;
-        intent.updated_at = now_ms();
+        intent.updated_at = now;
         tx.put(PAYMENT_INTENTS, &row_key(store, id), &encode(&intent)?)?;
     }
     Ok(status)
@@ -433,7 +435,7 @@ mod tests {
 
     #[test]
     fn the_record_round_trips_with_its_metadata() {
-        let now = now_ms();
+        let now = 1_795_000_000_000;
         let i = PaymentIntent {
             id: Uuid::now_v7(),
             checkout_id: Uuid::now_v7(),

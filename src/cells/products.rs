@@ -10,7 +10,6 @@ use uuid::Uuid;
 use crate::cells::Cell;
 use crate::cells::handles::{handle_key, resolve_handle};
 use crate::domain::product::*;
-use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::query::Paging;
 use crate::storage::codec::{decode, encode};
@@ -177,17 +176,17 @@ impl Cell {
     pub async fn create_product(&self, store: Uuid, input: CreateProduct) -> ApiResult<(Product, Vec<u8>)> {
         let currency = self.store_settings_cached(store)?.currency;
         validate_create(&input, currency)?;
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let variants = if input.variants.is_empty() {
-            vec![new_variant(&VariantInput::default(), input.price, &[], now)]
+            vec![new_variant(&VariantInput::default(), input.price, &[], self.clock.new_id(), now)]
         } else {
-            input.variants.iter().map(|v| new_variant(v, input.price, &input.options, now)).collect()
+            input.variants.iter().map(|v| new_variant(v, input.price, &input.options, self.clock.new_id(), now)).collect()
         };
         let title = input.title.trim().to_string();
         let base = slugify(&title);
         let requested = input.handle;
         let draft = Product {
-            id: Uuid::now_v7(),
+            id: self.clock.new_id(),
             // Rendered with the handle it gets unless another product holds that one meanwhile;
             // the writer renders again only in that case.
             handle: requested.clone().unwrap_or_else(|| base.clone()),
@@ -299,6 +298,7 @@ impl Cell {
     pub async fn update_product(&self, store: Uuid, id: Uuid, update: UpdateProduct) -> ApiResult<Product> {
         validate_update(&update, &self.product(store, id)?)?;
         let update = Arc::new(update);
+        let now = self.clock.now_ms();
         self.writer
             .write(Some(store), move |tx| {
                 let old = load(tx, store, id)?;
@@ -328,12 +328,12 @@ impl Cell {
                 }
                 if let (Some(price), Some(v)) = (u.price, p.variants.first_mut()) {
                     v.price = price.amount;
-                    v.updated_at = now_ms();
+                    v.updated_at = now;
                 }
                 if let Some(h) = &u.handle {
                     p.handle = resolve_handle(tx, PRODUCT_HANDLES, store, id, Some(h), &p.title, "product")?;
                 }
-                p.updated_at = now_ms();
+                p.updated_at = now;
                 write_product(tx, store, Some(&old), Some(&p))?;
                 Ok(p)
             })
@@ -351,15 +351,14 @@ impl Cell {
 
     pub async fn add_variant(&self, store: Uuid, id: Uuid, input: VariantInput) -> ApiResult<(Product, Uuid)> {
         validate_new_variant(&input, &self.product(store, id)?)?;
+        let (vid, now) = (self.clock.new_id(), self.clock.now_ms());
         self.writer
             .write(Some(store), move |tx| {
                 let old = load(tx, store, id)?;
                 validate_new_variant(&input, &old)?;
                 let mut p = old.clone();
-                let v = new_variant(&input, None, &p.options, now_ms());
-                let vid = v.id;
-                p.variants.push(v);
-                p.updated_at = now_ms();
+                p.variants.push(new_variant(&input, None, &p.options, vid, now));
+                p.updated_at = now;
                 write_product(tx, store, Some(&old), Some(&p))?;
                 Ok((p, vid))
             })
@@ -368,13 +367,14 @@ impl Cell {
 
     pub async fn update_variant(&self, store: Uuid, id: Uuid, variant: Uuid, update: UpdateVariant) -> ApiResult<Product> {
         let update = Arc::new(update);
+        let now = self.clock.now_ms();
         self.writer
             .write(Some(store), move |tx| {
                 let old = load(tx, store, id)?;
                 let i = old.variants.iter().position(|v| v.id == variant).ok_or_else(ApiError::not_found)?;
                 let mut p = old.clone();
-                p.variants[i] = apply_variant_update(&update, &old, &old.variants[i], now_ms())?;
-                p.updated_at = now_ms();
+                p.variants[i] = apply_variant_update(&update, &old, &old.variants[i], now)?;
+                p.updated_at = now;
                 write_product(tx, store, Some(&old), Some(&p))?;
                 Ok(p)
             })
@@ -382,6 +382,7 @@ impl Cell {
     }
 
     pub async fn delete_variant(&self, store: Uuid, id: Uuid, variant: Uuid) -> ApiResult<()> {
+        let now = self.clock.now_ms();
         self.writer
             .write(Some(store), move |tx| {
                 let old = load(tx, store, id)?;
@@ -391,7 +392,7 @@ impl Cell {
                 }
                 let mut p = old.clone();
                 p.variants.remove(i);
-                p.updated_at = now_ms();
+                p.updated_at = now;
                 write_product(tx, store, Some(&old), Some(&p))
             })
             .await

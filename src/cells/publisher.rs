@@ -1,5 +1,6 @@
 //! The per-cell background task: publishes scheduled collections when they fall due, and every
-//! ten minutes sweeps abandoned carts and expired storefront sessions.
+//! ten minutes sweeps abandoned carts and expired storefront sessions. "Due" is by the process's
+//! clock, and the task waits on it: moving the clock past a schedule publishes at once.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -11,16 +12,16 @@ use uuid::Uuid;
 
 use crate::cells::StoreState;
 use crate::cells::collections::{row_key, schedule_key, write_collection};
+use crate::clock::Clock;
 use crate::domain::collection::{Collection, CollectionStatus};
-use crate::domain::time::now_ms;
 use crate::error::ApiResult;
 use crate::storage::codec::decode;
 use crate::storage::keys::{leading_store, trailing_id};
 use crate::storage::tables::{COLLECTION_SCHEDULE, COLLECTIONS, STORE_STATE};
 use crate::storage::writer::{Tx, Writer};
 
-/// Longest sleep between passes: also how soon a store moved in from another cell gets its
-/// due collections published.
+/// Longest sleep between passes (real time): also how soon a store moved in from another cell
+/// gets its due collections published.
 const MAX_WAIT: Duration = Duration::from_secs(5);
 /// Pause before retrying a publish that failed (a store frozen by a move, say).
 const RETRY: i64 = 1000;
@@ -38,14 +39,14 @@ pub struct Publisher {
 
 impl Publisher {
     /// Starts the task on its own thread (with a small runtime for its timer), like the writer.
-    pub fn start(db: Arc<Database>, writer: Writer, cell: &str) -> std::io::Result<Publisher> {
+    pub fn start(db: Arc<Database>, writer: Writer, cell: &str, clock: Clock) -> std::io::Result<Publisher> {
         let wake = Arc::new(Notify::new());
         let stopping = Arc::new(AtomicBool::new(false));
         let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
         let (w, s) = (wake.clone(), stopping.clone());
         let handle = std::thread::Builder::new()
             .name(format!("publisher-{cell}"))
-            .spawn(move || runtime.block_on(publish_loop(&db, &writer, &w, &s)))?;
+            .spawn(move || runtime.block_on(publish_loop(&db, &writer, &w, &s, &clock)))?;
         Ok(Publisher { wake, stopping, thread: Mutex::new(Some(handle)) })
     }
 
@@ -70,25 +71,28 @@ impl Drop for Publisher {
     }
 }
 
-async fn publish_loop(db: &Database, writer: &Writer, wake: &Notify, stopping: &AtomicBool) {
-    let mut swept = now_ms();
+async fn publish_loop(db: &Database, writer: &Writer, wake: &Notify, stopping: &AtomicBool, clock: &Clock) {
+    let mut swept = clock.now_ms();
     while !stopping.load(Ordering::SeqCst) {
-        if now_ms() - swept >= SWEEP_EVERY_MS {
-            swept = now_ms();
+        let now = clock.now_ms();
+        if now - swept >= SWEEP_EVERY_MS {
+            swept = now;
             if let Err(e) = crate::cells::storefront::sweep_stale(db, writer, swept).await {
                 tracing::warn!(error = %e, "sweeping stale carts and sessions failed; next pass retries");
             }
         }
-        let next = match publish_due(db, writer, stopping).await {
+        let next = match publish_due(db, writer, stopping, clock).await {
             Ok(next) => next,
             Err(e) => {
                 tracing::warn!(error = %e, "publishing scheduled collections failed; retrying");
-                Some(now_ms() + RETRY)
+                Some(clock.now_ms() + RETRY)
             }
         };
-        let wait = next.map(|at| Duration::from_millis((at - now_ms()).max(0) as u64)).unwrap_or(MAX_WAIT).min(MAX_WAIT);
+        // With nothing scheduled, a move of the clock past the sweep interval still wakes the task.
+        let due = next.unwrap_or_else(|| clock.now_ms() + MAX_WAIT.as_millis() as i64);
         tokio::select! {
-            _ = tokio::time::sleep(wait) => {}
+            _ = clock.sleep_until(due) => {}
+            _ = tokio::time::sleep(MAX_WAIT) => {}
             _ = wake.notified() => {}
         }
     }
@@ -96,8 +100,8 @@ async fn publish_loop(db: &Database, writer: &Writer, wake: &Notify, stopping: &
 
 /// Publishes every due collection of the stores this cell serves; answers when the next one
 /// falls due.
-async fn publish_due(db: &Database, writer: &Writer, stopping: &AtomicBool) -> ApiResult<Option<i64>> {
-    let now = now_ms();
+async fn publish_due(db: &Database, writer: &Writer, stopping: &AtomicBool, clock: &Clock) -> ApiResult<Option<i64>> {
+    let now = clock.now_ms();
     let mut due = Vec::new();
     let mut next: Option<i64> = None;
     {
@@ -124,17 +128,18 @@ async fn publish_due(db: &Database, writer: &Writer, stopping: &AtomicBool) -> A
         if stopping.load(Ordering::SeqCst) {
             break;
         }
-        if let Err(e) = writer.write(Some(store), move |tx| publish(tx, store, id, at)).await {
+        let now = clock.now_ms();
+        if let Err(e) = writer.write(Some(store), move |tx| publish(tx, store, id, at, now)).await {
             tracing::warn!(%store, collection = %id, error = %e, "scheduled collection not published yet");
-            next = Some(now_ms() + RETRY);
+            next = Some(clock.now_ms() + RETRY);
         }
     }
     Ok(next)
 }
 
 /// Publishes one due collection; a schedule row that no longer matches its collection (deleted,
-/// rescheduled, published by hand) is dropped.
-fn publish(tx: &mut Tx, store: Uuid, id: Uuid, at: i64) -> ApiResult<()> {
+/// rescheduled, published by hand) is dropped. `now` is the collection's new `updatedAt`.
+fn publish(tx: &mut Tx, store: Uuid, id: Uuid, at: i64, now: i64) -> ApiResult<()> {
     let old = match tx.get(COLLECTIONS, &row_key(store, id))? {
         Some(b) => decode::<Collection>(&b)?,
         None => return tx.delete(COLLECTION_SCHEDULE, &schedule_key(store, at, id)),
@@ -146,7 +151,7 @@ fn publish(tx: &mut Tx, store: Uuid, id: Uuid, at: i64) -> ApiResult<()> {
     c.status = CollectionStatus::Published;
     c.published_at = Some(at);
     c.publish_at = None;
-    c.updated_at = now_ms();
+    c.updated_at = now;
     write_collection(tx, store, Some(&old), Some(&c))
 }
 

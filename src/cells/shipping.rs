@@ -7,7 +7,6 @@ use uuid::Uuid;
 use crate::cells::Cell;
 use crate::cells::calculate::pricing_changed;
 use crate::domain::pricing::shipping::{ShippingZone, ShippingZoneInput};
-use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::codec::decode;
 use crate::storage::keys::Key;
@@ -55,7 +54,7 @@ pub fn all_zones(txn: &ReadTransaction, store: Uuid) -> ApiResult<Vec<ShippingZo
 }
 
 pub async fn create(cell: &Cell, store: Uuid, input: ShippingZoneInput) -> ApiResult<ShippingZone> {
-    let zone = ShippingZone::create(&input, Uuid::now_v7(), None, now_ms(), Uuid::now_v7)?;
+    let zone = ShippingZone::create(&input, cell.clock.new_id(), None, cell.clock.now_ms(), || cell.clock.new_id())?;
     cell.writer
         .write(Some(store), move |tx| {
             if record::count::<ShippingZone>(tx, store, None)? >= MAX_ZONES as u64 {
@@ -71,10 +70,11 @@ pub async fn create(cell: &Cell, store: Uuid, input: ShippingZoneInput) -> ApiRe
 /// `shippingMethodId` already offered to a shopper stays valid across the edit.
 pub async fn update(cell: &Cell, store: Uuid, id: Uuid, input: ShippingZoneInput) -> ApiResult<ShippingZone> {
     input.validate()?;
+    let (now, clock) = (cell.clock.now_ms(), cell.clock.clone());
     cell.writer
         .write(Some(store), move |tx| {
             let old = record::must_load::<ShippingZone>(tx, store, id)?;
-            let zone = ShippingZone::create(&input, id, Some(&old), now_ms(), Uuid::now_v7)?;
+            let zone = ShippingZone::create(&input, id, Some(&old), now, || clock.new_id())?;
             write_zone(tx, store, Some(&old), Some(&zone))?;
             Ok(zone)
         })

@@ -13,7 +13,6 @@ use uuid::Uuid;
 use crate::cells::Cell;
 use crate::domain::cart::Cart;
 use crate::domain::fields::check_text;
-use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Check};
 use crate::storage::codec::{decode, encode};
 use crate::storage::keys::{Key, leading_store};
@@ -107,7 +106,7 @@ impl Cell {
         context: RequestContext,
     ) -> ApiResult<(String, StorefrontSession)> {
         let token = new_token()?;
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let session = StorefrontSession { context, created_at: now, expires_at: now + SESSION_TTL_MS };
         let key = row_key(store, &token_hash(&token));
         let row = encode(&session)?;
@@ -119,13 +118,13 @@ impl Cell {
     pub fn storefront_session(&self, store: Uuid, token: &str) -> ApiResult<Option<StorefrontSession>> {
         let found: Option<StorefrontSession> =
             read::get(&self.read()?, STOREFRONT_SESSIONS, &row_key(store, &token_hash(token)))?;
-        Ok(found.filter(|s| s.expires_at > now_ms()))
+        Ok(found.filter(|s| s.expires_at > self.clock.now_ms()))
     }
 
     /// Counts the event for its day and, when it names a live session, keeps that session alive.
     /// An unknown or expired token is a 403: the storefront should start a new session.
     pub async fn record_storefront_event(&self, store: Uuid, event: StorefrontEvent) -> ApiResult<()> {
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let session = match &event.session_token {
             Some(t) => {
                 let key = row_key(store, &token_hash(t));

@@ -7,7 +7,6 @@ use uuid::Uuid;
 
 use crate::cells::{Cell, StoreState};
 use crate::domain::store::{StoreSettings, UpdateStore, apply_update};
-use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::codec::encode;
 use crate::storage::keys::Key;
@@ -70,13 +69,14 @@ impl Cell {
 
     /// Follows an ownership transfer made in the directory (the owner `GET S` shows).
     pub async fn set_store_owner(&self, store: Uuid, owner: Uuid) -> ApiResult<()> {
+        let now = self.clock.now_ms();
         self.writer
             .write(Some(store), move |tx| {
                 let key = Key::store(store).into_vec();
                 let current = tx.get(STORES, &key)?.ok_or_else(ApiError::not_found)?;
                 let mut settings: StoreSettings = crate::storage::codec::decode(&current)?;
                 settings.owner_id = owner;
-                settings.updated_at = now_ms();
+                settings.updated_at = now;
                 tx.put(STORES, &key, &encode(&settings)?)
             })
             .await
@@ -84,12 +84,13 @@ impl Cell {
 
     pub async fn update_store(&self, store: Uuid, update: UpdateStore) -> ApiResult<StoreSettings> {
         let update = std::sync::Arc::new(update);
+        let now = self.clock.now_ms();
         self.writer
             .write(Some(store), move |tx| {
                 let key = Key::store(store).into_vec();
                 let current = tx.get(STORES, &key)?.ok_or_else(ApiError::not_found)?;
                 let current: StoreSettings = crate::storage::codec::decode(&current)?;
-                let next = apply_update(&update, &current, now_ms())?;
+                let next = apply_update(&update, &current, now)?;
                 // The currency and whether prices include tax are inputs of every calculation.
                 crate::cells::calculate::pricing_changed(tx, store)?;
                 tx.put(STORES, &key, &encode(&next)?)?;

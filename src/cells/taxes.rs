@@ -7,7 +7,6 @@ use uuid::Uuid;
 use crate::cells::Cell;
 use crate::cells::calculate::pricing_changed;
 use crate::domain::pricing::tax::{TaxRate, TaxRateInput};
-use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::codec::decode;
 use crate::storage::keys::Key;
@@ -86,8 +85,8 @@ fn check_unique(tx: &Tx, store: Uuid, rate: &TaxRate) -> ApiResult<()> {
 }
 
 pub async fn create(cell: &Cell, store: Uuid, input: TaxRateInput) -> ApiResult<TaxRate> {
-    let now = now_ms();
-    let rate = TaxRate::create(&input, Uuid::now_v7(), now, now)?;
+    let now = cell.clock.now_ms();
+    let rate = TaxRate::create(&input, cell.clock.new_id(), now, now)?;
     cell.writer
         .write(Some(store), move |tx| {
             check_unique(tx, store, &rate)?;
@@ -103,10 +102,11 @@ pub async fn create(cell: &Cell, store: Uuid, input: TaxRateInput) -> ApiResult<
 /// Replaces a rate by `input` (the whole rate), keeping its id and creation time.
 pub async fn update(cell: &Cell, store: Uuid, id: Uuid, input: TaxRateInput) -> ApiResult<TaxRate> {
     input.validate()?;
+    let now = cell.clock.now_ms();
     cell.writer
         .write(Some(store), move |tx| {
             let old = record::must_load::<TaxRate>(tx, store, id)?;
-            let rate = TaxRate::create(&input, id, old.created_at, now_ms())?;
+            let rate = TaxRate::create(&input, id, old.created_at, now)?;
             check_unique(tx, store, &rate)?;
             write_rate(tx, store, Some(&old), Some(&rate))?;
             Ok(rate)

@@ -142,8 +142,8 @@ fn parse_selection(c: &mut Check, raw: &str) -> Option<Selection> {
     s
 }
 
-/// Validates a create request; the market's existence is checked by the cell.
-pub fn build(input: &CreateCatalog, now: i64) -> ApiResult<Catalog> {
+/// Validates a create request into the catalog `id`, made at `now`; the market's existence is checked by the cell.
+pub fn build(input: &CreateCatalog, id: Uuid, now: i64) -> ApiResult<Catalog> {
     let mut c = Check::new();
     check_text(&mut c, "name", &input.name, 255, true);
     let selection = input.selection.as_deref().and_then(|s| parse_selection(&mut c, s)).unwrap_or(Selection::Specific);
@@ -151,7 +151,7 @@ pub fn build(input: &CreateCatalog, now: i64) -> ApiResult<Catalog> {
     let price_adjustment = input.price_adjustment.as_ref().and_then(|a| parse_adjustment(&mut c, a));
     c.finish()?;
     Ok(Catalog {
-        id: Uuid::now_v7(),
+        id,
         name: input.name.trim().to_string(),
         market_id: input.market_id,
         selection,
@@ -258,12 +258,12 @@ mod tests {
     fn bad_adjustments_name_the_field() {
         let input = CreateCatalog {
             name: "EU".into(),
-            market_id: Uuid::now_v7(),
+            market_id: Uuid::from_u128(1),
             selection: Some("some".into()),
             status: Some("live".into()),
             price_adjustment: Some(PriceAdjustmentInput { kind: "percentage".into(), value: -20_000 }),
         };
-        let e = build(&input, 1).unwrap_err();
+        let e = build(&input, Uuid::nil(), 1).unwrap_err();
         let fields: Vec<_> = e.fields.iter().map(|f| f.field.as_str()).collect();
         assert_eq!(fields, ["selection", "status", "priceAdjustment.value"]);
     }

@@ -366,9 +366,9 @@ fn parse_publish_at(c: &mut Check, raw: &str, now: i64) -> Option<i64> {
     }
 }
 
-/// Validates a create request and builds the record. The handle is resolved (and `position`
+/// Validates a create request and builds the record `id`, made at `now`. The handle is resolved (and `position`
 /// defaulted) by the cell, which knows the store's other collections.
-pub fn build(input: &CreateCollection, now: i64) -> ApiResult<Collection> {
+pub fn build(input: &CreateCollection, id: Uuid, now: i64) -> ApiResult<Collection> {
     let mut c = Check::new();
     check_text(&mut c, "title", &input.title, 255, true);
     check_text(&mut c, "description", &input.description, 65_535, false);
@@ -395,7 +395,7 @@ pub fn build(input: &CreateCollection, now: i64) -> ApiResult<Collection> {
         .unwrap_or(ProductOrder::Manual);
     c.finish()?;
     Ok(Collection {
-        id: Uuid::now_v7(),
+        id,
         title: input.title.trim().to_string(),
         handle: String::new(),
         description: input.description.clone(),
@@ -668,7 +668,7 @@ mod tests {
 
     fn product(title: &str, tags: &[&str], prices: &[i64]) -> Product {
         let variant = |price: i64| Variant {
-            id: Uuid::now_v7(),
+            id: Uuid::from_u128(price as u128),
             title: "Default".into(),
             sku: None,
             barcode: None,
@@ -682,7 +682,7 @@ mod tests {
             updated_at: 0,
         };
         Product {
-            id: Uuid::now_v7(),
+            id: Uuid::from_u128(1),
             title: title.into(),
             description: String::new(),
             vendor: "Acme".into(),
@@ -733,11 +733,12 @@ mod tests {
     fn status_and_schedule_rules() {
         let now = 1_000_000;
         let base = CreateCollection { title: "T".into(), ..Default::default() };
-        assert_eq!(build(&base, now).unwrap().status, CollectionStatus::Draft);
+        assert_eq!(build(&base, Uuid::nil(), now).unwrap().status, CollectionStatus::Draft);
         let at = crate::domain::time::rfc3339(now + 60_000);
-        let scheduled = build(&CreateCollection { publish_at: Some(at.clone()), ..Default::default() }, now);
+        let scheduled = build(&CreateCollection { publish_at: Some(at.clone()), ..Default::default() }, Uuid::nil(), now);
         assert_eq!(scheduled.unwrap_err().fields[0].field, "title");
-        let c = build(&CreateCollection { title: "T".into(), publish_at: Some(at), ..Default::default() }, now).unwrap();
+        let c =
+            build(&CreateCollection { title: "T".into(), publish_at: Some(at), ..Default::default() }, Uuid::nil(), now).unwrap();
         assert_eq!((c.status, c.publish_at), (CollectionStatus::Scheduled, Some(now + 60_000)));
         // Leaving `scheduled` drops the date; `scheduled` without one is refused.
         let u = UpdateCollection { status: Some("draft".into()), ..Default::default() };

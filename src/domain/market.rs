@@ -78,14 +78,14 @@ fn parse_countries(c: &mut Check, input: &[String]) -> Vec<String> {
     out
 }
 
-/// Validates a create request; uniqueness across the store's markets is checked by the cell.
-pub fn build(input: &CreateMarket, store_currency: Currency, now: i64) -> ApiResult<Market> {
+/// Validates a create request into the market `id`, made at `now`; uniqueness across the store's markets is checked by the cell.
+pub fn build(input: &CreateMarket, store_currency: Currency, id: Uuid, now: i64) -> ApiResult<Market> {
     let mut c = Check::new();
     check_text(&mut c, "name", &input.name, 255, true);
     let countries = parse_countries(&mut c, &input.countries);
     c.finish()?;
     Ok(Market {
-        id: Uuid::now_v7(),
+        id,
         name: input.name.trim().to_string(),
         countries,
         currency: input.currency.unwrap_or(store_currency),
@@ -154,13 +154,19 @@ mod tests {
     #[test]
     fn countries_are_normalised_and_checked() {
         let usd = Currency::parse("USD").unwrap();
-        let m = build(&CreateMarket { name: "EU".into(), countries: vec!["de".into(), " fr ".into()], currency: None }, usd, 1)
-            .unwrap();
+        let m = build(
+            &CreateMarket { name: "EU".into(), countries: vec!["de".into(), " fr ".into()], currency: None },
+            usd,
+            Uuid::nil(),
+            1,
+        )
+        .unwrap();
         assert_eq!(m.countries, ["DE", "FR"]);
         assert_eq!(m.currency, usd);
         let e = build(
             &CreateMarket { name: " ".into(), countries: vec!["DE".into(), "de".into(), "ZZ".into()], currency: None },
             usd,
+            Uuid::nil(),
             1,
         )
         .unwrap_err();

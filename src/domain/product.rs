@@ -333,15 +333,15 @@ pub fn validate_update(u: &UpdateProduct, current: &Product) -> ApiResult<()> {
 /// The title of a variant given none when its product has no options.
 pub const DEFAULT_VARIANT_TITLE: &str = "Default";
 
-/// Builds a new variant from validated input.
-pub fn new_variant(v: &VariantInput, fallback_price: Option<Money>, options: &[ProductOption], now: i64) -> Variant {
+/// Builds the new variant `id`, made at `now`, from validated input.
+pub fn new_variant(v: &VariantInput, fallback_price: Option<Money>, options: &[ProductOption], id: Uuid, now: i64) -> Variant {
     let title = v
         .title
         .clone()
         .filter(|t| !t.trim().is_empty())
         .unwrap_or_else(|| if options.is_empty() { DEFAULT_VARIANT_TITLE.to_string() } else { v.option_values.join(" / ") });
     Variant {
-        id: Uuid::now_v7(),
+        id,
         title: title.trim().to_string(),
         sku: v.sku.clone().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()),
         barcode: v.barcode.clone().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()),

@@ -1,12 +1,8 @@
-//! Timestamps: stored as Unix milliseconds, shown as RFC 3339 UTC strings.
+//! Timestamps: stored as Unix milliseconds, shown as RFC 3339 UTC strings. What time it is
+//! comes from the process's clock (`crate::clock`), never from here.
 
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
-
-/// Now, in Unix milliseconds.
-pub fn now_ms() -> i64 {
-    (OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
-}
 
 /// Unix milliseconds as RFC 3339, e.g. `2026-11-21T08:37:00.123Z`.
 pub fn rfc3339(ms: i64) -> String {

@@ -47,7 +47,6 @@ use uuid::Uuid;
 
 use crate::account::AccountService;
 use crate::cells::Cell;
-use crate::domain::time::now_ms;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::Resp;
 use crate::http::context::Ctx;
@@ -436,7 +435,7 @@ pub async fn run(cx: Ctx, handler: Handler) -> ApiResult<Resp> {
     let node = cx.node.clone();
 
     let pass = node.idempotency.enter(scope).await?;
-    if let Some(r) = place.lookup(&scope, &seal, now_ms())? {
+    if let Some(r) = place.lookup(&scope, &seal, node.clock.now_ms())? {
         return replay(r, &fingerprint);
     }
     // Its own task: the operation and its record finish even if this request is dropped.
@@ -454,7 +453,7 @@ pub async fn run(cx: Ctx, handler: Handler) -> ApiResult<Resp> {
             headers: parts.headers.iter().map(|(n, v)| (n.as_str().to_string(), v.as_bytes().to_vec())).collect(),
             body: body.to_vec(),
         };
-        let now = now_ms();
+        let now = node.clock.now_ms();
         // The operation is done: a record that cannot be written costs only the replay, so the
         // caller still gets its answer.
         match record.to_value(now, &seal) {

@@ -1,12 +1,12 @@
 //! In-memory token buckets for the sign-in endpoints (login, MFA verify, refresh, key
 //! validation): per account and per client address, answered 429 `RATE_LIMITED` with
 //! `Retry-After`. State is per process: behind several routers an attacker gets each process's
-//! allowance, which still bounds guessing to a small multiple of the configured rate.
+//! allowance, which still bounds guessing to a small multiple of the configured rate. Buckets
+//! refill by the process's clock (callers pass its `now_ms`), so a test can move time forward.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Mutex;
-use std::time::Instant;
 
 use crate::error::{ApiError, Code};
 
@@ -23,7 +23,8 @@ pub struct Limiter {
 #[derive(Clone, Copy)]
 struct Bucket {
     tokens: f64,
-    at: Instant,
+    /// When the bucket was last filled up to date (Unix ms).
+    at: i64,
 }
 
 impl Limiter {
@@ -32,28 +33,30 @@ impl Limiter {
         Limiter { capacity: f64::from(n), per_sec: f64::from(n) / 60.0, buckets: Mutex::new(HashMap::new()) }
     }
 
-    /// Refuses when `key`'s bucket is empty, without spending from it.
-    pub fn check(&self, key: &str) -> Result<(), ApiError> {
-        self.spend(key, 0.0)
+    /// Refuses when `key`'s bucket is empty at `now` (Unix ms), without spending from it.
+    pub fn check(&self, key: &str, now: i64) -> Result<(), ApiError> {
+        self.spend(key, 0.0, now)
     }
 
-    /// Spends one event from `key`'s bucket; refuses (spending nothing) when it is empty.
-    pub fn take(&self, key: &str) -> Result<(), ApiError> {
-        self.spend(key, 1.0)
+    /// Spends one event from `key`'s bucket at `now` (Unix ms); refuses (spending nothing) when
+    /// it is empty.
+    pub fn take(&self, key: &str, now: i64) -> Result<(), ApiError> {
+        self.spend(key, 1.0, now)
     }
 
-    fn spend(&self, key: &str, cost: f64) -> Result<(), ApiError> {
+    fn spend(&self, key: &str, cost: f64, now: i64) -> Result<(), ApiError> {
         if self.capacity <= 0.0 {
             return Ok(());
         }
-        let now = Instant::now();
+        // A clock set back refills nothing rather than draining.
+        let secs_since = |at: i64| (now - at).max(0) as f64 / 1000.0;
         let Ok(mut buckets) = self.buckets.lock() else { return Ok(()) };
         if buckets.len() >= MAX_BUCKETS && !buckets.contains_key(key) {
             let (capacity, per_sec) = (self.capacity, self.per_sec);
-            buckets.retain(|_, b| b.tokens + now.duration_since(b.at).as_secs_f64() * per_sec < capacity);
+            buckets.retain(|_, b| b.tokens + secs_since(b.at) * per_sec < capacity);
         }
         let b = buckets.entry(key.to_string()).or_insert(Bucket { tokens: self.capacity, at: now });
-        b.tokens = (b.tokens + now.duration_since(b.at).as_secs_f64() * self.per_sec).min(self.capacity);
+        b.tokens = (b.tokens + secs_since(b.at) * self.per_sec).min(self.capacity);
         b.at = now;
         if b.tokens < 1.0 {
             let wait = ((1.0 - b.tokens) / self.per_sec).ceil().max(1.0) as u32;
@@ -77,10 +80,10 @@ impl RateLimits {
         RateLimits { account: Limiter::per_minute(per_account), address: Limiter::per_minute(per_address) }
     }
 
-    /// Spends one call of `client`'s allowance for the endpoint group `what`.
-    pub fn address(&self, what: &str, client: Option<IpAddr>) -> Result<(), ApiError> {
+    /// Spends one call of `client`'s allowance for the endpoint group `what` at `now` (Unix ms).
+    pub fn address(&self, what: &str, client: Option<IpAddr>, now: i64) -> Result<(), ApiError> {
         match client {
-            Some(ip) => self.address.take(&format!("{what}:{ip}")),
+            Some(ip) => self.address.take(&format!("{what}:{ip}"), now),
             None => Ok(()),
         }
     }
@@ -96,25 +99,43 @@ impl Default for RateLimits {
 mod tests {
     use super::*;
 
+    const T: i64 = 1_795_000_000_000;
+
     #[test]
     fn a_bucket_empties_and_tells_how_long_to_wait() {
         let l = Limiter::per_minute(3);
         for _ in 0..3 {
-            l.check("k").unwrap();
-            l.take("k").unwrap();
+            l.check("k", T).unwrap();
+            l.take("k", T).unwrap();
         }
-        let e = l.take("k").unwrap_err();
+        let e = l.take("k", T).unwrap_err();
         assert_eq!(e.code, Code::RATE_LIMITED);
         assert!(e.retry_after.is_some_and(|s| (1..=20).contains(&s)), "{:?}", e.retry_after);
-        assert!(l.check("k").is_err());
-        l.take("other").unwrap();
+        assert!(l.check("k", T).is_err());
+        l.take("other", T).unwrap();
+    }
+
+    #[test]
+    fn a_bucket_refills_as_the_clock_moves() {
+        let l = Limiter::per_minute(3);
+        for _ in 0..3 {
+            l.take("k", T).unwrap();
+        }
+        assert!(l.take("k", T + 10_000).is_err(), "a sixth of a minute refills half a call");
+        l.take("k", T + 20_500).unwrap();
+        assert!(l.take("k", T + 20_500).is_err());
+        for _ in 0..3 {
+            l.take("k", T + 120_000).unwrap();
+        }
+        assert!(l.take("k", T + 120_000).is_err(), "a bucket holds its capacity at most");
+        assert!(l.check("k", T).is_err(), "a clock set back refills nothing");
     }
 
     #[test]
     fn zero_means_unlimited() {
         let l = Limiter::per_minute(0);
         for _ in 0..1000 {
-            l.take("k").unwrap();
+            l.take("k", T).unwrap();
         }
     }
 }

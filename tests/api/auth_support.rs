@@ -22,7 +22,6 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 use shopcell::account::AccountService;
 use shopcell::cli::{Cli, Command};
-use shopcell::run;
 
 use crate::support::*;
 
@@ -36,10 +35,7 @@ pub async fn spawn_app_with_flags(flags: &[&str]) -> TestApp {
     let Command::Serve(args) = <Cli as clap::Parser>::try_parse_from(argv).expect("flags parse").command else {
         panic!("not a serve command");
     };
-    let node = run::build_serve(&args).expect("build serve");
-    let server = run::spawn(node, args.listen).await.expect("spawn");
-    let base = server.url();
-    TestApp { server: Some(server), base: base.clone(), client: HttpClient::new(&base), dir }
+    serve(&args, dir, shopcell::clock::Clock::system()).await
 }
 
 /// The account service of an in-process app, to check stored state.

@@ -138,3 +138,41 @@ async fn identity_routes_that_need_a_session_answer_401_without_one() {
     let list = c.get("/api/v1/auth/sessions", Some(&u.token)).await.expect(200).body;
     assert_eq!(list.as_array().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn access_tokens_expire_by_the_server_clock() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let u = create_user(c).await;
+    let s = create_store(c, &u).await;
+    let store = format!("/api/v1/stores/{s}");
+    // What a token past its `exp` is answered, for comparison.
+    let expired = {
+        let mut claims = jwt_part(&u.token, 1);
+        claims["exp"] = json!(unix_now() as i64 - 10);
+        let kid = jwt_part(&u.token, 0)["kid"].as_str().unwrap().to_string();
+        RsaKey::from_pem_file(&app.dir.path().join("account").join("jwt-rs256.pem"), &kid).sign(&claims)
+    };
+    let reference = c.get("/api/v1/auth/me", Some(&expired)).await.expect(401);
+    assert_eq!(reference.code(), "TOKEN_EXPIRED");
+
+    // Used (and so verified and remembered) while fresh…
+    c.get("/api/v1/auth/me", Some(&u.token)).await.expect(200);
+    c.get(&store, Some(&u.token)).await.expect(200);
+    let lifetime = jwt_part(&u.token, 1)["exp"].as_i64().unwrap() - jwt_part(&u.token, 1)["iat"].as_i64().unwrap();
+    app.clock.advance(std::time::Duration::from_secs(lifetime as u64 - 60));
+    c.get("/api/v1/auth/me", Some(&u.token)).await.expect(200);
+
+    // …and refused once the server's clock passes its lifetime, exactly like any expired token.
+    app.clock.advance(std::time::Duration::from_secs(61));
+    for path in ["/api/v1/auth/me", store.as_str()] {
+        let a = c.get(path, Some(&u.token)).await.expect(401);
+        assert_eq!((a.headers.get("content-type"), &a.raw), (reference.headers.get("content-type"), &reference.raw), "{path}");
+    }
+
+    // The refresh token lives on (30 days): it gets a fresh access token, dated by the same clock.
+    let renewed = c.post("/api/v1/auth/refresh", None, json!({"refreshToken": u.refresh})).await.expect(200).body;
+    let access = renewed["accessToken"].as_str().unwrap();
+    assert!(jwt_part(access, 1)["iat"].as_i64().unwrap() >= unix_now() as i64 + lifetime);
+    c.get(&store, Some(access)).await.expect(200);
+}

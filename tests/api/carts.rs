@@ -200,7 +200,7 @@ async fn abandoned_carts_and_expired_sessions_are_swept() {
     let (cell, store) = (app.cell(), shop.store.parse().unwrap());
     let sweep = |at: i64| shopcell::cells::storefront::sweep_stale(&cell.db, &cell.writer, at);
 
-    let now = shopcell::domain::time::now_ms();
+    let now = app.clock.now_ms();
     assert_eq!(sweep(now + 29 * 24 * 3600 * 1000).await.unwrap(), 0, "a month has not passed");
     guest.get(c, &path).await.expect(200);
     assert!(cell.storefront_session(store, token).unwrap().is_some());

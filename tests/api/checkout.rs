@@ -542,7 +542,7 @@ async fn storefront_events_are_counted_per_day_and_keep_the_session_alive() {
 
     let store: uuid::Uuid = shop.store.parse().unwrap();
     let cell = app.cell();
-    let now = shopcell::domain::time::now_ms();
+    let now = app.clock.now_ms();
     assert_eq!(cell.storefront_event_count(store, "page_view", now).unwrap(), 3);
     assert_eq!(cell.storefront_event_count(store, "add_to_cart", now).unwrap(), 1);
     let session = cell.storefront_session(store, &token).unwrap().expect("live");

@@ -1,7 +1,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use shopcell::domain::time::{now_ms, rfc3339};
+use shopcell::domain::time::rfc3339;
 
 use crate::support::*;
 
@@ -404,21 +404,27 @@ async fn product_sort_orders_follow_product_changes() {
     assert_eq!(bad.body["error"]["fields"][0]["field"], "sortOrder");
 }
 
-fn in_ms(ms: i64) -> String {
-    rfc3339(now_ms() + ms)
+/// The RFC 3339 time `ms` after now by the app's clock.
+fn in_ms(app: &TestApp, ms: i64) -> String {
+    rfc3339(app.clock.now_ms() + ms)
 }
 
-/// Waits until the collection is published (at most `secs` seconds); answers its body.
-async fn published(c: &HttpClient, u: &User, s: &str, id: &str, secs: u64) -> Value {
-    for _ in 0..secs * 10 {
+/// Waits for the publisher to act on a collection that is due (it is woken by the clock, so
+/// this takes milliseconds; five seconds at most); answers the collection's body.
+async fn published(c: &HttpClient, u: &User, s: &str, id: &str) -> Value {
+    for _ in 0..500 {
         let body = c.get(&format!("{}/{id}", base(s)), Some(&u.token)).await.expect(200).body;
         if body["status"] == "published" {
             return body;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    panic!("collection {id} was not published within {secs} s");
+    panic!("collection {id} was not published");
 }
+
+/// A minute: how far ahead the tests schedule, and how far they move the clock to get there.
+const MINUTE_MS: i64 = 60_000;
+const PAST_A_MINUTE: Duration = Duration::from_millis(MINUTE_MS as u64 + 1_000);
 
 #[tokio::test]
 async fn scheduled_collections_are_published_when_due() {
@@ -430,27 +436,31 @@ async fn scheduled_collections_are_published_when_due() {
     let id = col["id"].as_str().unwrap();
     let schedule = format!("{}/{id}/schedule", base(&s));
 
-    let past = c.post(&schedule, Some(&u.token), json!({"publishAt": in_ms(-60_000)})).await.expect(400);
+    let past = c.post(&schedule, Some(&u.token), json!({"publishAt": in_ms(&app, -MINUTE_MS)})).await.expect(400);
     assert_eq!(past.body["error"]["fields"][0]["field"], "publishAt");
     let garbage = c.post(&schedule, Some(&u.token), json!({"publishAt": "tomorrow"})).await.expect(400);
     assert_eq!(garbage.body["error"]["fields"][0]["field"], "publishAt");
 
-    let at = in_ms(1500);
+    let at = in_ms(&app, MINUTE_MS);
     let scheduled = c.post(&schedule, Some(&u.token), json!({"publishAt": at})).await.expect(200).body;
     assert_eq!((scheduled["status"].as_str(), scheduled["publishAt"].as_str()), (Some("scheduled"), Some(at.as_str())));
     assert_eq!(c.get(&format!("{}?status=scheduled", base(&s)), Some(&u.token)).await.body["total"], 1);
 
-    let body = published(c, &u, &s, id, 8).await;
+    // Published once the clock passes the time, not before.
+    app.clock.advance(Duration::from_millis(MINUTE_MS as u64 / 2));
+    assert_eq!(c.get(&format!("{}/{id}", base(&s)), Some(&u.token)).await.body["status"], "scheduled");
+    app.clock.advance(PAST_A_MINUTE);
+    let body = published(c, &u, &s, id).await;
     assert_eq!(body["publishedAt"].as_str(), Some(at.as_str()));
     assert_eq!(body["publishAt"], Value::Null);
     assert_eq!(c.get(&format!("{}?status=scheduled", base(&s)), Some(&u.token)).await.body["total"], 0);
     assert_eq!(c.get(&format!("{}?status=published", base(&s)), Some(&u.token)).await.body["total"], 1);
 
     // Creating with publishAt schedules; a draft cannot carry one.
-    let later = collection(c, &u, &s, json!({"title": "Later", "publishAt": in_ms(3_600_000)})).await;
+    let later = collection(c, &u, &s, json!({"title": "Later", "publishAt": in_ms(&app, 60 * MINUTE_MS)})).await;
     assert_eq!(later["status"], "scheduled");
     let mixed = c
-        .post(&base(&s), Some(&u.token), json!({"title": "Mixed", "status": "draft", "publishAt": in_ms(60_000)}))
+        .post(&base(&s), Some(&u.token), json!({"title": "Mixed", "status": "draft", "publishAt": in_ms(&app, MINUTE_MS)}))
         .await
         .expect(400);
     assert_eq!(mixed.body["error"]["fields"][0]["field"], "publishAt");
@@ -467,13 +477,13 @@ async fn a_schedule_survives_a_restart() {
     let s = create_store(&app.client, &u).await;
     let col = collection(&app.client, &u, &s, json!({"title": "Overnight"})).await;
     let id = col["id"].as_str().unwrap().to_string();
-    let at = in_ms(1500);
+    let at = in_ms(&app, MINUTE_MS);
     app.client.post(&format!("{}/{id}/schedule", base(&s)), Some(&u.token), json!({"publishAt": at})).await.expect(200);
     app.stop().await;
     // Due while nothing runs: the publisher catches up when the cell opens again.
-    tokio::time::sleep(Duration::from_millis(2000)).await;
-    let again = spawn_app_in(app.dir.path()).await;
-    let body = published(&again.client, &u, &s, &id, 8).await;
+    app.clock.advance(PAST_A_MINUTE);
+    let again = spawn_app_in_on(app.dir.path(), app.clock.clone()).await;
+    let body = published(&again.client, &u, &s, &id).await;
     assert_eq!(body["publishedAt"].as_str(), Some(at.as_str()));
 }
 
@@ -514,7 +524,7 @@ async fn collections_markets_and_catalogs_move_with_their_store() {
     c.post(&format!("/api/v1/stores/{s}/catalogs/{catalog_id}/products/remove"), Some(&u.token), json!({"productIds": [hat]}))
         .await
         .expect(200);
-    let launch = collection(c, &u, &s, json!({"title": "Launch", "publishAt": in_ms(2500)})).await;
+    let launch = collection(c, &u, &s, json!({"title": "Launch", "publishAt": in_ms(&app, MINUTE_MS)})).await;
     let launch_id = launch["id"].as_str().unwrap().to_string();
 
     let node = app.server.as_ref().unwrap().node.clone();
@@ -545,5 +555,6 @@ async fn collections_markets_and_catalogs_move_with_their_store() {
     // Smart membership keeps following product writes there, and the schedule is kept.
     c.patch(&format!("/api/v1/stores/{s}/products/{hat}"), Some(&u.token), json!({"tags": ["summer"]})).await.expect(200);
     assert_eq!(members(c, &u, &s, &smart_id).await, ids(&[&shirt, &hat]));
-    published(c, &u, &s, &launch_id, 10).await;
+    app.clock.advance(PAST_A_MINUTE);
+    published(c, &u, &s, &launch_id).await;
 }

@@ -398,7 +398,8 @@ async fn usage_is_consumed_only_by_the_order_write_and_enforced_there() {
     let cell = app.cell();
     let consume = |discount: Uuid, customer: Option<&str>| {
         let (cell, customer) = (cell.clone(), customer.map(str::to_string));
-        async move { cell.writer.write(Some(store), move |tx| consume_usage(tx, store, discount, customer.as_deref())).await }
+        let now = cell.clock.now_ms();
+        async move { cell.writer.write(Some(store), move |tx| consume_usage(tx, store, discount, customer.as_deref(), now)).await }
     };
     let validate = |code: &str, cart: Value| {
         let (path, body) = (shop.path("/discounts/validate"), json!({"code": code, "cart": cart}));

@@ -273,7 +273,7 @@ async fn expired_records_are_swept() {
     // A row written 25 h ago (its content does not matter to the sweep).
     let mut stale_key = store.as_bytes().to_vec();
     stale_key.extend_from_slice(&[0xAB; 32]);
-    let day_ago = shopcell::domain::time::now_ms() - 25 * 3600 * 1000;
+    let day_ago = app.clock.now_ms() - 25 * 3600 * 1000;
     let mut stale = day_ago.to_be_bytes().to_vec();
     stale.extend_from_slice(b"old");
     let (k, v) = (stale_key.clone(), stale.clone());

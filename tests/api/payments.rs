@@ -79,7 +79,8 @@ async fn claim(
     amount: Money,
     order: Uuid,
 ) -> ApiResult<FinancialStatus> {
-    cell.writer.write(Some(store), move |tx| claim_intent(tx, store, id, checkout, amount, order)).await
+    let now = cell.clock.now_ms();
+    cell.writer.write(Some(store), move |tx| claim_intent(tx, store, id, checkout, amount, order, now)).await
 }
 
 /// The stored intents of a store.
@@ -358,11 +359,11 @@ async fn claiming_checks_checkout_amount_status_and_single_use() {
 
     // A claim that fails inside a job writes nothing of that job.
     let other_order = Uuid::now_v7();
-    let (id, co2, amt) = (held.id, held.checkout_id, held.amount);
+    let (id, co2, amt, now) = (held.id, held.checkout_id, held.amount, cell.clock.now_ms());
     let failed: ApiResult<()> = cell
         .writer
         .write(Some(store), move |tx| {
-            claim_intent(tx, store, id, co2, amt, other_order)?;
+            claim_intent(tx, store, id, co2, amt, other_order, now)?;
             Ok(())
         })
         .await;

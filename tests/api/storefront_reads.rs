@@ -129,7 +129,7 @@ async fn shoppers_see_published_collections_with_their_active_products() {
     let draft = c.post(&base, Some(&owner.token), make("Upcoming", "draft")).await.expect(201).body;
     let did = draft["id"].as_str().unwrap().to_string();
     c.post(&format!("{base}/{did}/products"), Some(&owner.token), members).await.expect(200);
-    let future = rfc3339_in(3600);
+    let future = rfc3339_in(&app, 3600);
     let scheduled = c.post(&base, Some(&owner.token), json!({"title": "Later", "publishAt": future})).await.expect(201).body;
     assert_eq!(scheduled["status"], "scheduled");
     let sid = scheduled["id"].as_str().unwrap().to_string();
@@ -202,9 +202,9 @@ async fn shoppers_see_published_collections_with_their_active_products() {
     assert_eq!(c.get(&base, Some(&owner.token)).await.expect(200).body["total"], 3, "nothing was written");
 }
 
-/// An RFC 3339 time `seconds` from now.
-fn rfc3339_in(seconds: i64) -> String {
-    shopcell::domain::time::rfc3339(shopcell::domain::time::now_ms() + seconds * 1000)
+/// An RFC 3339 time `seconds` from now by `app`'s clock.
+fn rfc3339_in(app: &TestApp, seconds: i64) -> String {
+    shopcell::domain::time::rfc3339(app.clock.now_ms() + seconds * 1000)
 }
 
 #[tokio::test]

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 use shopcell::account::plans::{PERIOD_MS, Subscription};
-use shopcell::domain::time::{now_ms, parse_rfc3339};
+use shopcell::domain::time::parse_rfc3339;
 use shopcell::storage::codec::encode;
 use shopcell::storage::tables::SUBSCRIPTIONS;
 
@@ -67,11 +67,11 @@ async fn store_creation_respects_the_plan_limit() {
     let node = &app.server.as_ref().unwrap().node;
     assert_eq!(node.cells.values().map(|c| c.store_count()).sum::<usize>(), 1, "not even in the cell");
 
-    let before = now_ms();
+    let before = app.clock.now_ms();
     let sub = c.post("/api/v1/subscriptions", Some(&u.token), json!({"planId": "basic"})).await.expect(200).body;
     assert_eq!((sub["planId"].as_str(), sub["storeLimit"].as_u64()), (Some("basic"), Some(3)));
     let (start, end) = period(&sub);
-    assert!(start >= before - 1000 && start <= now_ms());
+    assert!(start >= before - 1000 && start <= app.clock.now_ms());
     assert_eq!(end - start, PERIOD_MS);
     assert_eq!(subscription(c, &u).await, sub, "read back as written");
     create_store(c, &u).await;
@@ -151,7 +151,7 @@ async fn cancelling_keeps_the_plan_until_the_period_ends() {
     let account = node.account.as_ref().unwrap();
     let user = uuid::Uuid::parse_str(&u.id).unwrap();
     let backdate = |cancel: bool| {
-        let start = now_ms() - PERIOD_MS - 60_000;
+        let start = app.clock.now_ms() - PERIOD_MS - 60_000;
         let s = Subscription {
             plan_id: "basic".into(),
             started_at: start,

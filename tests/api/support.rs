@@ -11,6 +11,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 use shopcell::cli::ServeArgs;
+use shopcell::clock::Clock;
 use shopcell::run::{self, Running};
 
 pub struct TestApp {
@@ -18,6 +19,8 @@ pub struct TestApp {
     pub base: String,
     pub client: HttpClient,
     pub dir: tempfile::TempDir,
+    /// The server's clock: a test moves time forward with `clock.advance` instead of sleeping.
+    pub clock: Clock,
 }
 
 /// Starts `shopcell serve` in this process with a fresh data directory.
@@ -28,17 +31,22 @@ pub async fn spawn_app() -> TestApp {
 /// Starts `shopcell serve` again on an existing data directory (a restart). The returned app
 /// does not own the directory: the caller's app keeps it alive.
 pub async fn spawn_app_in(data: &std::path::Path) -> TestApp {
-    spawn_with(data, &["cell-1"], tempfile::tempdir().expect("temp dir")).await
+    spawn_app_in_on(data, Clock::system()).await
+}
+
+/// Like [`spawn_app_in`], on `clock` (the stopped app's, say, moved on while nothing ran).
+pub async fn spawn_app_in_on(data: &std::path::Path, clock: Clock) -> TestApp {
+    spawn_with(data, &["cell-1"], tempfile::tempdir().expect("temp dir"), clock).await
 }
 
 pub async fn spawn_app_with_cells(cells: &[&str]) -> TestApp {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path().to_path_buf();
-    spawn_with(&data, cells, dir).await
+    spawn_with(&data, cells, dir, Clock::system()).await
 }
 
 /// Serves `data`; `dir` is kept alive by the app (the data directory itself, or a spare).
-async fn spawn_with(data: &std::path::Path, cells: &[&str], dir: tempfile::TempDir) -> TestApp {
+async fn spawn_with(data: &std::path::Path, cells: &[&str], dir: tempfile::TempDir, clock: Clock) -> TestApp {
     let args = ServeArgs {
         data: data.to_path_buf(),
         listen: "127.0.0.1:0".parse().expect("address"),
@@ -48,11 +56,15 @@ async fn spawn_with(data: &std::path::Path, cells: &[&str], dir: tempfile::TempD
         payments: Default::default(),
         caches: Default::default(),
     };
-    let listen = args.listen;
-    let node = run::build_serve(&args).expect("build serve");
-    let server = run::spawn(node, listen).await.expect("spawn");
+    serve(&args, dir, clock).await
+}
+
+/// Builds and starts `shopcell serve` with `args` on `clock`, which the test gets with the app.
+pub async fn serve(args: &ServeArgs, dir: tempfile::TempDir, clock: Clock) -> TestApp {
+    let node = run::build_serve_with_clock(args, clock.clone()).expect("build serve");
+    let server = run::spawn(node, args.listen).await.expect("spawn");
     let base = server.url();
-    TestApp { server: Some(server), base: base.clone(), client: HttpClient::new(&base), dir }
+    TestApp { server: Some(server), base: base.clone(), client: HttpClient::new(&base), dir, clock }
 }
 
 impl TestApp {
