@@ -2,11 +2,12 @@
 //! writes (discount usage is read, never consumed).
 
 use crate::cells::calculate::{CalcRequest, CalculateBody};
+use crate::domain::pricing::calc::Calculation;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
 use crate::http::context::Ctx;
+use crate::http::reply::Rendered;
 use crate::http::route::{Access, Route, Service};
-use crate::http::{Resp, ok_raw};
 
 pub fn routes() -> Vec<Route> {
     vec![
@@ -22,7 +23,7 @@ pub fn routes() -> Vec<Route> {
     ]
 }
 
-async fn calculate(cx: Ctx) -> ApiResult<Resp> {
+async fn calculate(cx: Ctx) -> ApiResult<Rendered<Calculation>> {
     let s = cx.scope()?;
     let body: CalculateBody = cx.json()?;
     let shopper = cx.is_shopper();
@@ -40,5 +41,5 @@ async fn calculate(cx: Ctx) -> ApiResult<Resp> {
     let priced = s.cell.price(s.id, &CalcRequest::from_body(body, shopper), cx.node.clock.now_ms())?;
     // Sized for the usual answer (about 700 bytes a line), so the buffer is not grown and copied
     // a handful of times while it is written.
-    Ok(ok_raw(priced.calculation.to_json().map_err(ApiError::internal)?))
+    Ok(Rendered::new(priced.calculation.to_json().map_err(ApiError::internal)?))
 }

@@ -8,15 +8,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use crate::domain::taxonomy::{
-    LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, ListQuery, MAX_LEVEL, ParentFilter, TREE_DEPTH_DEFAULT, TREE_DEPTH_MAX, Taxonomy,
-    TreeQuery,
+    AttributeView, Category, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, ListQuery, MAX_LEVEL, ParentFilter, TREE_DEPTH_DEFAULT,
+    TREE_DEPTH_MAX, Taxonomy, TreeNode, TreeQuery,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::handler;
+use crate::http::Page;
 use crate::http::context::Ctx;
 use crate::http::query::Query;
-use crate::http::route::{Access, Param, Route, Service, param};
-use crate::http::{Page, Resp, ok};
+use crate::http::reply::{Borrowed, Rendered};
+use crate::http::route::{Access, Param, QueryParams, Route, Service, param};
 
 const LIST_PARAMS: &[Param] = &[
     param("page", "integer", "1-based page, default 1"),
@@ -40,12 +41,10 @@ pub fn routes() -> Vec<Route> {
     use Access::Public;
     use Service::Global;
     vec![
-        Route::get("/categories", Global, Public, handler!(list), "Product categories, paginated").query(LIST_PARAMS),
-        Route::get("/categories/tree", Global, Public, handler!(tree), "Product categories with nested children")
-            .query(TREE_PARAMS),
+        Route::get("/categories", Global, Public, handler!(list), "Product categories, paginated"),
+        Route::get("/categories/tree", Global, Public, handler!(tree), "Product categories with nested children"),
         Route::get("/categories/{id}", Global, Public, handler!(get), "One product category"),
-        Route::get("/categories/{id}/attributes", Global, Public, handler!(attributes), "A category's attributes with defaults")
-            .query(ATTRIBUTE_PARAMS),
+        Route::get("/categories/{id}/attributes", Global, Public, handler!(attributes), "A category's attributes with defaults"),
     ]
 }
 
@@ -118,38 +117,79 @@ fn search(q: &Query) -> ApiResult<Option<String>> {
     }
 }
 
-async fn list(cx: Ctx) -> ApiResult<Resp> {
-    let q = &cx.query;
-    let (page, limit) = paging(q)?;
-    let level = match q.str("level") {
-        Some(_) => Some(q.int("level", 0, 0, MAX_LEVEL as i64)? as usize),
-        None => None,
-    };
-    let query = ListQuery { page, limit, search: search(q)?, level, parent: parent(q) };
+impl Borrowed for TreeNode<'_> {
+    type Static = TreeNode<'static>;
+}
+
+impl Borrowed for AttributeView<'_> {
+    type Static = AttributeView<'static>;
+}
+
+/// `GET /categories`' query.
+pub struct CategoryList(ListQuery);
+
+impl QueryParams for CategoryList {
+    fn params() -> Vec<Param> {
+        LIST_PARAMS.to_vec()
+    }
+    fn parse(q: &Query) -> ApiResult<Self> {
+        let (page, limit) = paging(q)?;
+        let level = match q.str("level") {
+            Some(_) => Some(q.int("level", 0, 0, MAX_LEVEL as i64)? as usize),
+            None => None,
+        };
+        Ok(CategoryList(ListQuery { page, limit, search: search(q)?, level, parent: parent(q) }))
+    }
+}
+
+/// `GET /categories/tree`' query.
+pub struct CategoryTree(TreeQuery);
+
+impl QueryParams for CategoryTree {
+    fn params() -> Vec<Param> {
+        TREE_PARAMS.to_vec()
+    }
+    fn parse(q: &Query) -> ApiResult<Self> {
+        let (page, limit) = paging(q)?;
+        let children_depth = q.int("childrenDepth", TREE_DEPTH_DEFAULT as i64, 0, TREE_DEPTH_MAX as i64)? as usize;
+        Ok(CategoryTree(TreeQuery { children_depth, page, limit, search: search(q)?, parent: parent(q) }))
+    }
+}
+
+/// `GET /categories/{id}/attributes`' query.
+pub struct AttributeQuery {
+    include_inherited: bool,
+}
+
+impl QueryParams for AttributeQuery {
+    fn params() -> Vec<Param> {
+        ATTRIBUTE_PARAMS.to_vec()
+    }
+    fn parse(q: &Query) -> ApiResult<Self> {
+        Ok(AttributeQuery { include_inherited: q.bool("includeInherited", true)? })
+    }
+}
+
+async fn list(cx: Ctx, CategoryList(query): CategoryList) -> ApiResult<Rendered<Page<Category>>> {
     let t = taxonomy(&cx);
     let (data, total) = t.list(&query);
-    Ok(ok(&Page::new(data, total as u64, page as u32, limit as u32)))
+    Rendered::view(&Page::new(data, total as u64, query.page as u32, query.limit as u32))
 }
 
-async fn tree(cx: Ctx) -> ApiResult<Resp> {
-    let q = &cx.query;
-    let (page, limit) = paging(q)?;
-    let children_depth = q.int("childrenDepth", TREE_DEPTH_DEFAULT as i64, 0, TREE_DEPTH_MAX as i64)? as usize;
-    let query = TreeQuery { children_depth, page, limit, search: search(q)?, parent: parent(q) };
+async fn tree(cx: Ctx, CategoryTree(query): CategoryTree) -> ApiResult<Rendered<Page<TreeNode<'static>>>> {
     let t = taxonomy(&cx);
     let (data, total) = t.tree(&query);
-    Ok(ok(&Page::new(data, total as u64, page as u32, limit as u32)))
+    Rendered::view(&Page::new(data, total as u64, query.page as u32, query.limit as u32))
 }
 
-async fn get(cx: Ctx) -> ApiResult<Resp> {
+async fn get(cx: Ctx) -> ApiResult<Rendered<Category>> {
     let t = taxonomy(&cx);
     let c = t.get(cx.param("id")).ok_or_else(ApiError::not_found)?;
-    Ok(ok(c))
+    Rendered::view(&c)
 }
 
-async fn attributes(cx: Ctx) -> ApiResult<Resp> {
-    let inherited = cx.query.bool("includeInherited", true)?;
+async fn attributes(cx: Ctx, q: AttributeQuery) -> ApiResult<Rendered<Vec<AttributeView<'static>>>> {
     let t = taxonomy(&cx);
-    let data = t.attributes(cx.param("id"), inherited).ok_or_else(ApiError::not_found)?;
-    Ok(ok(&data))
+    let data = t.attributes(cx.param("id"), q.include_inherited).ok_or_else(ApiError::not_found)?;
+    Rendered::view(&data)
 }

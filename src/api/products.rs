@@ -1,13 +1,14 @@
 //! `S/products` and `S/products/{productId}/variants`.
 
 use crate::cells::products::SORT_FIELDS;
-use crate::domain::product::{CreateProduct, Status, UpdateProduct, UpdateVariant, VariantInput};
+use crate::domain::product::{CreateProduct, ProductView, Status, UpdateProduct, UpdateVariant, VariantInput, VariantView};
 use crate::error::{ApiError, ApiResult};
 use crate::handler;
 use crate::http::context::Ctx;
-use crate::http::query::Paging;
-use crate::http::route::{Access, Param, Route, Service, param};
-use crate::http::{Resp, created, created_raw, no_content, ok, ok_raw, page_body};
+use crate::http::query::{Paging, Query};
+use crate::http::reply::{Borrowed, NoContent, Rendered};
+use crate::http::route::{Access, Param, QueryParams, Route, Service, param};
+use crate::http::{Page, page_body};
 
 const LIST_PARAMS: &[Param] = &[
     param("page", "integer", "1-based page, default 1"),
@@ -22,7 +23,7 @@ pub fn routes() -> Vec<Route> {
     use Service::Cell;
     let p = "/stores/{storeId}/products";
     vec![
-        Route::get(p, Cell, Storefront, handler!(list), "List products (shoppers: ACTIVE ones only)").query(LIST_PARAMS),
+        Route::get(p, Cell, Storefront, handler!(list), "List products (shoppers: ACTIVE ones only)"),
         Route::post(p, Cell, Member, handler!(create), "Create a product").body::<CreateProduct>(),
         Route::get(
             "/stores/{storeId}/products/{productId}",
@@ -68,93 +69,114 @@ pub fn routes() -> Vec<Route> {
     ]
 }
 
-async fn list(cx: Ctx) -> ApiResult<Resp> {
+impl Borrowed for ProductView<'_> {
+    type Static = ProductView<'static>;
+}
+
+impl Borrowed for VariantView<'_> {
+    type Static = VariantView<'static>;
+}
+
+/// The product list's query: paging and a status filter.
+pub struct ProductList {
+    paging: Paging,
+    status: Option<Status>,
+}
+
+impl QueryParams for ProductList {
+    fn params() -> Vec<Param> {
+        LIST_PARAMS.to_vec()
+    }
+    fn parse(q: &Query) -> ApiResult<Self> {
+        let paging = Paging::from_query(q, SORT_FIELDS, "created_at")?;
+        let status = q.one_of("status", Status::NAMES)?.and_then(Status::parse);
+        Ok(ProductList { paging, status })
+    }
+}
+
+async fn list(cx: Ctx, q: ProductList) -> ApiResult<Rendered<Page<ProductView<'static>>>> {
     let s = cx.scope()?;
-    let paging = Paging::from_query(&cx.query, SORT_FIELDS, "created_at")?;
-    let status = match cx.query.one_of("status", Status::NAMES)? {
-        // Shoppers see only what the store sells, whatever they ask for.
-        _ if cx.is_shopper() => Some(Status::Active),
-        Some(name) => Status::parse(name),
-        None => None,
-    };
+    let paging = q.paging;
+    // Shoppers see only what the store sells, whatever they ask for.
+    let status = if cx.is_shopper() { Some(Status::Active) } else { q.status };
     // A page depends on the store's rows alone: kept under the store's write generation, read
     // before the page is (see `search::cache`).
     let key = format!("{}|{status:?}|{}|{}|{}|{}", s.id, paging.sort_by, paging.desc, paging.page, paging.limit);
     let tag = (s.cell.writer.generations.get(s.id), 0);
     if let Some(body) = s.cell.pages.get(&key, tag) {
-        return Ok(ok_raw(body));
+        return Ok(Rendered::new(body));
     }
     let (views, total) = s.cell.list_product_views(s.id, status, &paging)?;
     let body = bytes::Bytes::from(page_body(&views, total, paging.page, paging.limit));
     s.cell.pages.put(key, tag, body.clone());
-    Ok(ok_raw(body))
+    Ok(Rendered::new(body))
 }
 
-async fn create(cx: Ctx) -> ApiResult<Resp> {
+async fn create(cx: Ctx) -> ApiResult<Rendered<ProductView<'static>, 201>> {
     let s = cx.scope()?;
     let body: CreateProduct = cx.json()?;
     let (_, view) = s.cell.create_product(s.id, body).await?;
-    Ok(created_raw(view))
+    Ok(Rendered::new(view))
 }
 
-async fn get(cx: Ctx) -> ApiResult<Resp> {
+async fn get(cx: Ctx) -> ApiResult<Rendered<ProductView<'static>>> {
     let s = cx.scope()?;
     let (status, view) = s.cell.product_view(s.id, cx.path_id("productId")?)?;
     if cx.is_shopper() && status != Status::Active {
         return Err(ApiError::not_found());
     }
     // Answered from the row itself, without copying it (the JSON follows the status byte).
-    Ok(ok_raw(bytes::Bytes::from_owner(view)))
+    Ok(Rendered::new(bytes::Bytes::from_owner(view)))
 }
 
-async fn update(cx: Ctx) -> ApiResult<Resp> {
+async fn update(cx: Ctx) -> ApiResult<Rendered<ProductView<'static>>> {
     let s = cx.scope()?;
     let id = cx.path_id("productId")?;
     let body: UpdateProduct = cx.json()?;
     let p = s.cell.update_product(s.id, id, body).await?;
-    Ok(ok(&p.view()))
+    Rendered::view(&p.view())
 }
 
-async fn delete(cx: Ctx) -> ApiResult<Resp> {
+async fn delete(cx: Ctx) -> ApiResult<NoContent> {
     let s = cx.scope()?;
     s.cell.delete_product(s.id, cx.path_id("productId")?).await?;
-    Ok(no_content())
+    Ok(NoContent)
 }
 
-async fn list_variants(cx: Ctx) -> ApiResult<Resp> {
+async fn list_variants(cx: Ctx) -> ApiResult<Rendered<Vec<VariantView<'static>>>> {
     let s = cx.scope()?;
     let p = s.cell.product(s.id, cx.path_id("productId")?)?;
     let data: Vec<_> = p.variants.iter().enumerate().map(|(i, v)| p.variant_view(v, i)).collect();
-    Ok(ok(&data))
+    Rendered::view(&data)
 }
 
-async fn create_variant(cx: Ctx) -> ApiResult<Resp> {
+async fn create_variant(cx: Ctx) -> ApiResult<Rendered<VariantView<'static>, 201>> {
     let s = cx.scope()?;
     let body: VariantInput = cx.json()?;
     let (p, vid) = s.cell.add_variant(s.id, cx.path_id("productId")?, body).await?;
     let (i, v) = p.variants.iter().enumerate().find(|(_, v)| v.id == vid).ok_or_else(|| ApiError::internal("variant lost"))?;
-    Ok(created(&p.variant_view(v, i)))
+    Rendered::view(&p.variant_view(v, i))
 }
 
-async fn get_variant(cx: Ctx) -> ApiResult<Resp> {
+async fn get_variant(cx: Ctx) -> ApiResult<Rendered<VariantView<'static>>> {
     let s = cx.scope()?;
     let p = s.cell.product(s.id, cx.path_id("productId")?)?;
     let vid = cx.path_id("variantId")?;
     let (i, v) = p.variants.iter().enumerate().find(|(_, v)| v.id == vid).ok_or_else(ApiError::not_found)?;
-    Ok(ok(&p.variant_view(v, i)))
+    Rendered::view(&p.variant_view(v, i))
 }
 
-async fn update_variant(cx: Ctx) -> ApiResult<Resp> {
+async fn update_variant(cx: Ctx) -> ApiResult<Rendered<VariantView<'static>>> {
     let s = cx.scope()?;
     let vid = cx.path_id("variantId")?;
     let body: UpdateVariant = cx.json()?;
     let p = s.cell.update_variant(s.id, cx.path_id("productId")?, vid, body).await?;
     let (i, v) = p.variants.iter().enumerate().find(|(_, v)| v.id == vid).ok_or_else(ApiError::not_found)?;
-    Ok(ok(&p.variant_view(v, i)))
+    Rendered::view(&p.variant_view(v, i))
 }
 
-async fn delete_variant(cx: Ctx) -> ApiResult<Resp> {
+async fn delete_variant(cx: Ctx) -> ApiResult<NoContent> {
     let s = cx.scope()?;
     s.cell.delete_variant(s.id, cx.path_id("productId")?, cx.path_id("variantId")?).await?;
-    Ok(no_content())
+    Ok(NoContent)
 }

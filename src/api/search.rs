@@ -8,13 +8,18 @@
 //! the cell's answer cache (`search::cache`) under everything that shapes them, and served from it
 //! while neither the store's rows nor the index have changed.
 
-use crate::domain::product::Status;
+use bytes::Bytes;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::domain::product::{ProductView, Status};
 use crate::error::{ApiError, ApiResult};
 use crate::handler;
 use crate::http::context::Ctx;
-use crate::http::query::{LIMIT_DEFAULT, LIMIT_MAX};
-use crate::http::route::{Access, Param, Route, Service, param, required};
-use crate::http::{Resp, envelope_body, ok_raw};
+use crate::http::envelope_body;
+use crate::http::query::{LIMIT_DEFAULT, LIMIT_MAX, Query};
+use crate::http::reply::Rendered;
+use crate::http::route::{Access, Param, QueryParams, Route, Service, param, required};
 use crate::search::MAX_OFFSET;
 use crate::search::query::{Cursor, SearchBy, SearchRequest, Sort, fingerprint};
 
@@ -32,21 +37,32 @@ const PARAMS: &[Param] = &[
 ];
 
 pub fn routes() -> Vec<Route> {
-    vec![
-        Route::get(
-            "/stores/{storeId}/products/search",
-            Service::Cell,
-            Access::Storefront,
-            handler!(search),
-            "Search products (shoppers: ACTIVE ones only)",
-        )
-        .query(PARAMS),
-    ]
+    vec![Route::get(
+        "/stores/{storeId}/products/search",
+        Service::Cell,
+        Access::Storefront,
+        handler!(search),
+        "Search products (shoppers: ACTIVE ones only)",
+    )]
+}
+
+/// A page of search results: the list envelope and the cursor of the next page. Answers are
+/// written from the products' rendered views ([`envelope_body`]); this is their shape.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchPage<T> {
+    pub data: Vec<T>,
+    pub total: u64,
+    pub page: u32,
+    pub limit: u32,
+    pub total_pages: u64,
+    /// The `cursor` of the next page; `null` on the last.
+    pub next_cursor: Option<String>,
 }
 
 /// A search term parameter: trimmed, bounded.
-pub fn term<'a>(cx: &'a Ctx, name: &str) -> ApiResult<Option<&'a str>> {
-    match cx.query.str(name).map(str::trim) {
+pub fn term<'a>(q: &'a Query, name: &str) -> ApiResult<Option<&'a str>> {
+    match q.str(name).map(str::trim) {
         Some(t) if t.chars().count() > TERM_MAX_CHARS => {
             Err(ApiError::field(name, format!("must be at most {TERM_MAX_CHARS} characters")))
         }
@@ -55,27 +71,67 @@ pub fn term<'a>(cx: &'a Ctx, name: &str) -> ApiResult<Option<&'a str>> {
     }
 }
 
-async fn search(cx: Ctx) -> ApiResult<Resp> {
-    let s = cx.scope()?;
-    let q = term(&cx, "q")?.ok_or_else(|| ApiError::field("q", "is required"))?;
-    let by_name = cx.query.one_of("searchBy", SearchBy::NAMES)?.unwrap_or("all");
-    let by = SearchBy::parse(by_name).ok_or_else(|| ApiError::field("searchBy", "is not supported"))?;
-    let sort_name = cx.query.one_of("sort", Sort::NAMES)?.unwrap_or("relevance");
-    let sort = Sort::parse(sort_name).ok_or_else(|| ApiError::field("sort", "is not supported"))?;
-    let second = term(&cx, "search")?;
-    let limit = cx.query.int("limit", LIMIT_DEFAULT.into(), 1, LIMIT_MAX.into())? as usize;
-    let fp = fingerprint(&[by_name, q, second.unwrap_or(""), sort_name]);
-    let after = cx.query.str("cursor").map(|c| Cursor::decode(c, sort, fp)).transpose()?;
-    let page = match &after {
-        Some(c) => c.page,
-        None => {
-            let page = cx.query.int("page", 1, 1, i64::from(u32::MAX))? as u32;
-            if (page as usize).saturating_mul(limit) > MAX_OFFSET {
-                return Err(ApiError::field("page", format!("page × limit must be at most {MAX_OFFSET}; page on with cursor")));
+/// A search's query, checked. The terms themselves stay in the request's query
+/// ([`SearchQuery::terms`]): copying them out would cost an allocation per search.
+pub struct SearchQuery {
+    by_name: &'static str,
+    by: SearchBy,
+    sort_name: &'static str,
+    sort: Sort,
+    limit: usize,
+    page: u32,
+    fingerprint: u32,
+    after: Option<Cursor>,
+}
+
+impl SearchQuery {
+    /// `q` and the second term `search`.
+    fn terms(q: &Query) -> ApiResult<(&str, Option<&str>)> {
+        Ok((first_term(q)?, term(q, "search")?))
+    }
+}
+
+fn first_term(q: &Query) -> ApiResult<&str> {
+    term(q, "q")?.ok_or_else(|| ApiError::field("q", "is required"))
+}
+
+impl QueryParams for SearchQuery {
+    fn params() -> Vec<Param> {
+        PARAMS.to_vec()
+    }
+
+    fn parse(q: &Query) -> ApiResult<Self> {
+        // Checked in the order the parameters have always been, so the first error is the same.
+        let first = first_term(q)?;
+        let by_name = q.one_of("searchBy", SearchBy::NAMES)?.unwrap_or("all");
+        let by = SearchBy::parse(by_name).ok_or_else(|| ApiError::field("searchBy", "is not supported"))?;
+        let sort_name = q.one_of("sort", Sort::NAMES)?.unwrap_or("relevance");
+        let sort = Sort::parse(sort_name).ok_or_else(|| ApiError::field("sort", "is not supported"))?;
+        let second = term(q, "search")?;
+        let limit = q.int("limit", LIMIT_DEFAULT.into(), 1, LIMIT_MAX.into())? as usize;
+        let fp = fingerprint(&[by_name, first, second.unwrap_or(""), sort_name]);
+        let after = q.str("cursor").map(|c| Cursor::decode(c, sort, fp)).transpose()?;
+        let page = match &after {
+            Some(c) => c.page,
+            None => {
+                let page = q.int("page", 1, 1, i64::from(u32::MAX))? as u32;
+                if (page as usize).saturating_mul(limit) > MAX_OFFSET {
+                    return Err(ApiError::field(
+                        "page",
+                        format!("page × limit must be at most {MAX_OFFSET}; page on with cursor"),
+                    ));
+                }
+                page
             }
-            page
-        }
-    };
+        };
+        Ok(SearchQuery { by_name, by, sort_name, sort, limit, page, fingerprint: fp, after })
+    }
+}
+
+async fn search(cx: Ctx, sq: SearchQuery) -> ApiResult<Rendered<SearchPage<ProductView<'static>>>> {
+    let s = cx.scope()?;
+    let (q, second) = SearchQuery::terms(&cx.query)?;
+    let SearchQuery { by_name, by, sort_name, sort, limit, page, fingerprint: fp, after } = sq;
     let shopper = cx.is_shopper();
     // Everything the answer depends on besides the index and the rows (the cache's tag).
     // (A decoded cursor is URL-safe base64, so `|` cannot occur in it; `q` carries its length.)
@@ -89,7 +145,7 @@ async fn search(cx: Ctx) -> ApiResult<Resp> {
     );
     let tag = s.cell.search_tag(s.id);
     if let Some(body) = s.cell.search.answers.get(&key, tag) {
-        return Ok(ok_raw(body));
+        return Ok(Rendered::new(body));
     }
     let mut terms = vec![(q.to_string(), by)];
     if let Some(t) = second {
@@ -108,7 +164,7 @@ async fn search(cx: Ctx) -> ApiResult<Resp> {
     };
     let (views, hits) = s.cell.search_product_views(&req, fp)?;
     let next_cursor = hits.next.map(|c| c.encode());
-    let body = bytes::Bytes::from(envelope_body(
+    let body = Bytes::from(envelope_body(
         &views,
         &[
             ("total", hits.total.into()),
@@ -119,5 +175,5 @@ async fn search(cx: Ctx) -> ApiResult<Resp> {
         ],
     ));
     s.cell.search.answers.put(key, tag, body.clone());
-    Ok(ok_raw(body))
+    Ok(Rendered::new(body))
 }

@@ -7,6 +7,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -15,10 +16,11 @@ use crate::domain::money::Money;
 use crate::domain::product::Status;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
+use crate::http::OffsetPage;
 use crate::http::context::Ctx;
-use crate::http::query::{LIMIT_DEFAULT, LIMIT_MAX};
-use crate::http::route::{Access, Param, Route, Service, param};
-use crate::http::{OffsetPage, Resp, ok};
+use crate::http::query::{LIMIT_DEFAULT, LIMIT_MAX, Query};
+use crate::http::reply::{Borrowed, Rendered};
+use crate::http::route::{Access, Param, QueryParams, Route, Service, param};
 use crate::search::MAX_OFFSET;
 use crate::search::query::{SearchBy, SearchRequest, Sort, fingerprint};
 
@@ -32,30 +34,61 @@ const PARAMS: &[Param] = &[
 ];
 
 pub fn routes() -> Vec<Route> {
-    vec![
-        Route::get(
-            "/stores/{storeId}/products/selection",
-            Service::Cell,
-            Access::Member,
-            handler!(selection),
-            "Products for catalog selection (simplified)",
-        )
-        .query(PARAMS),
-    ]
+    vec![Route::get(
+        "/stores/{storeId}/products/selection",
+        Service::Cell,
+        Access::Member,
+        handler!(selection),
+        "Products for catalog selection (simplified)",
+    )]
 }
 
 /// One product as the selection list shows it.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SelectionItem<'a> {
     pub id: Uuid,
     pub title: &'a str,
+    /// `DRAFT`, `ACTIVE` or `ARCHIVED`.
     pub status: &'static str,
     pub product_type: &'a str,
     pub price: Money,
     /// Media are not attached to products yet; always `null` until they are.
     pub image_url: Option<&'a str>,
     pub variants_count: usize,
+}
+
+impl Borrowed for SelectionItem<'_> {
+    type Static = SelectionItem<'static>;
+}
+
+/// The selection list's query.
+pub struct SelectionQuery {
+    limit: usize,
+    offset: usize,
+    status: Option<Status>,
+    product_type: Option<String>,
+    collection: Option<Uuid>,
+    search: Option<String>,
+}
+
+impl QueryParams for SelectionQuery {
+    fn params() -> Vec<Param> {
+        PARAMS.to_vec()
+    }
+
+    fn parse(q: &Query) -> ApiResult<Self> {
+        let limit = q.int("limit", LIMIT_DEFAULT.into(), 1, LIMIT_MAX.into())? as usize;
+        let offset = q.int("offset", 0, 0, (MAX_OFFSET - limit) as i64)? as usize;
+        let status = q.one_of("status", Status::NAMES)?.and_then(Status::parse);
+        let product_type = match q.str("productType").map(str::trim) {
+            Some(t) if t.chars().count() > 255 => return Err(ApiError::field("productType", "must be at most 255 characters")),
+            t => t.filter(|t| !t.is_empty()).map(str::to_string),
+        };
+        let collection = q.uuid("collection")?;
+        let search = crate::api::search::term(q, "search")?.map(str::to_string);
+        Ok(SelectionQuery { limit, offset, status, product_type, collection, search })
+    }
 }
 
 /// The `collection` filter: the ids of the collection's products. An unknown collection is a
@@ -68,21 +101,13 @@ fn collection_members(cell: &Cell, store: Uuid, collection: Uuid) -> ApiResult<A
     }
 }
 
-async fn selection(cx: Ctx) -> ApiResult<Resp> {
+async fn selection(cx: Ctx, q: SelectionQuery) -> ApiResult<Rendered<OffsetPage<SelectionItem<'static>>>> {
     let s = cx.scope()?;
-    let q = &cx.query;
-    let limit = q.int("limit", LIMIT_DEFAULT.into(), 1, LIMIT_MAX.into())? as usize;
-    let offset = q.int("offset", 0, 0, (MAX_OFFSET - limit) as i64)? as usize;
-    let status = q.one_of("status", Status::NAMES)?.and_then(Status::parse);
-    let product_type = match q.str("productType").map(str::trim) {
-        Some(t) if t.chars().count() > 255 => return Err(ApiError::field("productType", "must be at most 255 characters")),
-        t => t.filter(|t| !t.is_empty()).map(str::to_string),
-    };
-    let allowed = q.uuid("collection")?.map(|c| collection_members(&s.cell, s.id, c)).transpose()?;
-    let search = crate::api::search::term(&cx, "search")?;
+    let SelectionQuery { limit, offset, status, product_type, collection, search } = q;
+    let allowed = collection.map(|c| collection_members(&s.cell, s.id, c)).transpose()?;
     let req = SearchRequest {
         store: s.id,
-        terms: search.map(|t| vec![(t.to_string(), SearchBy::All)]).unwrap_or_default(),
+        terms: search.map(|t| vec![(t, SearchBy::All)]).unwrap_or_default(),
         status,
         product_type,
         allowed,
@@ -105,5 +130,5 @@ async fn selection(cx: Ctx) -> ApiResult<Resp> {
         })
         .collect();
     let limit = limit as u64;
-    Ok(ok(&OffsetPage::new(data, hits.total, offset as u64, limit)))
+    Rendered::view(&OffsetPage::new(data, hits.total, offset as u64, limit))
 }

@@ -416,7 +416,7 @@ pub fn apply_variant_update(u: &UpdateVariant, product: &Product, variant: &Vari
 }
 
 /// A product as the API shows it.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProductView<'a> {
     pub id: Uuid,
@@ -426,6 +426,7 @@ pub struct ProductView<'a> {
     pub product_type: &'a str,
     pub tags: &'a [String],
     pub handle: &'a str,
+    /// `DRAFT`, `ACTIVE` or `ARCHIVED`.
     pub status: &'static str,
     pub category_id: Option<&'a str>,
     pub price: Money,
@@ -437,7 +438,7 @@ pub struct ProductView<'a> {
 }
 
 /// A variant as the API shows it.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VariantView<'a> {
     pub id: Uuid,

@@ -12,7 +12,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Serialize;
 
 use crate::error::{ApiError, ApiResult};
-use crate::http::{Resp, json, no_content, ok_raw};
+use crate::http::{OffsetPage, Page, Resp, json, no_content, ok_raw};
 
 /// How a success answer is documented.
 pub struct ReplyDoc {
@@ -73,6 +73,41 @@ impl<T: Serialize, const STATUS: u16> Rendered<T, STATUS> {
     pub fn sorted(value: &T) -> ApiResult<Self> {
         let tree = serde_json::to_value(value).map_err(ApiError::internal)?;
         serde_json::to_vec(&tree).map(Rendered::new).map_err(ApiError::internal)
+    }
+}
+
+/// A view that borrows what it shows (the record it is a view of, held by the handler): answered
+/// rendered while it lives, documented as `Static`, the same type at `'static`.
+pub trait Borrowed: Serialize {
+    type Static: JsonSchema + 'static;
+}
+
+impl<V: Borrowed> Borrowed for Vec<V> {
+    type Static = Vec<V::Static>;
+}
+
+impl<T: Serialize + JsonSchema + 'static> Borrowed for &T {
+    type Static = T;
+}
+
+impl<V: Borrowed> Borrowed for Page<V>
+where
+    V::Static: Serialize,
+{
+    type Static = Page<V::Static>;
+}
+
+impl<V: Borrowed> Borrowed for OffsetPage<V>
+where
+    V::Static: Serialize,
+{
+    type Static = OffsetPage<V::Static>;
+}
+
+impl<T: JsonSchema + 'static, const STATUS: u16> Rendered<T, STATUS> {
+    /// `view` rendered now, documented as its `'static` self.
+    pub fn view<V: Borrowed<Static = T>>(view: &V) -> ApiResult<Self> {
+        serde_json::to_vec(view).map(Rendered::new).map_err(ApiError::internal)
     }
 }
 

@@ -18,6 +18,7 @@ mod crash;
 mod discounts;
 mod docs;
 mod fake_stripe;
+mod format_fixtures;
 mod gift_cards;
 mod idempotency;
 mod markets;

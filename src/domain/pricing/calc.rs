@@ -132,7 +132,7 @@ pub struct CalcInput {
 }
 
 /// Where an applied discount came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Source {
     Manual,
@@ -141,7 +141,7 @@ pub enum Source {
 }
 
 /// One discount that applied, and how much it took.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DiscountApplication {
     pub source: Source,
@@ -153,7 +153,7 @@ pub struct DiscountApplication {
 }
 
 /// One processed line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LineResult {
     pub variant_id: Uuid,
@@ -176,7 +176,7 @@ pub struct LineResult {
 }
 
 /// The spec's cart/order calculation result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Calculation {
     pub subtotal: Money,

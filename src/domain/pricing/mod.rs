@@ -38,7 +38,7 @@ mod tests;
 use serde::{Deserialize, Serialize};
 
 /// Why a discount, or part of the request, was not applied as asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum WarningCode {
     /// No discount has this code.
@@ -64,7 +64,7 @@ pub enum WarningCode {
 }
 
 /// A non-fatal remark on a calculation: the figures are valid, but something was dropped or capped.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Warning {
     pub code: WarningCode,

@@ -211,7 +211,7 @@ impl fmt::Display for TaxonomyError {
 impl std::error::Error for TaxonomyError {}
 
 /// The value type of a category attribute.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum AttributeType {
     /// Free text, or one of `values` when they are given.
@@ -238,7 +238,7 @@ impl AttributeType {
 
 /// One category. Serializes to `{id, name, parentId, level, path, childrenCount}`; attributes
 /// are served separately by [`Taxonomy::attributes`].
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Category {
     /// Stable id from the file.
@@ -276,7 +276,7 @@ struct AttributeDef {
 }
 
 /// An attribute of a category as served, own or inherited.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AttributeView<'a> {
     /// Stable key, e.g. `color`.
@@ -299,7 +299,7 @@ pub struct AttributeView<'a> {
 /// A category with its subtree down to the requested depth. Serializes as the category's
 /// fields plus `children`; a node at the depth limit has empty `children` while its
 /// `childrenCount` still says how many exist.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct TreeNode<'a> {
     /// The category at this node.
     #[serde(flatten)]
