@@ -3,42 +3,20 @@
 
 use hyper::header::{HeaderName, HeaderValue};
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
-use crate::cells::calculate::{CalcRequest, CartContext};
-use crate::cells::discounts::{CommentInput, DiscountFilter, SORT_FIELDS};
-use crate::domain::pricing::discount::{DiscountInput, DiscountStatus, MAX_CODES_PER_REQUEST, ValueType};
+use crate::cells::calculate::{CalcRequest, CartContext, CodeResult, Eligible};
+use crate::cells::discount_comments::{self, CommentInput, CommentView, DiscountComment};
+use crate::cells::discounts;
+use crate::domain::pricing::discount::{Discount, DiscountInput, DiscountView, MAX_CODES_PER_REQUEST};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
 use crate::http::context::Ctx;
-use crate::http::query::{LIMIT_MAX, Paging};
-use crate::http::route::{Access, Param, Route, Service, param};
-use crate::http::{Page, Resp, created, error, no_content, ok};
-
-const LIST_PARAMS: &[Param] = &[
-    param("page", "integer", "1-based page, default 1"),
-    param("limit", "integer", "page size, 1..250, default 20"),
-    param("status", "string", "ACTIVE, SCHEDULED, EXPIRED or DISABLED (any case)"),
-    param("type", "string", "value type: percentage, fixedAmount, freeShipping, buyXGetY (alias: valueType)"),
-    param("method", "string", "code or automatic"),
-    param("search", "string", "text in the code or the title (any case)"),
-    param("sortBy", "string", "created_at (default), updated_at, title, code"),
-    param("sortOrder", "string", "asc or desc (default)"),
-];
-
-const SEARCH_PARAMS: &[Param] = &[
-    param("search", "string", "text in the code or the title (any case); codes starting with it come first"),
-    param("limit", "integer", "1..250, default 10"),
-    param("channel", "string", "only codes usable on this sales channel"),
-];
-
-const COMMENT_PARAMS: &[Param] = &[
-    param("page", "integer", "1-based page, default 1"),
-    param("limit", "integer", "page size, 1..250, default 20"),
-    param("sortBy", "string", "created_at (default)"),
-    param("sortOrder", "string", "asc or desc (default)"),
-];
+use crate::http::list::ListOf;
+use crate::http::query::{LIMIT_MAX, Query};
+use crate::http::reply::{Created, Json, NoContent, Reply, ReplyDoc};
+use crate::http::route::{Access, Param, QueryParams, Route, Service, param};
+use crate::http::{Page, Resp, error};
 
 /// The code autocomplete's default page size (spec §8).
 const SEARCH_LIMIT_DEFAULT: i64 = 10;
@@ -48,8 +26,6 @@ const SEARCH_LIMIT_DEFAULT: i64 = 10;
 const DEPRECATED_SINCE: &str = "@1767225600";
 const SUNSET: &str = "Wed, 30 Jun 2027 00:00:00 GMT";
 
-const VALUE_TYPES: &[&str] = &["percentage", "fixedAmount", "freeShipping", "buyXGetY"];
-
 pub fn routes() -> Vec<Route> {
     use Access::Member;
     use Service::Cell;
@@ -58,7 +34,7 @@ pub fn routes() -> Vec<Route> {
     let comments = "/stores/{storeId}/discounts/{discountId}/comments";
     let comment = "/stores/{storeId}/discounts/{discountId}/comments/{commentId}";
     vec![
-        Route::get(p, Cell, Member, handler!(list), "List discounts").query(LIST_PARAMS),
+        Route::get(p, Cell, Member, handler!(list), "List discounts"),
         Route::post(p, Cell, Member, handler!(create), "Create a discount: a code discount with `code`, automatic without")
             .body::<DiscountInput>(),
         Route::get(one, Cell, Member, handler!(get), "One discount"),
@@ -87,8 +63,7 @@ pub fn routes() -> Vec<Route> {
             Member,
             handler!(search_codes),
             "Search ACTIVE discount codes (draft-order autocomplete)",
-        )
-        .query(SEARCH_PARAMS),
+        ),
         Route::post(
             "/stores/{storeId}/discounts/automatic/eligible",
             Cell,
@@ -103,9 +78,9 @@ pub fn routes() -> Vec<Route> {
             Member,
             handler!(export),
             "DEPRECATED, not implemented: always 503; use POST bulk-jobs {operation: EXPORT, entity: discount}",
-        ),
-        Route::get(comments, Cell, Member, handler!(list_comments), "A discount's comments, oldest first by default")
-            .query(COMMENT_PARAMS),
+        )
+        .answers::<AlwaysUnavailable>(),
+        Route::get(comments, Cell, Member, handler!(list_comments), "A discount's comments, oldest first by default"),
         Route::post(comments, Cell, Member, handler!(add_comment), "Comment on a discount").body::<CommentInput>(),
         Route::patch(comment, Cell, Member, handler!(update_comment), "Change a comment (its author, an owner or an admin)")
             .body::<CommentInput>(),
@@ -137,63 +112,39 @@ pub struct EligibleBody {
     pub cart: CartContext,
 }
 
-fn filter(cx: &Ctx) -> ApiResult<DiscountFilter> {
-    let q = &cx.query;
-    let status = q.one_of("status", &["ACTIVE", "SCHEDULED", "EXPIRED", "DISABLED"])?.map(|s| match s {
-        "ACTIVE" => DiscountStatus::Active,
-        "SCHEDULED" => DiscountStatus::Scheduled,
-        "EXPIRED" => DiscountStatus::Expired,
-        _ => DiscountStatus::Disabled,
-    });
-    let type_param = if q.str("type").is_some() { "type" } else { "valueType" };
-    let value_type = q.one_of(type_param, VALUE_TYPES)?.map(|t| match t {
-        "percentage" => ValueType::Percentage,
-        "fixedAmount" => ValueType::FixedAmount,
-        "freeShipping" => ValueType::FreeShipping,
-        _ => ValueType::BuyXGetY,
-    });
-    let code = q.one_of("method", &["code", "automatic"])?.map(|m| m == "code");
-    let search = q.str("search").map(|s| s.trim().to_lowercase()).filter(|s| !s.is_empty());
-    Ok(DiscountFilter { status, value_type, code, search })
-}
-
-async fn list(cx: Ctx) -> ApiResult<Resp> {
+async fn list(cx: Ctx, q: ListOf<Discount>) -> ApiResult<Json<Page<DiscountView>>> {
     let s = cx.scope()?;
-    let paging = Paging::from_query(&cx.query, SORT_FIELDS, "created_at")?;
     let now = cx.node.clock.now_ms();
-    let (discounts, total) = s.cell.list_discounts(s.id, &filter(&cx)?, &paging, now)?;
-    let data: Vec<_> = discounts.iter().map(|d| d.view(now)).collect();
-    Ok(ok(&Page::new(data, total, paging.page, paging.limit)))
+    let listed = s.cell.list::<Discount>(s.id, &q.query)?;
+    Ok(Json(q.page(listed.map(|d| d.view(now)))))
 }
 
-async fn create(cx: Ctx) -> ApiResult<Resp> {
+async fn create(cx: Ctx) -> ApiResult<Created<DiscountView>> {
     let s = cx.scope()?;
-    let body: DiscountInput = cx.json()?;
-    let d = s.cell.create_discount(s.id, body).await?;
-    Ok(created(&d.view(cx.node.clock.now_ms())))
+    let d = discounts::create(&s.cell, s.id, cx.json()?).await?;
+    Ok(Created(d.view(cx.node.clock.now_ms())))
 }
 
-async fn get(cx: Ctx) -> ApiResult<Resp> {
+async fn get(cx: Ctx) -> ApiResult<Json<DiscountView>> {
     let s = cx.scope()?;
-    let d = s.cell.discount(s.id, cx.path_id("discountId")?)?;
-    Ok(ok(&d.view(cx.node.clock.now_ms())))
+    let d = s.cell.get::<Discount>(s.id, cx.path_id("discountId")?)?;
+    Ok(Json(d.view(cx.node.clock.now_ms())))
 }
 
-async fn update(cx: Ctx) -> ApiResult<Resp> {
+async fn update(cx: Ctx) -> ApiResult<Json<DiscountView>> {
     let s = cx.scope()?;
     let id = cx.path_id("discountId")?;
-    let body: DiscountInput = cx.json()?;
-    let d = s.cell.update_discount(s.id, id, body).await?;
-    Ok(ok(&d.view(cx.node.clock.now_ms())))
+    let d = discounts::update(&s.cell, s.id, id, cx.json()?).await?;
+    Ok(Json(d.view(cx.node.clock.now_ms())))
 }
 
-async fn delete(cx: Ctx) -> ApiResult<Resp> {
+async fn delete(cx: Ctx) -> ApiResult<NoContent> {
     let s = cx.scope()?;
-    s.cell.delete_discount(s.id, cx.path_id("discountId")?).await?;
-    Ok(no_content())
+    discounts::delete(&s.cell, s.id, cx.path_id("discountId")?).await?;
+    Ok(NoContent)
 }
 
-async fn validate(cx: Ctx) -> ApiResult<Resp> {
+async fn validate(cx: Ctx) -> ApiResult<Json<CodeResult>> {
     let s = cx.scope()?;
     let body: ValidateBody = cx.json()?;
     let code = body.code.trim();
@@ -206,10 +157,18 @@ async fn validate(cx: Ctx) -> ApiResult<Resp> {
         &CalcRequest::from_cart(s.cell.resolve_cart_context(s.id, body.cart)?, vec![code.to_string()])?,
         now,
     )?;
-    Ok(ok(&priced.code_result(0, now)))
+    Ok(Json(priced.code_result(0, now)))
 }
 
-async fn validate_many(cx: Ctx) -> ApiResult<Resp> {
+/// The verdicts of `validate-many`, in the order of the codes, and the codes that applied together.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ValidateManyAnswer {
+    results: Vec<CodeResult>,
+    applied_codes: Vec<String>,
+}
+
+async fn validate_many(cx: Ctx) -> ApiResult<Json<ValidateManyAnswer>> {
     let s = cx.scope()?;
     let body: ValidateManyBody = cx.json()?;
     if body.codes.is_empty() || body.codes.len() > MAX_CODES_PER_REQUEST {
@@ -221,25 +180,77 @@ async fn validate_many(cx: Ctx) -> ApiResult<Resp> {
     let n = body.codes.len();
     let now = cx.node.clock.now_ms();
     let priced = s.cell.price(s.id, &CalcRequest::from_cart(s.cell.resolve_cart_context(s.id, body.cart)?, body.codes)?, now)?;
-    let results: Vec<_> = (0..n).map(|i| priced.code_result(i, now)).collect();
-    Ok(ok(&json!({"results": results, "appliedCodes": priced.calculation.applied_discount_codes})))
+    let results = (0..n).map(|i| priced.code_result(i, now)).collect();
+    Ok(Json(ValidateManyAnswer { results, applied_codes: priced.calculation.applied_discount_codes }))
 }
 
-async fn search_codes(cx: Ctx) -> ApiResult<Resp> {
+/// The query of the code search.
+pub struct CodeSearch {
+    search: Option<String>,
+    channel: Option<String>,
+    limit: usize,
+}
+
+impl QueryParams for CodeSearch {
+    fn params() -> Vec<Param> {
+        vec![
+            param("search", "string", "text in the code or the title (any case); codes starting with it come first"),
+            param("limit", "integer", "1..250, default 10"),
+            param("channel", "string", "only codes usable on this sales channel"),
+        ]
+    }
+
+    fn parse(q: &Query) -> ApiResult<Self> {
+        Ok(CodeSearch {
+            search: q.str("search").map(str::to_string),
+            channel: q.str("channel").map(str::to_string),
+            limit: q.int("limit", SEARCH_LIMIT_DEFAULT, 1, LIMIT_MAX.into())? as usize,
+        })
+    }
+}
+
+/// `{data}`: the codes found, best first.
+#[derive(Serialize, JsonSchema)]
+pub struct CodeSearchAnswer {
+    data: Vec<DiscountView>,
+}
+
+async fn search_codes(cx: Ctx, q: CodeSearch) -> ApiResult<Json<CodeSearchAnswer>> {
     let s = cx.scope()?;
-    let limit = cx.query.int("limit", SEARCH_LIMIT_DEFAULT, 1, LIMIT_MAX.into())? as usize;
     let now = cx.node.clock.now_ms();
-    let found = s.cell.search_codes(s.id, cx.query.str("search"), cx.query.str("channel"), limit, now)?;
-    let data: Vec<_> = found.iter().map(|d| d.view(now)).collect();
-    Ok(ok(&json!({"data": data})))
+    let found = discounts::search_codes(&s.cell, s.id, q.search.as_deref(), q.channel.as_deref(), q.limit, now)?;
+    Ok(Json(CodeSearchAnswer { data: found.iter().map(|d| d.view(now)).collect() }))
 }
 
-async fn eligible(cx: Ctx) -> ApiResult<Resp> {
+/// `{discounts}`: the automatic discounts that apply, with their amounts.
+#[derive(Serialize, JsonSchema)]
+pub struct EligibleAnswer {
+    discounts: Vec<Eligible>,
+}
+
+async fn eligible(cx: Ctx) -> ApiResult<Json<EligibleAnswer>> {
     let s = cx.scope()?;
     let body: EligibleBody = cx.json()?;
     let now = cx.node.clock.now_ms();
     let priced = s.cell.price(s.id, &CalcRequest::from_cart(s.cell.resolve_cart_context(s.id, body.cart)?, Vec::new())?, now)?;
-    Ok(ok(&json!({"discounts": priced.eligible_automatic(now)})))
+    Ok(Json(EligibleAnswer { discounts: priced.eligible_automatic(now) }))
+}
+
+/// What the export answers: never a success, always the 503 error.
+pub struct AlwaysUnavailable;
+
+impl Reply for AlwaysUnavailable {
+    fn into_resp(self) -> Resp {
+        error(&ApiError::new(Code::UNAVAILABLE))
+    }
+    fn doc(_: &mut schemars::SchemaGenerator) -> Option<ReplyDoc> {
+        Some(ReplyDoc {
+            status: 503,
+            content_type: Some("application/json"),
+            schema: Some(schemars::json_schema!({"$ref": "#/components/schemas/Error"})),
+            type_name: "Error".into(),
+        })
+    }
 }
 
 /// Always 503, with the headers of a deprecated operation pointing at its successor.
@@ -258,39 +269,39 @@ async fn export(cx: Ctx) -> ApiResult<Resp> {
     Ok(r)
 }
 
-async fn list_comments(cx: Ctx) -> ApiResult<Resp> {
+async fn list_comments(cx: Ctx, mut q: ListOf<DiscountComment>) -> ApiResult<Json<Page<CommentView>>> {
     let s = cx.scope()?;
-    let mut paging = Paging::from_query(&cx.query, &["created_at"], "created_at")?;
+    let discount = cx.path_id("discountId")?;
+    // A comment list of no discount is a 404, not an empty page.
+    s.cell.get::<Discount>(s.id, discount)?;
     // A conversation reads oldest first unless asked otherwise.
     if cx.query.str("sortOrder").is_none() {
-        paging.desc = false;
+        q.query.desc = false;
     }
-    let (comments, total) = s.cell.list_discount_comments(s.id, cx.path_id("discountId")?, &paging)?;
-    let data: Vec<_> = comments.iter().map(|c| c.view()).collect();
-    Ok(ok(&Page::new(data, total, paging.page, paging.limit)))
+    q.query.scope = Some(discount);
+    let listed = s.cell.list::<DiscountComment>(s.id, &q.query)?;
+    Ok(Json(q.page(listed.map(|c| c.view()))))
 }
 
-async fn add_comment(cx: Ctx) -> ApiResult<Resp> {
+async fn add_comment(cx: Ctx) -> ApiResult<Created<CommentView>> {
     let s = cx.scope()?;
     let author = cx.user()?.user_id;
-    let body: CommentInput = cx.json()?;
-    let c = s.cell.add_discount_comment(s.id, cx.path_id("discountId")?, author, body).await?;
-    Ok(created(&c.view()))
+    let c = discount_comments::add(&s.cell, s.id, cx.path_id("discountId")?, author, cx.json()?).await?;
+    Ok(Created(c.view()))
 }
 
-async fn update_comment(cx: Ctx) -> ApiResult<Resp> {
+async fn update_comment(cx: Ctx) -> ApiResult<Json<CommentView>> {
     let s = cx.scope()?;
     let user = cx.user()?.user_id;
-    let body: CommentInput = cx.json()?;
-    let (discount, comment) = (cx.path_id("discountId")?, cx.path_id("commentId")?);
-    let c = s.cell.update_discount_comment(s.id, discount, comment, user, s.role, body).await?;
-    Ok(ok(&c.view()))
+    let ids = (cx.path_id("discountId")?, cx.path_id("commentId")?);
+    let c = discount_comments::update(&s.cell, s.id, ids, (user, s.role), cx.json()?).await?;
+    Ok(Json(c.view()))
 }
 
-async fn delete_comment(cx: Ctx) -> ApiResult<Resp> {
+async fn delete_comment(cx: Ctx) -> ApiResult<NoContent> {
     let s = cx.scope()?;
     let user = cx.user()?.user_id;
-    let (discount, comment) = (cx.path_id("discountId")?, cx.path_id("commentId")?);
-    s.cell.delete_discount_comment(s.id, discount, comment, user, s.role).await?;
-    Ok(no_content())
+    let ids = (cx.path_id("discountId")?, cx.path_id("commentId")?);
+    discount_comments::delete(&s.cell, s.id, ids, (user, s.role)).await?;
+    Ok(NoContent)
 }

@@ -12,13 +12,13 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::cells::Cell;
-use crate::cells::discounts::{code_key, customer_key, row_key, usage_with};
+use crate::cells::discounts::{code_key, customer_key, usage_with};
 use crate::domain::money::{Currency, Money};
 use crate::domain::pricing::WarningCode;
 use crate::domain::pricing::calc::{
     CalcInput, CalcLine, Calculation, CodeInput, MAX_LINES, MAX_QUANTITY, ManualDiscount, ResolvedDiscount, Source, calculate,
 };
-use crate::domain::pricing::discount::{Discount, DiscountStatus, MAX_CODES_PER_REQUEST};
+use crate::domain::pricing::discount::{Discount, DiscountStatus, DiscountView, MAX_CODES_PER_REQUEST};
 use crate::domain::pricing::shipping::{Address, ShippingZone, rate_for};
 use crate::domain::pricing::tax::{TaxRate, TaxSettings};
 use crate::domain::product::{Product, Status};
@@ -26,6 +26,7 @@ use crate::error::{ApiError, ApiResult, Check};
 use crate::storage::codec::decode;
 use crate::storage::keys::{Key, prefix_range, trailing_id};
 use crate::storage::read;
+use crate::storage::record::row_key;
 use crate::storage::tables::{
     COUNTERS, DISCOUNT_AUTOMATIC, DISCOUNT_CODES, DISCOUNT_USAGE, DISCOUNTS, PRODUCT_COLLECTIONS, PRODUCTS, SHIPPING_ZONES,
     StoreTable, TAX_RATES, VARIANTS,
@@ -139,14 +140,14 @@ impl CalcRequest {
 
 /// A code's verdict against a cart: the body of `S/discounts/validate` and one result of
 /// `validate-many`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CodeResult {
     /// The code as entered (trimmed).
     pub code: String,
     pub valid: bool,
     /// The discount the code names; `null` for an unknown code.
-    pub discount: Option<serde_json::Value>,
+    pub discount: Option<DiscountView>,
     /// What the code took (off the goods, or off shipping for a shipping discount).
     pub amount: Money,
     /// Why it did not apply; empty when valid.
@@ -156,10 +157,10 @@ pub struct CodeResult {
 }
 
 /// One automatic discount that applies to a cart, with what it takes.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Eligible {
-    pub discount: serde_json::Value,
+    pub discount: DiscountView,
     pub amount: Money,
 }
 
@@ -180,7 +181,7 @@ impl Priced {
         let calc = &self.calculation;
         let currency = calc.subtotal.currency;
         let found = codes.get(index).and_then(|c| c.found.as_ref()).map(|r| &r.discount);
-        let discount = found.and_then(|d| serde_json::to_value(d.view(now)).ok());
+        let discount = found.map(|d| d.view(now));
         let warnings = calc.warnings.iter().filter(|w| w.discount_code.as_deref().is_some_and(same));
         let (reasons, reason_codes): (Vec<String>, Vec<WarningCode>) = if repeat {
             (vec![format!("{entered} was given twice")], vec![WarningCode::DiscountDuplicate])
@@ -209,7 +210,7 @@ impl Priced {
             .filter(|a| a.source == Source::Automatic)
             .filter_map(|a| {
                 let d = a.discount_id.and_then(|id| by_id.get(&id))?;
-                Some(Eligible { discount: serde_json::to_value(d.view(now)).ok()?, amount: a.amount })
+                Some(Eligible { discount: d.view(now), amount: a.amount })
             })
             .collect()
     }

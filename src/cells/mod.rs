@@ -8,6 +8,7 @@ pub mod catalogs;
 pub mod checkouts;
 pub mod collections;
 pub mod completion;
+pub mod discount_comments;
 pub mod discounts;
 pub mod forward;
 pub mod gift_cards;

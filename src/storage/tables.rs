@@ -130,7 +130,7 @@ pub const DISCOUNT_AUTOMATIC: StoreTable = StoreTable::new(21, "discount_automat
 /// `store ‖ discount id ‖ 0 → u64` total uses, `store ‖ discount id ‖ 1 ‖ customer key → u64`
 /// uses by one customer; written only when an order is created.
 pub const DISCOUNT_USAGE: StoreTable = StoreTable::new(22, "discount_usage");
-/// `store ‖ discount id ‖ comment id → DiscountComment`.
+/// `store ‖ discount id ‖ comment id → DiscountComment` (scoped to its discount).
 pub const DISCOUNT_COMMENTS: StoreTable = StoreTable::new(23, "discount_comments");
 /// `store ‖ zone id → ShippingZone` (rates inline).
 pub const SHIPPING_ZONES: StoreTable = StoreTable::new(24, "shipping_zones");
@@ -171,6 +171,9 @@ pub const IDEMPOTENCY: StoreTable = StoreTable::new(36, "idempotency");
 pub const SHIPPING_ZONE_ORDER: StoreTable = StoreTable::new(37, "shipping_zone_order");
 /// `store ‖ sort field u8 ‖ sort value ‖ tax rate id → summary (country)`: the tax rate list orders.
 pub const TAX_RATE_ORDER: StoreTable = StoreTable::new(38, "tax_rate_order");
+
+/// `store ‖ discount id ‖ sort field u8 ‖ sort value ‖ comment id → ()`: a discount's comment list.
+pub const DISCOUNT_COMMENT_ORDER: StoreTable = StoreTable::new(39, "discount_comment_order");
 
 /// Every store-scoped table, in index order: exporting a store copies exactly these ranges.
 pub const STORE_TABLES: &[StoreTable] = &[
@@ -213,6 +216,7 @@ pub const STORE_TABLES: &[StoreTable] = &[
     IDEMPOTENCY,
     SHIPPING_ZONE_ORDER,
     TAX_RATE_ORDER,
+    DISCOUNT_COMMENT_ORDER,
 ];
 
 #[cfg(test)]

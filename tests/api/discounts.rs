@@ -417,7 +417,7 @@ async fn usage_is_consumed_only_by_the_order_write_and_enforced_there() {
     assert_eq!(e.code.as_str(), "DISCOUNT_USAGE_LIMIT_REACHED");
     let v = validate("TWICE", cart.clone()).await.expect(200).body;
     assert_eq!((v["valid"].as_bool(), v["reasonCodes"].clone()), (Some(false), json!(["DISCOUNT_USAGE_LIMIT_REACHED"])));
-    let u = cell.discount_usage(store, id(&limited), None).unwrap();
+    let u = shopcell::cells::discounts::usage(&cell.read().unwrap(), store, id(&limited), None).unwrap();
     assert_eq!(u.total, 2);
 
     // Once per customer: a second use by the same customer is refused, another customer's is not.
@@ -433,9 +433,50 @@ async fn usage_is_consumed_only_by_the_order_write_and_enforced_there() {
         validate("ONCE", json!({"lineItems": [{"variantId": vid, "quantity": 1}], "customerId": Uuid::now_v7()})).await.body["valid"],
         true
     );
-    assert_eq!(cell.discount_usage(store, id(&once), Some(&key)).unwrap().by_customer, 1);
+    assert_eq!(shopcell::cells::discounts::usage(&cell.read().unwrap(), store, id(&once), Some(&key)).unwrap().by_customer, 1);
     // A deleted discount cannot be consumed.
     c.delete(&shop.path(&format!("/discounts/{}", id(&once))), t).await.expect(204);
     assert_eq!(consume(id(&once), Some("c@example.com")).await.unwrap_err().code.as_str(), "BUSINESS_RULE");
-    assert_eq!(cell.discount_usage(store, id(&once), None).unwrap().total, 0);
+    assert_eq!(shopcell::cells::discounts::usage(&cell.read().unwrap(), store, id(&once), None).unwrap().total, 0);
+}
+
+#[tokio::test]
+async fn the_status_filter_follows_the_clock() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let shop = Shop::new(c).await;
+    let hour = 3_600_000;
+    let at = |ms: i64| shopcell::domain::time::rfc3339(app.clock.now_ms() + ms);
+    shop.discount(
+        c,
+        json!({"title": "Flash", "code": "FLASH", "valueType": "percentage", "value": 1000,
+               "startsAt": at(hour), "endsAt": at(2 * hour)}),
+    )
+    .await;
+    shop.discount(c, json!({"title": "Always", "code": "ALWAYS", "valueType": "fixedAmount", "value": 100})).await;
+    // Moving the clock past the access token's lifetime needs a fresh sign-in.
+    let login = json!({"email": shop.owner.email, "password": PASSWORD});
+    let listed = |query: &'static str| {
+        let path = shop.path(&format!("/discounts?{query}&sortBy=code&sortOrder=asc"));
+        let login = login.clone();
+        async move {
+            let signed_in = c.post("/api/v1/auth/login", None, login).await.expect(200).body;
+            let body = c.get(&path, signed_in["accessToken"].as_str()).await.expect(200).body;
+            (codes(&body), body["total"].as_u64().unwrap())
+        }
+    };
+    assert_eq!(listed("status=SCHEDULED").await, (vec!["FLASH".to_string()], 1));
+    assert_eq!(listed("status=active").await, (vec!["ALWAYS".to_string()], 1));
+
+    app.clock.advance(std::time::Duration::from_millis(90 * 60_000));
+    assert_eq!(listed("status=ACTIVE").await, (vec!["ALWAYS".to_string(), "FLASH".into()], 2));
+    assert_eq!(listed("status=scheduled").await.1, 0);
+    // Combined with a counted filter, the walk still reads the status at the moment of the list.
+    assert_eq!(listed("status=ACTIVE&type=percentage").await, (vec!["FLASH".to_string()], 1));
+
+    app.clock.advance(std::time::Duration::from_millis(hour as u64));
+    assert_eq!(listed("status=EXPIRED").await, (vec!["FLASH".to_string()], 1));
+    assert_eq!(listed("status=active,expired").await.1, 2);
+    // The one-field filter reads its total from the counters.
+    assert_eq!(listed("method=code").await.1, 2);
 }

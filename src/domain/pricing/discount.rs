@@ -196,6 +196,20 @@ pub struct DiscountInput {
     pub channels: Vec<String>,
 }
 
+/// The status a discount disabled or not, running from `starts_at` to `ends_at` (exclusive), has
+/// at `now`.
+pub fn status_at(disabled: bool, starts_at: i64, ends_at: Option<i64>, now: i64) -> DiscountStatus {
+    if disabled {
+        DiscountStatus::Disabled
+    } else if now < starts_at {
+        DiscountStatus::Scheduled
+    } else if ends_at.is_some_and(|end| now >= end) {
+        DiscountStatus::Expired
+    } else {
+        DiscountStatus::Active
+    }
+}
+
 /// A stored discount. Amounts are minor units of the store currency; dates are Unix milliseconds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Discount {
@@ -385,15 +399,7 @@ impl Discount {
 
     /// Active, scheduled (not started), expired (ended) or disabled, at `now`.
     pub fn status(&self, now: i64) -> DiscountStatus {
-        if self.disabled {
-            DiscountStatus::Disabled
-        } else if now < self.starts_at {
-            DiscountStatus::Scheduled
-        } else if self.ends_at.is_some_and(|end| now >= end) {
-            DiscountStatus::Expired
-        } else {
-            DiscountStatus::Active
-        }
+        status_at(self.disabled, self.starts_at, self.ends_at, now)
     }
 
     /// The class: free shipping and shipping targets are shipping discounts, buy-X-get-Y and
@@ -477,20 +483,20 @@ impl Discount {
     }
 
     /// The discount as the API shows it.
-    pub fn view(&self, now: i64) -> DiscountView<'_> {
+    pub fn view(&self, now: i64) -> DiscountView {
         DiscountView {
             id: self.id,
-            title: &self.title,
-            code: self.code.as_deref(),
+            title: self.title.clone(),
+            code: self.code.clone(),
             method: if self.code.is_some() { "code" } else { "automatic" },
             value_type: self.value_type,
             value: self.value,
             target: self.target,
-            product_ids: &self.product_ids,
-            collection_ids: &self.collection_ids,
-            buy_x_get_y: self.buy_x_get_y.as_ref(),
+            product_ids: self.product_ids.clone(),
+            collection_ids: self.collection_ids.clone(),
+            buy_x_get_y: self.buy_x_get_y.clone(),
             minimum: self.minimum,
-            customers: &self.customers,
+            customers: self.customers.clone(),
             usage_limit: self.usage_limit,
             once_per_customer: self.once_per_customer,
             starts_at: rfc3339(self.starts_at),
@@ -498,7 +504,7 @@ impl Discount {
             status: self.status(now),
             class: self.class(),
             combines_with: self.combines_with,
-            channels: &self.channels,
+            channels: self.channels.clone(),
             created_at: rfc3339(self.created_at),
             updated_at: rfc3339(self.updated_at),
         }
@@ -506,22 +512,22 @@ impl Discount {
 }
 
 /// A discount as the API shows it: the record with its derived status and class.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct DiscountView<'a> {
+pub struct DiscountView {
     pub id: Uuid,
-    pub title: &'a str,
-    pub code: Option<&'a str>,
+    pub title: String,
+    pub code: Option<String>,
     /// `code` or `automatic`.
     pub method: &'static str,
     pub value_type: ValueType,
     pub value: i64,
     pub target: TargetType,
-    pub product_ids: &'a [Uuid],
-    pub collection_ids: &'a [Uuid],
-    pub buy_x_get_y: Option<&'a BuyXGetY>,
+    pub product_ids: Vec<Uuid>,
+    pub collection_ids: Vec<Uuid>,
+    pub buy_x_get_y: Option<BuyXGetY>,
     pub minimum: MinimumRequirement,
-    pub customers: &'a CustomerEligibility,
+    pub customers: CustomerEligibility,
     pub usage_limit: Option<u32>,
     pub once_per_customer: bool,
     pub starts_at: String,
@@ -529,7 +535,7 @@ pub struct DiscountView<'a> {
     pub status: DiscountStatus,
     pub class: DiscountClass,
     pub combines_with: CombinesWith,
-    pub channels: &'a [String],
+    pub channels: Vec<String>,
     pub created_at: String,
     pub updated_at: String,
 }

@@ -2,11 +2,15 @@
 //! count their filter values. Orders' list rows are rebuilt with the layer's summary and a counter
 //! per status, financial status, fulfillment status and customer; shipping zones and tax rates,
 //! read whole and sorted in memory before, gain order tables (`shipping_zone_order`,
-//! `tax_rate_order`), their totals and, for tax rates, a counter per country.
+//! `tax_rate_order`), their totals and, for tax rates, a counter per country. Discounts' list rows
+//! gain the summary (status times, value type, method, search text) and counters per value type
+//! and method; a discount's comments gain their list (`discount_comment_order`) and a total each.
 
 use redb::WriteTransaction;
 
+use crate::cells::discount_comments::DiscountComment;
 use crate::domain::order::Order;
+use crate::domain::pricing::discount::Discount;
 use crate::domain::pricing::shipping::ShippingZone;
 use crate::domain::pricing::tax::TaxRate;
 use crate::storage::record::rebuild;
@@ -14,6 +18,8 @@ use crate::storage::record::rebuild;
 pub(super) fn records_count_their_filters(txn: &WriteTransaction) -> Result<(), redb::Error> {
     rebuild::<Order>(txn)?;
     rebuild::<ShippingZone>(txn)?;
+    rebuild::<Discount>(txn)?;
+    rebuild::<DiscountComment>(txn)?;
     rebuild::<TaxRate>(txn)
 }
 
