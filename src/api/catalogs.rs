@@ -1,37 +1,21 @@
 //! `S/catalogs`: what a market sells and its price adjustment. Lists are offset style.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::cells::catalogs::{CatalogFilter, SORT_FIELDS, Window};
-use crate::domain::catalog::{CatalogStatus, CreateCatalog, UpdateCatalog};
+use crate::cells::catalogs;
+use crate::domain::catalog::{Catalog, CatalogView, CreateCatalog, UpdateCatalog};
 use crate::domain::collection::ProductIds;
 use crate::domain::money::Money;
 use crate::domain::product::ProductView;
 use crate::error::ApiResult;
 use crate::handler;
+use crate::http::OffsetPage;
 use crate::http::context::Ctx;
+use crate::http::list::{MAX_OFFSET, OffsetListOf};
 use crate::http::query::{LIMIT_DEFAULT, LIMIT_MAX, Query};
-use crate::http::route::{Access, Param, Route, Service, param};
-use crate::http::{OffsetPage, Resp, created, no_content, ok};
-
-/// Largest `offset` accepted: far beyond any real catalog page, and a bound on a walk's cost.
-const MAX_OFFSET: i64 = 1_000_000;
-
-const LIST_PARAMS: &[Param] = &[
-    param("offset", "integer", "catalogs skipped, default 0"),
-    param("limit", "integer", "page size, 1..250, default 20"),
-    param("sortBy", "string", "name, updated (default), products"),
-    param("sortOrder", "string", "asc or desc (default)"),
-    param("marketId", "string", "only catalogs of this market"),
-    param("status", "string", "active, inactive, draft, or all (default: no filter)"),
-    param("search", "string", "part of the catalog name, any case"),
-];
-
-const PRODUCT_PARAMS: &[Param] = &[
-    param("offset", "integer", "products skipped, default 0"),
-    param("limit", "integer", "page size, 1..250, default 20"),
-    param("sortOrder", "string", "desc (default, newest products first) or asc"),
-];
+use crate::http::reply::{Borrowed, Created, Json, NoContent, Rendered};
+use crate::http::route::{Access, Param, QueryParams, Route, Service, param};
 
 pub fn routes() -> Vec<Route> {
     use Access::Member;
@@ -40,13 +24,12 @@ pub fn routes() -> Vec<Route> {
     let one = "/stores/{storeId}/catalogs/{catalogId}";
     let products = "/stores/{storeId}/catalogs/{catalogId}/products";
     vec![
-        Route::get(p, Cell, Member, handler!(list), "List catalogs (offset style)").query(LIST_PARAMS),
+        Route::get(p, Cell, Member, handler!(list), "List catalogs (offset style)"),
         Route::post(p, Cell, Member, handler!(create), "Create a catalog for a market").body::<CreateCatalog>(),
         Route::get(one, Cell, Member, handler!(get), "One catalog"),
         Route::patch(one, Cell, Member, handler!(update), "Change a catalog").body::<UpdateCatalog>(),
         Route::delete(one, Cell, Member, handler!(delete), "Delete a catalog"),
-        Route::get(products, Cell, Member, handler!(list_products), "The catalog's effective products (offset style)")
-            .query(PRODUCT_PARAMS),
+        Route::get(products, Cell, Member, handler!(list_products), "The catalog's effective products (offset style)"),
         Route::post(
             products,
             Cell,
@@ -66,83 +49,76 @@ pub fn routes() -> Vec<Route> {
     ]
 }
 
-/// `offset`, `limit`, `sortBy` and `sortOrder` of an offset-style list (`sortBy` only where
-/// the list has sort fields).
-fn window(q: &Query, sort: Option<(&[&'static str], &'static str)>) -> ApiResult<Window> {
-    Ok(Window {
-        offset: q.int("offset", 0, 0, MAX_OFFSET)? as usize,
-        limit: q.int("limit", LIMIT_DEFAULT.into(), 1, LIMIT_MAX.into())? as usize,
-        sort_by: match sort {
-            Some((fields, default)) => q.one_of("sortBy", fields)?.unwrap_or(default),
-            None => "",
-        },
-        desc: q.one_of("sortOrder", &["asc", "desc"])?.unwrap_or("desc") == "desc",
-    })
-}
-
-fn envelope<T: Serialize>(data: Vec<T>, total: u64, w: &Window) -> OffsetPage<T> {
-    OffsetPage::new(data, total, w.offset as u64, w.limit as u64)
-}
-
-async fn list(cx: Ctx) -> ApiResult<Resp> {
+async fn list(cx: Ctx, q: OffsetListOf<Catalog>) -> ApiResult<Json<OffsetPage<CatalogView>>> {
     let s = cx.scope()?;
-    let q = &cx.query;
-    let w = window(q, Some((SORT_FIELDS, "updated")))?;
-    let status = match q.one_of("status", &["active", "inactive", "draft", "all"])? {
-        Some("all") | None => None,
-        Some(name) => CatalogStatus::parse(name),
-    };
-    let filter = CatalogFilter {
-        market: q.uuid("marketId")?,
-        status,
-        search: q.str("search").map(|t| t.trim().to_lowercase()).filter(|t| !t.is_empty()),
-    };
-    let (catalogs, total) = s.cell.list_catalogs(s.id, &filter, &w)?;
-    let data: Vec<_> = catalogs.iter().map(|c| c.view()).collect();
-    Ok(ok(&envelope(data, total, &w)))
+    let listed = s.cell.list::<Catalog>(s.id, &q.query)?;
+    Ok(Json(q.page(listed.map(|c| c.view()))))
 }
 
-async fn create(cx: Ctx) -> ApiResult<Resp> {
+async fn create(cx: Ctx) -> ApiResult<Created<CatalogView>> {
     let s = cx.scope()?;
-    let body: CreateCatalog = cx.json()?;
-    let c = s.cell.create_catalog(s.id, body).await?;
-    Ok(created(&c.view()))
+    Ok(Created(catalogs::create(&s.cell, s.id, cx.json()?).await?.view()))
 }
 
-async fn get(cx: Ctx) -> ApiResult<Resp> {
+async fn get(cx: Ctx) -> ApiResult<Json<CatalogView>> {
     let s = cx.scope()?;
-    let c = s.cell.catalog(s.id, cx.path_id("catalogId")?)?;
-    Ok(ok(&c.view()))
+    Ok(Json(s.cell.get::<Catalog>(s.id, cx.path_id("catalogId")?)?.view()))
 }
 
-async fn update(cx: Ctx) -> ApiResult<Resp> {
+async fn update(cx: Ctx) -> ApiResult<Json<CatalogView>> {
     let s = cx.scope()?;
     let id = cx.path_id("catalogId")?;
-    let body: UpdateCatalog = cx.json()?;
-    let c = s.cell.update_catalog(s.id, id, body).await?;
-    Ok(ok(&c.view()))
+    Ok(Json(catalogs::update(&s.cell, s.id, id, cx.json()?).await?.view()))
 }
 
-async fn delete(cx: Ctx) -> ApiResult<Resp> {
+async fn delete(cx: Ctx) -> ApiResult<NoContent> {
     let s = cx.scope()?;
-    s.cell.delete_catalog(s.id, cx.path_id("catalogId")?).await?;
-    Ok(no_content())
+    catalogs::delete(&s.cell, s.id, cx.path_id("catalogId")?).await?;
+    Ok(NoContent)
+}
+
+/// The window of a catalog's products: `offset`, `limit`, `sortOrder` (newest first by default).
+pub struct ProductWindow {
+    offset: usize,
+    limit: usize,
+    desc: bool,
+}
+
+impl QueryParams for ProductWindow {
+    fn params() -> Vec<Param> {
+        vec![
+            param("offset", "integer", "products skipped, default 0"),
+            param("limit", "integer", "page size, 1..250, default 20"),
+            param("sortOrder", "string", "desc (default, newest products first) or asc"),
+        ]
+    }
+
+    fn parse(q: &Query) -> ApiResult<Self> {
+        Ok(ProductWindow {
+            offset: q.int("offset", 0, 0, MAX_OFFSET)? as usize,
+            limit: q.int("limit", LIMIT_DEFAULT.into(), 1, LIMIT_MAX.into())? as usize,
+            desc: q.one_of("sortOrder", &["asc", "desc"])?.unwrap_or("desc") == "desc",
+        })
+    }
 }
 
 /// A product of a catalog: the product with its price after the catalog's adjustment.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct CatalogProduct<'a> {
+pub struct CatalogProduct<'a> {
     #[serde(flatten)]
     product: ProductView<'a>,
     catalog_price: Money,
 }
 
-async fn list_products(cx: Ctx) -> ApiResult<Resp> {
+impl Borrowed for CatalogProduct<'_> {
+    type Static = CatalogProduct<'static>;
+}
+
+async fn list_products(cx: Ctx, w: ProductWindow) -> ApiResult<Rendered<OffsetPage<CatalogProduct<'static>>>> {
     let s = cx.scope()?;
-    let c = s.cell.catalog(s.id, cx.path_id("catalogId")?)?;
-    let w = window(&cx.query, None)?;
-    let products = s.cell.catalog_products(s.id, &c, w.offset, w.limit, w.desc)?;
+    let c = s.cell.get::<Catalog>(s.id, cx.path_id("catalogId")?)?;
+    let products = catalogs::products_of(&s.cell, s.id, &c, w.offset, w.limit, w.desc)?;
     let data: Vec<_> = products
         .iter()
         .map(|p| CatalogProduct {
@@ -150,21 +126,19 @@ async fn list_products(cx: Ctx) -> ApiResult<Resp> {
             catalog_price: c.price_of(Money { amount: p.price(), currency: p.currency }),
         })
         .collect();
-    Ok(ok(&envelope(data, c.products, &w)))
+    Rendered::view(&OffsetPage::new(data, c.products, w.offset as u64, w.limit as u64))
 }
 
-async fn add_products(cx: Ctx) -> ApiResult<Resp> {
+async fn add_products(cx: Ctx) -> ApiResult<Json<CatalogView>> {
     let s = cx.scope()?;
     let id = cx.path_id("catalogId")?;
     let body: ProductIds = cx.json()?;
-    let c = s.cell.add_catalog_products(s.id, id, body.product_ids).await?;
-    Ok(ok(&c.view()))
+    Ok(Json(catalogs::add_products(&s.cell, s.id, id, body.product_ids).await?.view()))
 }
 
-async fn remove_products(cx: Ctx) -> ApiResult<Resp> {
+async fn remove_products(cx: Ctx) -> ApiResult<Json<CatalogView>> {
     let s = cx.scope()?;
     let id = cx.path_id("catalogId")?;
     let body: ProductIds = cx.json()?;
-    let c = s.cell.remove_catalog_products(s.id, id, body.product_ids).await?;
-    Ok(ok(&c.view()))
+    Ok(Json(catalogs::remove_products(&s.cell, s.id, id, body.product_ids).await?.view()))
 }

@@ -76,9 +76,7 @@ async fn lookup(cx: Ctx) -> ApiResult<Resp> {
     let co = s.cell.checkout(s.id, id, &caller(&cx, body.session_token))?;
     code_try(&cx, id)?;
     let now = cx.node.clock.now_ms();
-    let card = s
-        .cell
-        .gift_card_by_code(s.id, &body.code)?
+    let card = crate::cells::gift_cards::find_gift_card(&s.cell.read()?, s.id, &body.code)?
         .ok_or_else(|| ApiError::msg(Code::NOT_FOUND, "no gift card of this store has this code"))?;
     let spendable = if card.currency() == co.currency { card.spendable(now) } else { 0 };
     Ok(ok(&json!({

@@ -8,7 +8,7 @@ use uuid::Uuid;
 use crate::cells::Cell;
 use crate::cells::calculate::{CalcLineInput, CalcRequest, Priced};
 use crate::cells::carts::{LineInfo, UnavailableLine, line_infos, unavailable};
-use crate::cells::gift_cards::{find_gift_card, read_gift_card};
+use crate::cells::gift_cards::find_gift_card;
 use crate::cells::shipping::all_zones;
 use crate::cells::storefront::{new_token, token_hash};
 use crate::domain::cart::Attributes;
@@ -345,7 +345,7 @@ impl Cell {
         let mut left = total;
         let mut gift_cards = Vec::with_capacity(co.gift_cards.len());
         for applied in &co.gift_cards {
-            let card = read_gift_card(&txn, store, applied.id)?;
+            let card = crate::storage::record::get::<crate::domain::gift_card::GiftCard>(&txn, store, applied.id)?;
             let (status, spendable) = match &card {
                 Some(c) if c.currency() == currency => (c.status(now), c.spendable(now)),
                 Some(c) => (c.status(now), 0),

@@ -62,11 +62,11 @@ impl Record for Discount {
             ),
         ],
         ranges: &[],
-        search: Some(Search {
-            text: |d| format!("{}\n{}", d.title, d.code.as_deref().unwrap_or("")),
-            matches: |text, q| text.split('\n').any(|part| part.contains(q)),
-            doc: "text in the title or the code (any case)",
-        }),
+        search: Some(Search::new(
+            |d| format!("{}\n{}", d.title, d.code.as_deref().unwrap_or("")).to_lowercase(),
+            |text, q, _| text.split('\n').any(|part| part.contains(q)),
+            "text in the title or the code (any case)",
+        )),
     };
 
     fn id(&self) -> Uuid {

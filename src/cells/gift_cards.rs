@@ -1,36 +1,113 @@
-//! Gift cards in a cell. [`write_gift_card`] is the one function that writes a card row and its
-//! secondary rows (code claim, list orders, counter); [`redeem_gift_card`] is the one place a
-//! balance goes down, inside the order-creating write job.
+//! Gift cards in a cell: the record declaration (the code claim, list orders, filters with the
+//! status read at the list's moment, search by the code's last characters or the whole code) and
+//! the rules of their writes; [`redeem_gift_card`] is the one place a balance goes down, inside the
+//! order-creating write job.
 //!
 //! The code is never stored: `gift_card_codes` maps `sha256(store ‖ normalised code)` to the card,
-//! and the card keeps only the digest and its last four characters.
+//! and the card keeps only the digest and its last four characters. Cards are never deleted: a
+//! merchant disables them.
+
+use std::fmt::Write as _;
 
 use redb::ReadTransaction;
 use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::domain::gift_card::{
-    GiftCard, GiftCardStatus, IssueGiftCard, UpdateGiftCard, code_hash, generate_code, normalise_code,
+    GiftCard, GiftCardStatus, IssueGiftCard, UpdateGiftCard, code_hash, generate_code, normalise_code, normalise_search,
+    status_at,
 };
 use crate::domain::money::Money;
 use crate::domain::store::StoreSettings;
 use crate::error::{ApiError, ApiResult, Code};
-use crate::http::query::Paging;
-use crate::storage::codec::{decode, encode};
+use crate::storage::codec::decode;
 use crate::storage::keys::Key;
 use crate::storage::read;
-use crate::storage::tables::{COUNTERS, GIFT_CARD_CODES, GIFT_CARD_ORDER, GIFT_CARDS, STORES};
-use crate::storage::writer::{Rows, Tx};
-
-/// The sortable fields of the gift card list, in index-field order.
-pub const SORT_FIELDS: &[&str] = &["created_at", "updated_at", "balance", "initial_value"];
+use crate::storage::record::{self, Enumerated, Filter, FilterValue, List, Record, Search, Sort};
+use crate::storage::tables::{GIFT_CARD_CODES, GIFT_CARD_ORDER, GIFT_CARDS, STORES, StoreTable};
+use crate::storage::writer::Tx;
 
 /// Attempts at a generated code before giving up: two random 80-bit codes colliding is already
 /// beyond belief, so a second collision means something else is wrong.
 const GENERATE_ATTEMPTS: usize = 3;
 
-fn row_key(store: Uuid, id: Uuid) -> Vec<u8> {
-    Key::store(store).id(id).into_vec()
+impl Record for GiftCard {
+    const TABLE: StoreTable = GIFT_CARDS;
+    const NAME: &'static str = "gift_cards";
+    const LIST: List<Self> = List {
+        order: GIFT_CARD_ORDER,
+        sorts: &[
+            Sort { name: "created_at", tag: 0, key: |g, k| k.i64(g.created_at) },
+            Sort { name: "updated_at", tag: 1, key: |g, k| k.i64(g.updated_at) },
+            Sort { name: "balance", tag: 2, key: |g, k| k.i64(g.balance) },
+            Sort { name: "initial_value", tag: 3, key: |g, k| k.i64(g.initial_value.amount) },
+        ],
+        default_sort: "created_at",
+        filters: &[
+            Filter::timed(
+                "status",
+                GiftCardStatus::NAMES,
+                |g: &GiftCard| {
+                    let expires = g.expiry.as_ref().map_or(i64::MAX, |e| e.at);
+                    Some(FilterValue::Times(vec![i64::from(g.disabled_at.is_some()), expires, g.balance]))
+                },
+                |t, now| {
+                    let at = |i: usize| t.get(i).copied().unwrap_or_default();
+                    status_at(at(0) != 0, Some(at(1)).filter(|e| *e != i64::MAX), at(2), now).name()
+                },
+                "status at the time of the request",
+            ),
+            Filter::reference("customerId", |g: &GiftCard| g.customer_id.map(FilterValue::Reference), "cards of these customers"),
+        ],
+        ranges: &[],
+        search: Some(
+            Search::new(
+                |g: &GiftCard| format!("{}\n{}", g.last_characters, hex(&g.code_hash)),
+                search_matches,
+                "the last characters of the code (up to 4), or a whole code",
+            )
+            .normalised(normalise_search, "must be 1 to 20 letters or digits (spaces and dashes are ignored)"),
+        ),
+    };
+
+    fn id(&self) -> Uuid {
+        self.id
+    }
+
+    /// `store ‖ sha256(store ‖ code) → id`: claims the code and finds the card by it.
+    fn claims(&self, store: Uuid) -> Vec<(StoreTable, Vec<u8>, Vec<u8>)> {
+        vec![(GIFT_CARD_CODES, code_key(store, &self.code_hash), self.id.as_bytes().to_vec())]
+    }
+}
+
+impl Enumerated for GiftCardStatus {
+    const NAMES: &'static [&'static str] = GiftCardStatus::NAMES;
+    fn name(self) -> &'static str {
+        match self {
+            GiftCardStatus::Active => "ACTIVE",
+            GiftCardStatus::Disabled => "DISABLED",
+            GiftCardStatus::Expired => "EXPIRED",
+            GiftCardStatus::Depleted => "DEPLETED",
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+/// Up to four characters are looked for in the code's last characters; a whole code (more)
+/// finds its card by digest, which is the store's.
+fn search_matches(text: &str, query: &str, store: Uuid) -> bool {
+    let (last, digest) = text.split_once('\n').unwrap_or((text, ""));
+    match query.len() {
+        0..=4 => last.contains(query),
+        _ => normalise_code(query).is_some_and(|code| hex(&code_hash(store, &code)) == digest),
+    }
 }
 
 fn code_key(store: Uuid, hash: &[u8; 32]) -> Vec<u8> {
@@ -39,41 +116,16 @@ fn code_key(store: Uuid, hash: &[u8; 32]) -> Vec<u8> {
     k
 }
 
-fn counter_key(store: Uuid) -> Vec<u8> {
-    Key::store(store).str("gift_cards").into_vec()
-}
-
-fn order_rows(store: Uuid, g: &GiftCard) -> Rows {
-    let k = |field: u8, value: i64| (Key::store(store).u8(field).i64(value).id(g.id).into_vec(), Vec::new());
-    vec![k(0, g.created_at), k(1, g.updated_at), k(2, g.balance), k(3, g.initial_value.amount)]
-}
-
-/// Writes `new` in place of `old` (absent: a new card) with its list orders; a new card also
-/// claims its code (409 `GIFT_CARD_CODE_TAKEN` naming `code` when another card of the store has
-/// it) and counts in the total. A card's code never changes, and cards are never deleted: a
-/// merchant disables them.
+/// Writes `new` in place of `old` (absent: a new card) through the record layer; a new card's
+/// code must be free (409 `GIFT_CARD_CODE_TAKEN` naming `code` when another card of the store has
+/// it). A card's code never changes.
 pub fn write_gift_card(tx: &mut Tx, store: Uuid, old: Option<&GiftCard>, new: &GiftCard) -> ApiResult<()> {
-    if old.is_none() {
-        let code = code_key(store, &new.code_hash);
-        if tx.get(GIFT_CARD_CODES, &code)?.is_some_and(|owner| owner != new.id.as_bytes()) {
-            return Err(ApiError::field("code", "another gift card of this store already has this code")
-                .with_code(Code::GIFT_CARD_CODE_TAKEN));
-        }
-        tx.put(GIFT_CARD_CODES, &code, new.id.as_bytes())?;
-        tx.bump(COUNTERS, &counter_key(store), 1)?;
+    if old.is_none() && tx.get(GIFT_CARD_CODES, &code_key(store, &new.code_hash))?.is_some_and(|owner| owner != new.id.as_bytes())
+    {
+        return Err(ApiError::field("code", "another gift card of this store already has this code")
+            .with_code(Code::GIFT_CARD_CODE_TAKEN));
     }
-    let rows = |g: Option<&GiftCard>| g.map(|g| order_rows(store, g)).unwrap_or_default();
-    tx.sync_rows(GIFT_CARD_ORDER, &rows(old), &rows(Some(new)))?;
-    tx.put(GIFT_CARDS, &row_key(store, new.id), &encode(new)?)
-}
-
-fn load(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<Option<GiftCard>> {
-    tx.get(GIFT_CARDS, &row_key(store, id))?.map(|b| decode(&b)).transpose()
-}
-
-/// The card with this id, in a read transaction (a checkout re-reading the cards it applied).
-pub fn read_gift_card(txn: &ReadTransaction, store: Uuid, id: Uuid) -> ApiResult<Option<GiftCard>> {
-    read::get(txn, GIFT_CARDS, &row_key(store, id))
+    record::write(tx, store, old, Some(new))
 }
 
 /// The card a code names (normalised, hashed lookup), or None. Read-only.
@@ -83,7 +135,7 @@ pub fn find_gift_card(txn: &ReadTransaction, store: Uuid, code: &str) -> ApiResu
     let Some(id) = read::get_raw(txn, GIFT_CARD_CODES, &code_key(store, &code_hash(store, &code)))? else {
         return Ok(None);
     };
-    read_gift_card(txn, store, Uuid::from_slice(&id).map_err(ApiError::internal)?)
+    record::get(txn, store, Uuid::from_slice(&id).map_err(ApiError::internal)?)
 }
 
 /// Inside the order-creating write job (writer thread; repeatable): re-reads the card, takes
@@ -95,7 +147,7 @@ pub fn find_gift_card(txn: &ReadTransaction, store: Uuid, code: &str) -> ApiResu
 /// order that already redeemed this card gets back what it took, and nothing more is taken, so a
 /// completion that runs again never spends a card twice.
 pub fn redeem_gift_card(tx: &mut Tx, store: Uuid, card: Uuid, wanted: Money, order_id: Uuid, now_ms: i64) -> ApiResult<Money> {
-    let Some(old) = load(tx, store, card)? else {
+    let Some(old) = record::load::<GiftCard>(tx, store, card)? else {
         return Err(ApiError::msg(Code::BUSINESS_RULE, "the gift card no longer exists"));
     };
     if let Some(amount) = old.redeemed_by(order_id) {
@@ -108,121 +160,65 @@ pub fn redeem_gift_card(tx: &mut Tx, store: Uuid, card: Uuid, wanted: Money, ord
     Ok(taken)
 }
 
-/// Filters of the gift card list; all empty lists every card from the counter and the index.
-#[derive(Debug, Default, Clone)]
-pub struct GiftCardFilter {
-    /// Any of these statuses (at the time of the request).
-    pub statuses: Vec<GiftCardStatus>,
-    pub customer_id: Option<Uuid>,
-    /// A normalised search: up to four characters are looked for in the last characters; a
-    /// whole code (8 or more) finds its card by digest.
-    pub search: Option<String>,
-}
-
-impl GiftCardFilter {
-    fn is_empty(&self) -> bool {
-        self.statuses.is_empty() && self.customer_id.is_none() && self.search.is_none()
-    }
-
-    fn matches(&self, g: &GiftCard, store: Uuid, now: i64) -> bool {
-        (self.statuses.is_empty() || self.statuses.contains(&g.status(now)))
-            && self.customer_id.is_none_or(|c| g.customer_id == Some(c))
-            && self.search.as_deref().is_none_or(|s| match s.len() {
-                0..=4 => g.last_characters.contains(s),
-                _ => normalise_code(s).is_some_and(|code| code_hash(store, &code) == g.code_hash),
-            })
-    }
-}
-
-impl Cell {
-    /// Issues a card; answers it with its normalised code, which is shown this once.
-    pub async fn issue_gift_card(&self, store: Uuid, input: IssueGiftCard) -> ApiResult<(GiftCard, String)> {
-        let now = self.clock.now_ms();
-        let currency = self.store_settings(store)?.currency;
-        // Validated before queueing so a bad body never costs a place in a batch.
-        let new = input.validate(currency, now)?;
-        let chosen = new.code.is_some();
-        for _ in 0..GENERATE_ATTEMPTS {
-            let code = new.code.clone().unwrap_or_else(generate_code);
-            let card = GiftCard::issue(store, &new, &code, self.clock.new_id(), now);
-            let written = self
-                .writer
-                .write(Some(store), move |tx| {
-                    // The store's currency again, under the writer: it may have changed since.
-                    let settings: StoreSettings =
-                        decode(&tx.get(STORES, Key::store(store).bytes())?.ok_or_else(ApiError::not_found)?)?;
-                    if settings.currency != card.currency() {
-                        return Err(ApiError::field(
-                            "initialValue.currency",
-                            format!("must be the store's currency, {}", settings.currency.code()),
-                        ));
-                    }
-                    write_gift_card(tx, store, None, &card)?;
-                    Ok(card.clone())
-                })
-                .await;
-            match written {
-                Err(e) if e.code == Code::GIFT_CARD_CODE_TAKEN && !chosen => continue,
-                other => return other.map(|card| (card, code)),
-            }
-        }
-        Err(ApiError::internal("generated gift card codes kept colliding"))
-    }
-
-    pub fn gift_card(&self, store: Uuid, id: Uuid) -> ApiResult<GiftCard> {
-        read_gift_card(&self.read()?, store, id)?.ok_or_else(ApiError::not_found)
-    }
-
-    /// The card a code names, or None (see [`find_gift_card`]).
-    pub fn gift_card_by_code(&self, store: Uuid, code: &str) -> ApiResult<Option<GiftCard>> {
-        find_gift_card(&self.read()?, store, code)
-    }
-
-    /// Disables a card, or changes its note, expiry or customer.
-    pub async fn update_gift_card(&self, store: Uuid, id: Uuid, input: UpdateGiftCard) -> ApiResult<GiftCard> {
-        let now = self.clock.now_ms();
-        let changes = input.validate(now)?;
-        self.writer
+/// Issues a card; answers it with its normalised code, which is shown this once.
+pub async fn issue(cell: &Cell, store: Uuid, input: IssueGiftCard) -> ApiResult<(GiftCard, String)> {
+    let now = cell.clock.now_ms();
+    let currency = cell.store_settings(store)?.currency;
+    // Validated before queueing so a bad body never costs a place in a batch.
+    let new = input.validate(currency, now)?;
+    let chosen = new.code.is_some();
+    for _ in 0..GENERATE_ATTEMPTS {
+        let code = new.code.clone().unwrap_or_else(generate_code);
+        let card = GiftCard::issue(store, &new, &code, cell.clock.new_id(), now);
+        let written = cell
+            .writer
             .write(Some(store), move |tx| {
-                let old = load(tx, store, id)?.ok_or_else(ApiError::not_found)?;
-                let new = old.apply(&changes, now)?;
-                if new != old {
-                    write_gift_card(tx, store, Some(&old), &new)?;
+                // The store's currency again, under the writer: it may have changed since.
+                let settings: StoreSettings =
+                    decode(&tx.get(STORES, Key::store(store).bytes())?.ok_or_else(ApiError::not_found)?)?;
+                if settings.currency != card.currency() {
+                    return Err(ApiError::field(
+                        "initialValue.currency",
+                        format!("must be the store's currency, {}", settings.currency.code()),
+                    ));
                 }
-                Ok(new)
+                write_gift_card(tx, store, None, &card)?;
+                Ok(card.clone())
             })
-            .await
+            .await;
+        match written {
+            Err(e) if e.code == Code::GIFT_CARD_CODE_TAKEN && !chosen => continue,
+            other => return other.map(|card| (card, code)),
+        }
     }
+    Err(ApiError::internal("generated gift card codes kept colliding"))
+}
 
-    /// A page of cards in the requested order, with the total. Without filters the page is read
-    /// from the order index and the total from the counter; filters (status depends on the
-    /// clock, so it cannot be indexed) walk the index and test each card.
-    pub fn list_gift_cards(
-        &self,
-        store: Uuid,
-        filter: &GiftCardFilter,
-        paging: &Paging,
-        now: i64,
-    ) -> ApiResult<(Vec<GiftCard>, u64)> {
-        let field = SORT_FIELDS.iter().position(|f| *f == paging.sort_by).unwrap_or(0) as u8;
-        let accepts = |g: &GiftCard| filter.matches(g, store, now);
-        read::record_page(
-            &self.read()?,
-            GIFT_CARD_ORDER,
-            GIFT_CARDS,
-            Key::store(store).u8(field).bytes(),
-            paging.desc,
-            (paging.offset(), paging.limit as usize),
-            &counter_key(store),
-            (!filter.is_empty()).then_some(&accepts as &dyn Fn(&GiftCard) -> bool),
-        )
-    }
+/// Disables a card, or changes its note, expiry or customer.
+pub async fn update(cell: &Cell, store: Uuid, id: Uuid, input: UpdateGiftCard) -> ApiResult<GiftCard> {
+    let now = cell.clock.now_ms();
+    let changes = input.validate(now)?;
+    cell.writer
+        .write(Some(store), move |tx| {
+            let old = record::must_load::<GiftCard>(tx, store, id)?;
+            let new = old.apply(&changes, now)?;
+            if new != old {
+                write_gift_card(tx, store, Some(&old), &new)?;
+            }
+            Ok(new)
+        })
+        .await
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::domain::gift_card::NewGiftCard;
+    use crate::storage::list::ListQuery;
+
+    fn by_code(cell: &Cell, store: Uuid, code: &str) -> ApiResult<Option<GiftCard>> {
+        find_gift_card(&cell.read()?, store, code)
+    }
     use crate::domain::money::Currency;
 
     fn usd(amount: i64) -> Money {
@@ -251,18 +247,18 @@ mod tests {
         let (_dir, cell, store, card) = cell_with_card(500).await;
         let order = cell.clock.new_id();
         assert_eq!(redeem(&cell, store, card.id, usd(800), order).await.unwrap(), usd(500));
-        let after = cell.gift_card(store, card.id).unwrap();
+        let after = cell.get::<GiftCard>(store, card.id).unwrap();
         assert_eq!((after.balance, after.status(cell.clock.now_ms())), (0, GiftCardStatus::Depleted));
         assert_eq!((after.redemptions.len(), after.redemptions[0].order_id, after.redemptions[0].amount), (1, order, 500));
         // The same order again takes nothing more; another order is refused.
         assert_eq!(redeem(&cell, store, card.id, usd(800), order).await.unwrap(), usd(500));
         let e = redeem(&cell, store, card.id, usd(100), cell.clock.new_id()).await.unwrap_err();
         assert_eq!(e.code, Code::BUSINESS_RULE);
-        assert_eq!(cell.gift_card(store, card.id).unwrap().redemptions.len(), 1);
+        assert_eq!(cell.get::<GiftCard>(store, card.id).unwrap().redemptions.len(), 1);
         // The list orders follow the balance.
-        let paging = Paging { page: 1, limit: 10, sort_by: "balance", desc: false };
-        let (page, total) = cell.list_gift_cards(store, &GiftCardFilter::default(), &paging, cell.clock.now_ms()).unwrap();
-        assert_eq!((total, page[0].balance), (1, 0));
+        let q = ListQuery { sort: "balance", limit: 10, ..Default::default() };
+        let listed = cell.list::<GiftCard>(store, &q).unwrap();
+        assert_eq!((listed.total, listed.items[0].balance), (1, 0));
         cell.close();
     }
 
@@ -270,11 +266,11 @@ mod tests {
     async fn a_smaller_redemption_leaves_the_rest_and_is_found_by_code() {
         let (_dir, cell, store, card) = cell_with_card(500).await;
         assert_eq!(redeem(&cell, store, card.id, usd(200), cell.clock.new_id()).await.unwrap(), usd(200));
-        let found = cell.gift_card_by_code(store, "gift 2026 abcd").unwrap().unwrap();
+        let found = by_code(&cell, store, "gift 2026 abcd").unwrap().unwrap();
         assert_eq!((found.id, found.balance, found.spendable(cell.clock.now_ms())), (card.id, 300, 300));
-        assert!(cell.gift_card_by_code(store, "GIFT2026ABCE").unwrap().is_none());
-        assert!(cell.gift_card_by_code(cell.clock.new_id(), "GIFT2026ABCD").unwrap().is_none(), "codes belong to one store");
-        assert!(cell.gift_card_by_code(store, "not a code!").unwrap().is_none());
+        assert!(by_code(&cell, store, "GIFT2026ABCE").unwrap().is_none());
+        assert!(by_code(&cell, cell.clock.new_id(), "GIFT2026ABCD").unwrap().is_none(), "codes belong to one store");
+        assert!(by_code(&cell, store, "not a code!").unwrap().is_none());
         cell.close();
     }
 
@@ -285,12 +281,12 @@ mod tests {
         let e = redeem(&cell, store, card.id, eur, cell.clock.new_id()).await.unwrap_err();
         assert_eq!(e.code, Code::BUSINESS_RULE);
         let off = UpdateGiftCard { disabled: Some(true), ..Default::default() };
-        cell.update_gift_card(store, card.id, off).await.unwrap();
+        update(&cell, store, card.id, off).await.unwrap();
         let e = redeem(&cell, store, card.id, usd(100), cell.clock.new_id()).await.unwrap_err();
         assert_eq!((e.code, e.message.contains("disabled")), (Code::BUSINESS_RULE, true));
         let unknown = redeem(&cell, store, cell.clock.new_id(), usd(100), cell.clock.new_id()).await.unwrap_err();
         assert_eq!(unknown.code, Code::BUSINESS_RULE);
-        let after = cell.gift_card(store, card.id).unwrap();
+        let after = cell.get::<GiftCard>(store, card.id).unwrap();
         assert_eq!((after.balance, after.redemptions.len()), (500, 0));
         cell.close();
     }

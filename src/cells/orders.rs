@@ -43,14 +43,14 @@ impl Record for Order {
             Filter::reference("customerId", |o: &Order| o.customer_id.map(FilterValue::Reference), "orders of these customers"),
         ],
         ranges: &[],
-        search: Some(Search {
-            text: |o| format!("{} {}", o.number, o.email.as_deref().unwrap_or("")),
-            matches: |text, q| {
+        search: Some(Search::new(
+            |o| format!("{} {}", o.number, o.email.as_deref().unwrap_or("")).to_lowercase(),
+            |text, q, _| {
                 let (number, email) = text.split_once(' ').unwrap_or((text, ""));
                 q.trim_start_matches('#').parse::<u64>().is_ok_and(|n| number.parse() == Ok(n)) || email.contains(q)
             },
-            doc: "an order number (1001 or #1001) or text in the email",
-        }),
+            "an order number (1001 or #1001) or text in the email",
+        )),
     };
 
     fn id(&self) -> Uuid {

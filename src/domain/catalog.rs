@@ -191,7 +191,7 @@ pub fn apply_update(u: &UpdateCatalog, current: &Catalog, now: i64) -> ApiResult
 }
 
 /// `priceAdjustment` as the API shows it.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 pub struct AdjustmentView {
     #[serde(rename = "type")]
     pub kind: &'static str,
@@ -199,11 +199,11 @@ pub struct AdjustmentView {
 }
 
 /// A catalog as the API shows it.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct CatalogView<'a> {
+pub struct CatalogView {
     pub id: Uuid,
-    pub name: &'a str,
+    pub name: String,
     pub market_id: Uuid,
     pub selection: &'static str,
     pub status: &'static str,
@@ -215,10 +215,10 @@ pub struct CatalogView<'a> {
 }
 
 impl Catalog {
-    pub fn view(&self) -> CatalogView<'_> {
+    pub fn view(&self) -> CatalogView {
         CatalogView {
             id: self.id,
-            name: &self.name,
+            name: self.name.clone(),
             market_id: self.market_id,
             selection: self.selection.name(),
             status: self.status.name(),

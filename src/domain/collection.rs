@@ -39,6 +39,13 @@ macro_rules! wire_enum {
                 Self::NAMES[self as usize]
             }
         }
+
+        impl $crate::domain::Enumerated for $name {
+            const NAMES: &'static [&'static str] = &[$($wire),*];
+            fn name(self) -> &'static str {
+                Self::NAMES[self as usize]
+            }
+        }
     };
 }
 pub(crate) use wire_enum;

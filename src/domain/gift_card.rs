@@ -80,6 +80,19 @@ pub fn masked_code(last: &str) -> String {
     format!("•••• •••• •••• {last}")
 }
 
+/// The status of a card disabled or not, expiring at `expires_at`, holding `balance`, at `now_ms`.
+pub fn status_at(disabled: bool, expires_at: Option<i64>, balance: i64, now_ms: i64) -> GiftCardStatus {
+    if disabled {
+        GiftCardStatus::Disabled
+    } else if expires_at.is_some_and(|at| now_ms >= at) {
+        GiftCardStatus::Expired
+    } else if balance <= 0 {
+        GiftCardStatus::Depleted
+    } else {
+        GiftCardStatus::Active
+    }
+}
+
 /// What a card can do now, derived from the record and the clock (never stored).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -320,15 +333,7 @@ impl GiftCard {
 
     /// The status at `now_ms`: disabled first, then expired, then depleted.
     pub fn status(&self, now_ms: i64) -> GiftCardStatus {
-        if self.disabled_at.is_some() {
-            GiftCardStatus::Disabled
-        } else if self.expiry.as_ref().is_some_and(|e| now_ms >= e.at) {
-            GiftCardStatus::Expired
-        } else if self.balance <= 0 {
-            GiftCardStatus::Depleted
-        } else {
-            GiftCardStatus::Active
-        }
+        status_at(self.disabled_at.is_some(), self.expiry.as_ref().map(|e| e.at), self.balance, now_ms)
     }
 
     /// What can be spent now: the balance when ACTIVE, else 0.
@@ -380,19 +385,19 @@ impl GiftCard {
 
     /// The card as the API shows it. `code` is given only in the answer that issues it;
     /// `redemptions` only on single-card reads.
-    pub fn view<'a>(&'a self, now: i64, code: Option<&'a str>, with_redemptions: bool) -> GiftCardView<'a> {
+    pub fn view(&self, now: i64, code: Option<&str>, with_redemptions: bool) -> GiftCardView {
         let money = |amount| MoneyView::new(amount, self.currency());
         GiftCardView {
             id: self.id,
-            code,
-            last_characters: &self.last_characters,
+            code: code.map(str::to_string),
+            last_characters: self.last_characters.clone(),
             masked_code: masked_code(&self.last_characters),
             initial_value: money(self.initial_value.amount),
             balance: money(self.balance),
             status: self.status(now),
-            expires_on: self.expiry.as_ref().map(|e| e.on.as_str()),
+            expires_on: self.expiry.as_ref().map(|e| e.on.clone()),
             expires_at: self.expiry.as_ref().map(|e| rfc3339(e.at)),
-            note: self.note.as_deref(),
+            note: self.note.clone(),
             customer_id: self.customer_id,
             disabled_at: self.disabled_at.map(rfc3339),
             created_at: rfc3339(self.created_at),
@@ -408,7 +413,7 @@ impl GiftCard {
 }
 
 /// Money with its display string.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct MoneyView {
     pub amount: i64,
     pub currency: Currency,
@@ -423,7 +428,7 @@ impl MoneyView {
 }
 
 /// A redemption as the API shows it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RedemptionView {
     pub order_id: Uuid,
@@ -432,23 +437,23 @@ pub struct RedemptionView {
 }
 
 /// A gift card as the API shows it: the record with its masked code and derived status.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct GiftCardView<'a> {
+pub struct GiftCardView {
     pub id: Uuid,
     /// The full code: only in the answer that issues the card.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub code: Option<&'a str>,
-    pub last_characters: &'a str,
+    pub code: Option<String>,
+    pub last_characters: String,
     pub masked_code: String,
     pub initial_value: MoneyView,
     pub balance: MoneyView,
     pub status: GiftCardStatus,
     /// As given: a date, or an RFC 3339 date-time.
-    pub expires_on: Option<&'a str>,
+    pub expires_on: Option<String>,
     /// The first instant the card is expired.
     pub expires_at: Option<String>,
-    pub note: Option<&'a str>,
+    pub note: Option<String>,
     pub customer_id: Option<Uuid>,
     pub disabled_at: Option<String>,
     pub created_at: String,

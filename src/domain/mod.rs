@@ -14,3 +14,11 @@ pub mod product;
 pub mod store;
 pub mod taxonomy;
 pub mod time;
+
+/// A fieldless enum with fixed names on the wire (statuses, types): lists filter on it by name.
+pub trait Enumerated: Copy + 'static {
+    /// The names on the wire, every variant's once.
+    const NAMES: &'static [&'static str];
+    /// This variant's wire name.
+    fn name(self) -> &'static str;
+}

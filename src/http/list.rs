@@ -1,5 +1,6 @@
-//! A list's query string, read by the declaration of its record: `page`, `limit`, `sortBy` (the
-//! record's sortable fields), `sortOrder`, its filters, ranges and `search`. The parameters a
+//! A list's query string, read by the declaration of its record: the window (`page` and
+//! `limit`, or `offset` and `limit`), `sortBy` (the record's sortable fields), `sortOrder`, its
+//! filters, ranges and `search`. The parameters a
 //! list documents are the ones this reads, so the reference cannot drift from the code.
 
 use std::borrow::Cow;
@@ -9,13 +10,13 @@ use serde::Serialize;
 
 use crate::domain::time::parse_rfc3339;
 use crate::error::{ApiError, ApiResult};
-use crate::http::Page;
-use crate::http::query::{Paging, Query};
+use crate::http::query::{LIMIT_DEFAULT, LIMIT_MAX, Paging, Query};
 use crate::http::route::{Param, QueryParams, param};
+use crate::http::{OffsetPage, Page};
 use crate::storage::list::{ListQuery, Listed};
 use crate::storage::record::{FilterKind, Record};
 
-/// The query of a page-style list of `R`.
+/// The query of a page-style list of `R` (`page`, `limit`).
 pub struct ListOf<R> {
     pub query: ListQuery,
     pub page: u32,
@@ -30,95 +31,133 @@ impl<R> ListOf<R> {
     }
 }
 
-fn sort_names<R: Record>() -> Vec<&'static str> {
-    R::LIST.sorts.iter().map(|s| s.name).collect()
+/// The query of an offset-style list of `R` (`offset`, `limit`).
+pub struct OffsetListOf<R> {
+    pub query: ListQuery,
+    _of: PhantomData<fn() -> R>,
 }
+
+impl<R> OffsetListOf<R> {
+    /// The offset envelope of `API.md` around a window.
+    pub fn page<V: Serialize>(&self, listed: Listed<V>) -> OffsetPage<V> {
+        OffsetPage::new(listed.items, listed.total, self.query.offset as u64, self.query.limit as u64)
+    }
+}
+
+/// Largest `offset` an offset-style list takes: far beyond any real page, and a bound on a
+/// walk's cost.
+pub const MAX_OFFSET: i64 = 1_000_000;
 
 impl<R: Record> QueryParams for ListOf<R> {
     fn params() -> Vec<Param> {
-        let list = &R::LIST;
-        let sorts: Vec<String> = list
-            .sorts
-            .iter()
-            .map(|s| if s.name == list.default_sort { format!("{} (default)", s.name) } else { s.name.to_string() })
-            .collect();
-        let mut out = vec![
-            param("page", "integer", "1-based page, default 1"),
-            param("limit", "integer", "page size, 1..250, default 20"),
-            Param { doc: Cow::Owned(sorts.join(", ")), ..param("sortBy", "string", "") },
-            param("sortOrder", "string", "asc or desc (default)"),
-        ];
-        for f in list.filters {
-            let doc = match f.kind {
-                FilterKind::Enum { values, any } => {
-                    let any = any.map(|a| format!("; {a} for every value")).unwrap_or_default();
-                    format!("{}: {} (comma-separated, any case{any})", f.doc, values.join(", "))
-                }
-                FilterKind::Reference => format!("{} (comma-separated ids)", f.doc),
-                FilterKind::Code { .. } => format!("{} (comma-separated)", f.doc),
-                FilterKind::Timed { values, .. } => format!("{}: {} (comma-separated, any case)", f.doc, values.join(", ")),
-            };
-            out.push(Param { doc: Cow::Owned(doc.clone()), ..param(f.name, "string", "") });
-            if let Some(alias) = f.alias {
-                out.push(Param { doc: Cow::Owned(format!("the same as {}", f.name)), ..param(alias, "string", "") });
-            }
-        }
-        for r in list.ranges {
-            out.push(param(r.from, "string", "RFC 3339 date-time, inclusive lower bound"));
-            out.push(param(r.to, "string", "RFC 3339 date-time, inclusive upper bound"));
-        }
-        if let Some(s) = &list.search {
-            out.push(param("search", "string", s.doc));
-        }
-        out
+        let window =
+            vec![param("page", "integer", "1-based page, default 1"), param("limit", "integer", "page size, 1..250, default 20")];
+        params_of::<R>(window)
     }
 
     fn parse(q: &Query) -> ApiResult<Self> {
         let list = &R::LIST;
         let paging = Paging::from_query(q, &sort_names::<R>(), list.default_sort)?;
-        let mut filters = Vec::new();
-        for (i, f) in list.filters.iter().enumerate() {
-            let (name, raw) = match (q.str(f.name), f.alias.and_then(|a| q.str(a).map(|v| (a, v)))) {
-                (Some(raw), _) => (f.name, raw),
-                (None, Some((alias, raw))) => (alias, raw),
-                (None, None) => continue,
-            };
-            if let Some(values) = filter_values(name, f.kind, raw)? {
-                filters.push((i, values));
-            }
-        }
-        let mut ranges = Vec::new();
-        for (i, r) in list.ranges.iter().enumerate() {
-            let (from, to) = (time(q, r.from)?, time(q, r.to)?);
-            if from.is_some() || to.is_some() {
-                ranges.push((i, from, to));
-            }
-        }
-        let search =
-            list.search.as_ref().and_then(|_| q.str("search")).map(|t| t.trim().to_lowercase()).filter(|t| !t.is_empty());
-        Ok(ListOf {
-            query: ListQuery {
-                // A scoped list's parent comes from its path: the handler sets it.
-                scope: None,
-                sort: paging.sort_by,
-                desc: paging.desc,
-                offset: paging.offset(),
-                limit: paging.limit as usize,
-                filters,
-                ranges,
-                search,
-            },
-            page: paging.page,
-            limit: paging.limit,
-            _of: PhantomData,
-        })
+        let query = query_of::<R>(q, paging.sort_by, paging.desc, paging.offset(), paging.limit as usize)?;
+        Ok(ListOf { query, page: paging.page, limit: paging.limit, _of: PhantomData })
     }
+}
+
+impl<R: Record> QueryParams for OffsetListOf<R> {
+    fn params() -> Vec<Param> {
+        let window = vec![
+            param("offset", "integer", "records skipped, default 0"),
+            param("limit", "integer", "page size, 1..250, default 20"),
+        ];
+        params_of::<R>(window)
+    }
+
+    fn parse(q: &Query) -> ApiResult<Self> {
+        let list = &R::LIST;
+        let offset = q.int("offset", 0, 0, MAX_OFFSET)? as usize;
+        let limit = q.int("limit", LIMIT_DEFAULT.into(), 1, LIMIT_MAX.into())? as usize;
+        let sort = q.one_of("sortBy", &sort_names::<R>())?.unwrap_or(list.default_sort);
+        let desc = q.one_of("sortOrder", &["asc", "desc"])?.unwrap_or("desc") == "desc";
+        Ok(OffsetListOf { query: query_of::<R>(q, sort, desc, offset, limit)?, _of: PhantomData })
+    }
+}
+
+fn sort_names<R: Record>() -> Vec<&'static str> {
+    R::LIST.sorts.iter().map(|s| s.name).collect()
+}
+
+/// A list's parameters after its window: sort, filters, ranges, search.
+fn params_of<R: Record>(mut out: Vec<Param>) -> Vec<Param> {
+    let list = &R::LIST;
+    let sorts: Vec<String> = list
+        .sorts
+        .iter()
+        .map(|s| if s.name == list.default_sort { format!("{} (default)", s.name) } else { s.name.to_string() })
+        .collect();
+    out.push(Param { doc: Cow::Owned(sorts.join(", ")), ..param("sortBy", "string", "") });
+    out.push(param("sortOrder", "string", "asc or desc (default)"));
+    for f in list.filters {
+        let doc = match f.kind {
+            FilterKind::Enum { values, any } | FilterKind::Timed { values, any, .. } => {
+                let any = any.map(|a| format!("; {a} for every value")).unwrap_or_default();
+                format!("{}: {} (comma-separated, any case{any})", f.doc, values.join(", "))
+            }
+            FilterKind::Reference => format!("{} (comma-separated ids)", f.doc),
+            FilterKind::Code { .. } => format!("{} (comma-separated)", f.doc),
+        };
+        out.push(Param { doc: Cow::Owned(doc.clone()), ..param(f.name, "string", "") });
+        if let Some(alias) = f.alias {
+            out.push(Param { doc: Cow::Owned(format!("the same as {}", f.name)), ..param(alias, "string", "") });
+        }
+    }
+    for r in list.ranges {
+        out.push(param(r.from, "string", "RFC 3339 date-time, inclusive lower bound"));
+        out.push(param(r.to, "string", "RFC 3339 date-time, inclusive upper bound"));
+    }
+    if let Some(s) = &list.search {
+        out.push(param("search", "string", s.doc));
+    }
+    out
+}
+
+/// The list asked for: the window and sort already read, the filters, ranges and search here.
+fn query_of<R: Record>(q: &Query, sort: &'static str, desc: bool, offset: usize, limit: usize) -> ApiResult<ListQuery> {
+    let list = &R::LIST;
+    let mut filters = Vec::new();
+    for (i, f) in list.filters.iter().enumerate() {
+        let (name, raw) = match (q.str(f.name), f.alias.and_then(|a| q.str(a).map(|v| (a, v)))) {
+            (Some(raw), _) => (f.name, raw),
+            (None, Some((alias, raw))) => (alias, raw),
+            (None, None) => continue,
+        };
+        if let Some(values) = filter_values(name, f.kind, raw)? {
+            filters.push((i, values));
+        }
+    }
+    let mut ranges = Vec::new();
+    for (i, r) in list.ranges.iter().enumerate() {
+        let (from, to) = (time(q, r.from)?, time(q, r.to)?);
+        if from.is_some() || to.is_some() {
+            ranges.push((i, from, to));
+        }
+    }
+    let search = match (&list.search, q.str("search")) {
+        (Some(s), Some(raw)) => {
+            Some((s.normalise)(raw).ok_or_else(|| ApiError::field("search", s.invalid))?).filter(|t| !t.is_empty())
+        }
+        _ => None,
+    };
+    // A scoped list's parent comes from its path: the handler sets `scope`.
+    Ok(ListQuery { scope: None, sort, desc, offset, limit, filters, ranges, search })
 }
 
 /// The values one filter parameter accepts; `None` when it asks for every value.
 fn filter_values(name: &str, kind: FilterKind, raw: &str) -> ApiResult<Option<Vec<Vec<u8>>>> {
     let mut out = Vec::new();
-    for part in raw.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+    for part in raw.split(',').map(str::trim) {
+        if part.is_empty() {
+            return Err(ApiError::field(name, "has an empty value in its list"));
+        }
         match kind {
             FilterKind::Enum { values, any } | FilterKind::Timed { values, any, .. } => {
                 if any.is_some_and(|a| a.eq_ignore_ascii_case(part)) {

@@ -32,7 +32,7 @@ pub struct ListQuery {
     pub filters: Vec<(usize, Vec<Vec<u8>>)>,
     /// Range (by position in the declaration) → inclusive bounds in Unix milliseconds.
     pub ranges: Vec<(usize, Option<i64>, Option<i64>)>,
-    /// Trimmed and lower-cased.
+    /// As the record's search normalises it.
     pub search: Option<String>,
 }
 
@@ -55,8 +55,9 @@ impl ListQuery {
         self.filters.is_empty() && self.ranges.is_empty() && self.search.is_none()
     }
 
-    /// Whether a record of this summary is on the list at `now` (timed filters read the clock).
-    fn accepts<R: Record>(&self, summary: &Summary, now: i64) -> bool {
+    /// Whether a record of this summary is on `store`'s list at `now` (timed filters read the
+    /// clock).
+    fn accepts<R: Record>(&self, summary: &Summary, store: Uuid, now: i64) -> bool {
         let list = &R::LIST;
         self.filters.iter().all(|(i, values)| {
             let Some(v) = summary.filters.get(*i).and_then(Option::as_ref) else { return false };
@@ -69,7 +70,7 @@ impl ListQuery {
             }
         }) && self.ranges.iter().all(|(i, from, to)| {
             summary.ranges.get(*i).is_some_and(|v| from.is_none_or(|f| *v >= f) && to.is_none_or(|t| *v <= t))
-        }) && self.search.as_deref().is_none_or(|q| list.search.as_ref().is_some_and(|s| (s.matches)(&summary.text, q)))
+        }) && self.search.as_deref().is_none_or(|q| list.search.as_ref().is_some_and(|s| (s.matches)(&summary.text, q, store)))
     }
 }
 
@@ -105,7 +106,7 @@ pub fn page<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQuery, now: i
         // With the total known, the walk stops once the page is full.
         let stop_at = if counted.is_some() { window.end } else { u64::MAX };
         read::walk(txn, list.order, &prefix, q.desc, |k, v| {
-            if q.accepts::<R>(&decode(v)?, now) {
+            if q.accepts::<R>(&decode(v)?, store, now) {
                 if window.contains(&kept) {
                     ids.extend(trailing_id(k));
                 }

@@ -138,12 +138,7 @@ impl<R> Filter<R> {
     }
 }
 
-/// A fieldless enum filtered on: its names as the API writes them. A test of each area checks
-/// them against serde's.
-pub trait Enumerated: Copy + 'static {
-    const NAMES: &'static [&'static str];
-    fn name(self) -> &'static str;
-}
+pub use crate::domain::Enumerated;
 
 /// What a filter compares.
 #[derive(Debug, Clone, Copy)]
@@ -209,12 +204,37 @@ pub struct List<R: 'static> {
     pub search: Option<Search<R>>,
 }
 
-/// Text search of a list: the record's text (kept lower-cased in its order rows) and the test a
-/// query (trimmed, lower-cased) must pass.
+/// Text search of a list: the record's text as kept in its order rows, the test a query must
+/// pass, and how a query is put in the form that test expects. Built with [`Search::new`], which
+/// lower-cases both sides.
 pub struct Search<R> {
     pub text: fn(&R) -> String,
-    pub matches: fn(text: &str, query: &str) -> bool,
+    /// `store` is the list's: a search may compare a digest of the query made for that store.
+    pub matches: fn(text: &str, query: &str, store: Uuid) -> bool,
+    /// The query as `matches` takes it; `None` refuses it with a 400 saying `invalid`.
+    pub normalise: fn(&str) -> Option<String>,
+    pub invalid: &'static str,
     pub doc: &'static str,
+}
+
+impl<R> Search<R> {
+    /// A search over text that is compared lower-cased: `text` is lower-cased as it is kept and
+    /// the query as it is read.
+    pub const fn new(text: fn(&R) -> String, matches: fn(&str, &str, Uuid) -> bool, doc: &'static str) -> Self {
+        Search { text, matches, normalise: lower, invalid: "", doc }
+    }
+
+    /// A search whose query `normalise` puts in its form (refused with `invalid`); the record's
+    /// text is kept as `text` gives it.
+    pub const fn normalised(mut self, normalise: fn(&str) -> Option<String>, invalid: &'static str) -> Self {
+        self.normalise = normalise;
+        self.invalid = invalid;
+        self
+    }
+}
+
+fn lower(q: &str) -> Option<String> {
+    Some(q.trim().to_lowercase())
 }
 
 impl<R> List<R> {
@@ -248,7 +268,7 @@ fn summary<R: Record>(r: &R) -> ApiResult<Vec<u8>> {
     encode(&Summary {
         filters: list.filters.iter().map(|f| (f.value)(r).map(|v| v.bytes())).collect(),
         ranges: list.ranges.iter().map(|g| (g.value)(r)).collect(),
-        text: list.search.as_ref().map(|s| (s.text)(r).to_lowercase()).unwrap_or_default(),
+        text: list.search.as_ref().map(|s| (s.text)(r)).unwrap_or_default(),
     })
 }
 
@@ -344,6 +364,12 @@ pub fn exists<R: Record>(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<bool> {
 /// How many records of `R` the store (or the parent `scope`) has, inside a write job.
 pub fn count<R: Record>(tx: &Tx, store: Uuid, scope: Option<Uuid>) -> ApiResult<u64> {
     tx.counter(COUNTERS, &total_key::<R>(store, scope))
+}
+
+/// How many records of `R` the store has with `value` for the counted filter `filter`, inside a
+/// write job (a market still named by catalogs).
+pub fn count_value<R: Record>(tx: &Tx, store: Uuid, filter: &str, value: &FilterValue) -> ApiResult<u64> {
+    tx.counter(COUNTERS, &value_key::<R>(store, None, filter, &value.bytes()))
 }
 
 /// Writes `new` in place of `old` (either may be absent: a create, a delete) with every order

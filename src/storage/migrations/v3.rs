@@ -5,10 +5,15 @@
 //! `tax_rate_order`), their totals and, for tax rates, a counter per country. Discounts' list rows
 //! gain the summary (status times, value type, method, search text) and counters per value type
 //! and method; a discount's comments gain their list (`discount_comment_order`) and a total each.
+//! Gift cards' list rows gain the summary (status times, customer, search text) and a counter per
+//! customer. Catalogs' list rows lose their per-market scope: the market is a counted filter,
+//! status too, with the name as search text.
 
 use redb::WriteTransaction;
 
 use crate::cells::discount_comments::DiscountComment;
+use crate::domain::catalog::Catalog;
+use crate::domain::gift_card::GiftCard;
 use crate::domain::order::Order;
 use crate::domain::pricing::discount::Discount;
 use crate::domain::pricing::shipping::ShippingZone;
@@ -20,6 +25,8 @@ pub(super) fn records_count_their_filters(txn: &WriteTransaction) -> Result<(), 
     rebuild::<ShippingZone>(txn)?;
     rebuild::<Discount>(txn)?;
     rebuild::<DiscountComment>(txn)?;
+    rebuild::<GiftCard>(txn)?;
+    rebuild::<Catalog>(txn)?;
     rebuild::<TaxRate>(txn)
 }
 
