@@ -19,7 +19,6 @@ use crate::http::route::{Access, Param, QueryParams, Route, Service, param};
 /// Both path forms: the route table's plural and the spec's singular.
 pub const BASES: [&str; 2] = ["/stores/{storeId}/checkouts", "/stores/{storeId}/checkout"];
 
-
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct RatesBody {
