@@ -1,6 +1,7 @@
 //! The route table as a contract: every row documents its success answer, and the table's
 //! method, path, access level, status and response type are held in a checked-in snapshot, so a
-//! permission or contract change shows in the diff of `tests/snapshots/routes.txt`.
+//! permission or contract change shows in the diff of `tests/snapshots/routes.txt`. Answers that
+//! used to be assembled as JSON values keep their bytes (their keys in sorted order).
 //!
 //! `UPDATE_SNAPSHOTS=1 cargo test --lib api::contract` rewrites the snapshot.
 
@@ -155,4 +156,70 @@ fn routes_match_the_snapshot() {
 fn the_diff_shows_removed_and_added_lines() {
     assert_eq!(diff(&["a", "b", "c"], &["a", "x", "c", "d"]), "+ x\n- b\n+ d\n");
     assert_eq!(diff(&[], &[]), "");
+}
+
+/// `value` serializes exactly as it did when it was built as a `serde_json::Value`, whose
+/// objects list their keys in sorted order.
+fn assert_key_order<T: serde::Serialize>(value: &T) {
+    let direct = serde_json::to_string(value).unwrap();
+    let sorted = serde_json::to_string(&serde_json::to_value(value).unwrap()).unwrap();
+    assert_eq!(direct, sorted, "the fields are not in key order");
+}
+
+#[test]
+fn answers_once_built_as_json_values_keep_their_bytes() {
+    use crate::account::plans::{Catalogue, SubscriptionView, plan_view};
+    use crate::cells::payments::{IntentStatus, PaymentIntentView, PaymentMethodKind};
+    use crate::domain::gift_card::GiftCardStatus;
+    use crate::domain::money::{Currency, Money};
+    use uuid::Uuid;
+
+    let id = Uuid::now_v7();
+    let usd = Money { amount: 500, currency: Currency::parse("USD").unwrap() };
+    let time = || "2026-01-02T03:04:05Z".to_string();
+    assert_key_order(&super::system::Readiness { mode: "serve".into(), status: "ready" });
+    assert_key_order(&super::stores::MyStore { created_at: time(), id, name: "Shop".into(), role: "owner" });
+    assert_key_order(&super::auth::LoginAnswer::Mfa(super::auth::MfaRequired { mfa_token: "t".into(), requires_mfa: true }));
+    assert_key_order(&super::auth::MfaSecret { otpauth_url: "otpauth://totp/x".into(), secret: "ABC".into() });
+    assert_key_order(&super::auth::MfaEnabled { enabled: true, recovery_codes: vec!["a".into()] });
+    assert_key_order(&super::auth::TokenPair { access_token: "a".into(), expires_in: 900, refresh_token: "r".into() });
+    for kind in [Some("PUBLISHABLE"), None] {
+        let valid = kind.is_some();
+        let environment = kind.map(|_| "LIVE");
+        let store_id = kind.map(|_| id);
+        assert_key_order(&super::publishable_keys::KeyCheck { environment, store_id, kind, valid });
+    }
+    let plan = plan_view(&Catalogue::default().plans[1]);
+    assert_key_order(&plan);
+    assert_key_order(&SubscriptionView {
+        cancel_at_period_end: false,
+        current_period_end: Some(time()),
+        current_period_start: Some(time()),
+        plan,
+        plan_id: "basic".into(),
+        status: "ACTIVE",
+        store_limit: Some(3),
+        stores_owned: 1,
+    });
+    assert_key_order(&super::storefront::SessionStarted { expires_at: time(), session_token: "s".into() });
+    assert_key_order(&super::checkout_payment::GiftCardLookup {
+        balance: usd,
+        last_characters: "ABCD".into(),
+        status: GiftCardStatus::Active,
+    });
+    assert_key_order(&PaymentIntentView {
+        amount: usd,
+        checkout_id: id,
+        created_at: time(),
+        id,
+        last_error: Some("card_declined".into()),
+        next_action: Some(serde_json::json!({"type": "promptpay_qr", "qrPayload": "0002"})),
+        order_id: Some(id),
+        payment_method: PaymentMethodKind::Promptpay,
+        provider: "test".into(),
+        status: IntentStatus::RequiresAction,
+        updated_at: time(),
+    });
+    assert_key_order(&super::internal::SessionAccess { role: Some("admin".into()), session_active: true });
+    assert_key_order(&super::internal::Moved { cell: "c1".into(), store_id: id });
 }
