@@ -12,11 +12,11 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request};
-use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::account::publishable::{KEY_HEADER, KeyCache, KeyGrant, Shopper};
 use crate::account::{AccountService, Role};
+use crate::api::internal::{Located, SessionAccess};
 use crate::cells::Cell;
 use crate::cells::forward::{Body, SERVICE_HEADER, Upstream};
 use crate::cells::link::CellLink;
@@ -83,18 +83,6 @@ pub struct Node {
     pub idempotency: Idempotency,
     /// The process's one clock, shared with its account service and cells.
     pub clock: Clock,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct AccessAnswer {
-    role: Option<String>,
-    session_active: bool,
-}
-
-#[derive(Deserialize)]
-struct Located {
-    cell: String,
 }
 
 impl Node {
@@ -198,7 +186,7 @@ impl Node {
             p.session_id,
             store.map(|s| format!("&store={s}")).unwrap_or_default()
         );
-        let a: AccessAnswer = up.call(Method::GET, &path, Body::Empty).await?;
+        let a: SessionAccess = up.call(Method::GET, &path, Body::Empty).await?;
         let role = a.role.as_deref().and_then(Role::parse);
         if let Ok(mut c) = self.access.write() {
             if c.len() > 100_000 {

@@ -15,8 +15,9 @@ use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
 use crate::http::auth::ACCESS_TTL_SECS;
 use crate::http::context::Ctx;
+use crate::http::query::Query;
 use crate::http::reply::{Created, Json, NoContent, Redirect, Reply};
-use crate::http::route::{Access, Route, Service};
+use crate::http::route::{Access, Param, QueryParams, Route, Service, param};
 use crate::http::{Resp, json, no_content};
 
 /// The cookie `POST /auth/exchange` sets and `POST /auth/refresh` reads.
@@ -61,7 +62,7 @@ pub fn routes() -> Vec<Route> {
             "/auth/social-accounts/callback/{provider}",
             Account,
             Public,
-            handler!(social_callback),
+            handler!(social_callback_form),
             "The provider's redirect back as a form post (Apple; 302 to the client URL with a one-time code when one \
              is configured)",
         )
@@ -273,22 +274,54 @@ async fn social_connect(cx: Ctx) -> ApiResult<Redirect> {
     Redirect::to(&url)
 }
 
-async fn social_callback(cx: Ctx) -> ApiResult<Resp> {
+/// What a provider sends back to the callback: `code` and `state`, or `error`. In the query
+/// (GET) or as a form (POST, `response_mode=form_post`); values are kept as sent, empty ones too.
+pub struct CallbackParams {
+    code: Option<String>,
+    state: Option<String>,
+    error: Option<String>,
+}
+
+impl CallbackParams {
+    fn from_form(body: &[u8]) -> CallbackParams {
+        let form: Vec<(String, String)> = form_urlencoded::parse(body).into_owned().collect();
+        let get = |k: &str| form.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        CallbackParams { code: get("code"), state: get("state"), error: get("error") }
+    }
+}
+
+impl QueryParams for CallbackParams {
+    fn params() -> Vec<Param> {
+        vec![
+            param("code", "string", "the provider's authorization code"),
+            param("state", "string", "the state the connect step sent"),
+            param("error", "string", "the provider's error, when it did not sign the user in"),
+        ]
+    }
+    fn parse(q: &Query) -> ApiResult<Self> {
+        let get = |k: &str| q.raw(k).map(str::to_string);
+        Ok(CallbackParams { code: get("code"), state: get("state"), error: get("error") })
+    }
+}
+
+async fn social_callback(cx: Ctx, p: CallbackParams) -> ApiResult<Resp> {
+    callback(cx, p).await
+}
+
+async fn social_callback_form(cx: Ctx) -> ApiResult<Resp> {
+    let p = CallbackParams::from_form(&cx.body);
+    callback(cx, p).await
+}
+
+async fn callback(cx: Ctx, p: CallbackParams) -> ApiResult<Resp> {
     limit_address(&cx, "login")?;
-    // The provider answers in the query (GET) or as a form (POST, `response_mode=form_post`).
-    let form: Vec<(String, String)> = if cx.method == hyper::Method::POST {
-        form_urlencoded::parse(&cx.body).into_owned().collect()
-    } else {
-        form_urlencoded::parse(cx.uri.query().unwrap_or("").as_bytes()).into_owned().collect()
-    };
-    let get = |k: &str| form.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
-    if let Some(error) = get("error") {
+    if let Some(error) = p.error {
         return Err(ApiError::msg(Code::UNAUTHORIZED, format!("the provider did not sign you in: {error}")));
     }
-    let code = get("code").ok_or_else(|| ApiError::field("code", "is required"))?;
-    let state = get("state").ok_or_else(|| ApiError::field("state", "is required"))?;
+    let code = p.code.ok_or_else(|| ApiError::field("code", "is required"))?;
+    let state = p.state.ok_or_else(|| ApiError::field("state", "is required"))?;
     let a = account(&cx)?;
-    match a.social_callback(cx.param("provider"), code, state).await? {
+    match a.social_callback(cx.param("provider"), &code, &state).await? {
         CallbackOutcome::Redirect(url) => Ok(Redirect::to(&url)?.into_resp()),
         CallbackOutcome::User(user) => Ok(Json(login_answer(a.complete_login(user, device(&cx)).await?)).into_resp()),
     }

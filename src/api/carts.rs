@@ -4,12 +4,14 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::cells::carts::CartView;
 use crate::domain::cart::{AddItem, UpdateItem, check_attributes, check_quantity};
 use crate::error::{ApiResult, Check};
 use crate::handler;
+use crate::http::Resp;
 use crate::http::context::{Ctx, parse_path_id};
+use crate::http::reply::{Created, Json, Reply};
 use crate::http::route::{Access, Route, Service};
-use crate::http::{Resp, created, ok};
 
 /// `POST S/carts`: an empty cart (the body may be empty).
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -27,29 +29,31 @@ pub fn routes() -> Vec<Route> {
             Cell,
             Storefront,
             handler!(add),
-            "Add a variant (quantity 1..100): creates the cart when cartId is absent; the same variant again adds to its \
-             line (over 100 is 422)",
+            "Add a variant (quantity 1..100): creates the cart when cartId is absent (then 201); the same variant again \
+             adds to its line (over 100 is 422)",
         )
-        .body::<AddItem>(),
+        .body::<AddItem>()
+        .answers::<Json<CartView>>(),
         Route::patch("/stores/{storeId}/carts/{cartId}/items", Cell, Storefront, handler!(update), "Set a line's quantity")
             .body::<UpdateItem>(),
         Route::delete("/stores/{storeId}/carts/{cartId}/items/{variantId}", Cell, Storefront, handler!(remove), "Remove a line"),
     ]
 }
 
-async fn create(cx: Ctx) -> ApiResult<Resp> {
+async fn create(cx: Ctx) -> ApiResult<Created<CartView>> {
     let s = cx.scope()?;
     let _: NewCart = cx.json_or_default()?;
     let cart = s.cell.create_cart(s.id).await?;
-    Ok(created(&s.cell.cart_view(s.id, cart, cx.is_shopper())?))
+    Ok(Created(s.cell.cart_view(s.id, cart, cx.is_shopper())?))
 }
 
-async fn get(cx: Ctx) -> ApiResult<Resp> {
+async fn get(cx: Ctx) -> ApiResult<Json<CartView>> {
     let s = cx.scope()?;
     let cart = s.cell.cart(s.id, cx.path_id("cartId")?)?;
-    Ok(ok(&s.cell.cart_view(s.id, cart, cx.is_shopper())?))
+    Ok(Json(s.cell.cart_view(s.id, cart, cx.is_shopper())?))
 }
 
+/// 201 when it created the cart, else 200: two statuses, so the row declares the usual one.
 async fn add(cx: Ctx) -> ApiResult<Resp> {
     let s = cx.scope()?;
     let body: AddItem = cx.json()?;
@@ -61,10 +65,10 @@ async fn add(cx: Ctx) -> ApiResult<Resp> {
     let shopper = cx.is_shopper();
     let (cart, was_created) = s.cell.add_cart_item(s.id, body.cart_id, body.variant_id, quantity, attributes, shopper).await?;
     let view = s.cell.cart_view(s.id, cart, shopper)?;
-    Ok(if was_created { created(&view) } else { ok(&view) })
+    Ok(if was_created { Created(view).into_resp() } else { Json(view).into_resp() })
 }
 
-async fn update(cx: Ctx) -> ApiResult<Resp> {
+async fn update(cx: Ctx) -> ApiResult<Json<CartView>> {
     let s = cx.scope()?;
     let cart = cx.path_id("cartId")?;
     let body: UpdateItem = cx.json()?;
@@ -74,13 +78,13 @@ async fn update(cx: Ctx) -> ApiResult<Resp> {
         body.custom_attributes.is_some().then(|| check_attributes(&mut c, "customAttributes", body.custom_attributes));
     c.finish()?;
     let cart = s.cell.update_cart_item(s.id, cart, body.variant_id, quantity, attributes).await?;
-    Ok(ok(&s.cell.cart_view(s.id, cart, cx.is_shopper())?))
+    Ok(Json(s.cell.cart_view(s.id, cart, cx.is_shopper())?))
 }
 
-async fn remove(cx: Ctx) -> ApiResult<Resp> {
+async fn remove(cx: Ctx) -> ApiResult<Json<CartView>> {
     let s = cx.scope()?;
     let cart = cx.path_id("cartId")?;
     let variant = parse_path_id("variantId", cx.param("variantId"))?;
     let cart = s.cell.remove_cart_item(s.id, cart, variant).await?;
-    Ok(ok(&s.cell.cart_view(s.id, cart, cx.is_shopper())?))
+    Ok(Json(s.cell.cart_view(s.id, cart, cx.is_shopper())?))
 }

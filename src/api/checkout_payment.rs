@@ -4,17 +4,21 @@
 use std::sync::LazyLock;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 
-use crate::api::checkouts::{BASES, caller};
+use crate::api::checkouts::{BASES, TokenQuery, caller};
 use crate::cells::completion::{CompleteCheckout, PaymentSession};
+use crate::cells::payments::PaymentIntentView;
+use crate::domain::gift_card::GiftCardStatus;
+use crate::domain::money::Money;
+use crate::domain::order::Order;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
 use crate::http::context::Ctx;
 use crate::http::ratelimit::Limiter;
+use crate::http::reply::{Created, Json, Rendered};
 use crate::http::route::{Access, Route, Service};
-use crate::http::{Resp, created, ok};
 
 /// Code tries (gift-card lookups and codes applied) per checkout and minute: enough for a
 /// shopper's typos, far too few to guess a gift card's code.
@@ -25,7 +29,7 @@ static TRIES_PER_ADDRESS: LazyLock<Limiter> = LazyLock::new(|| Limiter::per_minu
 
 /// Spends one code try of `checkout` and, for a shopper, of the client address (429 when either
 /// is used up).
-pub fn code_try(cx: &Ctx, checkout: uuid::Uuid) -> ApiResult<()> {
+pub fn code_try(cx: &Ctx, checkout: Uuid) -> ApiResult<()> {
     if let (true, Some(ip)) = (cx.is_shopper(), cx.client) {
         TRIES_PER_ADDRESS.take(&ip.to_string(), cx.node.clock.now_ms())?;
     }
@@ -69,38 +73,55 @@ pub fn routes() -> Vec<Route> {
     rows
 }
 
-async fn lookup(cx: Ctx) -> ApiResult<Resp> {
+/// A gift card as a lookup shows it. Fields in key order, as the answer has always listed them.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GiftCardLookup {
+    /// Spendable now on this checkout: 0 in another currency.
+    pub balance: Money,
+    pub last_characters: String,
+    pub status: GiftCardStatus,
+}
+
+/// The payment session: the intent, its client secret (shown only here) and its id again.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PaymentSessionView {
+    #[serde(flatten)]
+    pub intent: PaymentIntentView,
+    pub client_secret: String,
+    pub payment_intent_id: Uuid,
+}
+
+async fn lookup(cx: Ctx, q: TokenQuery) -> ApiResult<Json<GiftCardLookup>> {
     let s = cx.scope()?;
     let id = cx.path_id("checkoutId")?;
     let body: LookupBody = cx.json()?;
-    let co = s.cell.checkout(s.id, id, &caller(&cx, body.session_token))?;
+    let co = s.cell.checkout(s.id, id, &caller(&cx, body.session_token, q))?;
     code_try(&cx, id)?;
     let now = cx.node.clock.now_ms();
     let card = crate::cells::gift_cards::find_gift_card(&s.cell.read()?, s.id, &body.code)?
         .ok_or_else(|| ApiError::msg(Code::NOT_FOUND, "no gift card of this store has this code"))?;
     let spendable = if card.currency() == co.currency { card.spendable(now) } else { 0 };
-    Ok(ok(&json!({
-        "status": card.status(now),
-        "balance": { "amount": spendable, "currency": card.currency() },
-        "lastCharacters": card.last_characters(),
-    })))
+    Ok(Json(GiftCardLookup {
+        balance: Money { amount: spendable, currency: card.currency() },
+        last_characters: card.last_characters().to_string(),
+        status: card.status(now),
+    }))
 }
 
-async fn payment_session(cx: Ctx) -> ApiResult<Resp> {
+async fn payment_session(cx: Ctx, q: TokenQuery) -> ApiResult<Rendered<PaymentSessionView, 201>> {
     let s = cx.scope()?;
     let mut body: PaymentSession = cx.json()?;
-    let who = caller(&cx, body.session_token.take());
+    let who = caller(&cx, body.session_token.take(), q);
     let (intent, secret) = s.cell.checkout_payment_session(s.id, cx.path_id("checkoutId")?, &who, body).await?;
-    let mut view = intent.view();
-    view["clientSecret"] = json!(secret);
-    view["paymentIntentId"] = json!(intent.id);
-    Ok(created(&view))
+    Rendered::sorted(&PaymentSessionView { intent: intent.view(), client_secret: secret, payment_intent_id: intent.id })
 }
 
-async fn complete(cx: Ctx) -> ApiResult<Resp> {
+async fn complete(cx: Ctx, q: TokenQuery) -> ApiResult<Created<Order>> {
     let s = cx.scope()?;
     let mut body: CompleteCheckout = cx.json()?;
-    let who = caller(&cx, body.session_token.take());
+    let who = caller(&cx, body.session_token.take(), q);
     let order = s.cell.complete_checkout(s.id, cx.path_id("checkoutId")?, &who, body).await?;
-    Ok(created(&order))
+    Ok(Created(order))
 }

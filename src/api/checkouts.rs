@@ -6,19 +6,18 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::cells::checkouts::Caller;
+use crate::cells::checkouts::{Caller, CheckoutView};
 use crate::domain::checkout::{CreateCheckout, UpdateCheckout, check_address, normalize_address};
-use crate::domain::pricing::shipping::Address;
+use crate::domain::pricing::shipping::{Address, ShippingRate};
 use crate::error::{ApiResult, Check};
 use crate::handler;
 use crate::http::context::{Ctx, parse_path_id};
-use crate::http::route::{Access, Param, Route, Service, param};
-use crate::http::{Resp, created, ok};
+use crate::http::query::Query;
+use crate::http::reply::{Created, Json};
+use crate::http::route::{Access, Param, QueryParams, Route, Service, param};
 
 /// Both path forms: the route table's plural and the spec's singular.
 pub const BASES: [&str; 2] = ["/stores/{storeId}/checkouts", "/stores/{storeId}/checkout"];
-
-const TOKEN_QUERY: &[Param] = &[param("sessionToken", "string", "the checkout's session token (guests)")];
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -50,7 +49,7 @@ pub fn routes() -> Vec<Route> {
                 "Create a checkout from a cart or line items (guests get a sessionToken)",
             )
             .body::<CreateCheckout>(),
-            Route::get(&one, Cell, Storefront, handler!(get), "One checkout, priced now").query(TOKEN_QUERY),
+            Route::get(&one, Cell, Storefront, handler!(get), "One checkout, priced now"),
             Route::patch(
                 &one,
                 Cell,
@@ -81,84 +80,94 @@ pub fn routes() -> Vec<Route> {
                 Storefront,
                 handler!(remove_code),
                 "Remove a discount code",
-            )
-            .query(TOKEN_QUERY),
+            ),
             Route::delete(
                 &format!("{one}/gift-cards/{{giftCardId}}"),
                 Cell,
                 Storefront,
                 handler!(remove_gift_card),
                 "Take a gift card off the checkout",
-            )
-            .query(TOKEN_QUERY),
+            ),
         ]);
     }
     rows
 }
 
-/// The caller of a checkout operation, with the session token it presented.
-pub fn caller(cx: &Ctx, body_token: Option<String>) -> Caller {
-    let token = body_token.or_else(|| cx.query.str("sessionToken").map(str::to_string));
-    Caller { shopper: cx.is_shopper(), session_token: token }
+/// `?sessionToken=`: a guest's checkout session token, where the request has no body to carry it
+/// (a body's `sessionToken` comes first).
+pub struct TokenQuery(Option<String>);
+
+impl QueryParams for TokenQuery {
+    fn params() -> Vec<Param> {
+        vec![param("sessionToken", "string", "the checkout's session token (guests)")]
+    }
+    fn parse(q: &Query) -> ApiResult<Self> {
+        Ok(TokenQuery(q.str("sessionToken").map(str::to_string)))
+    }
 }
 
-async fn create(cx: Ctx) -> ApiResult<Resp> {
+/// The caller of a checkout operation, with the session token it presented.
+pub fn caller(cx: &Ctx, body_token: Option<String>, query: TokenQuery) -> Caller {
+    Caller { shopper: cx.is_shopper(), session_token: body_token.or(query.0) }
+}
+
+async fn create(cx: Ctx) -> ApiResult<Created<CheckoutView>> {
     let s = cx.scope()?;
     let body: CreateCheckout = cx.json()?;
     let shopper = cx.is_shopper();
     let (co, token) = s.cell.create_checkout(s.id, body, shopper).await?;
-    Ok(created(&s.cell.checkout_view(s.id, &co, shopper, token)?))
+    Ok(Created(s.cell.checkout_view(s.id, &co, shopper, token)?))
 }
 
-async fn get(cx: Ctx) -> ApiResult<Resp> {
+async fn get(cx: Ctx, q: TokenQuery) -> ApiResult<Json<CheckoutView>> {
     let s = cx.scope()?;
-    let who = caller(&cx, None);
+    let who = caller(&cx, None, q);
     let co = s.cell.checkout(s.id, cx.path_id("checkoutId")?, &who)?;
-    Ok(ok(&s.cell.checkout_view(s.id, &co, who.shopper, None)?))
+    Ok(Json(s.cell.checkout_view(s.id, &co, who.shopper, None)?))
 }
 
-async fn update(cx: Ctx) -> ApiResult<Resp> {
+async fn update(cx: Ctx, q: TokenQuery) -> ApiResult<Json<CheckoutView>> {
     let s = cx.scope()?;
     let mut body: UpdateCheckout = cx.json()?;
-    let who = caller(&cx, body.session_token.take());
+    let who = caller(&cx, body.session_token.take(), q);
     let co = s.cell.update_checkout(s.id, cx.path_id("checkoutId")?, &who, body).await?;
-    Ok(ok(&s.cell.checkout_view(s.id, &co, who.shopper, None)?))
+    Ok(Json(s.cell.checkout_view(s.id, &co, who.shopper, None)?))
 }
 
-async fn shipping_rates(cx: Ctx) -> ApiResult<Resp> {
+async fn shipping_rates(cx: Ctx, q: TokenQuery) -> ApiResult<Json<Vec<ShippingRate>>> {
     let s = cx.scope()?;
     let body: RatesBody = cx.json()?;
     let mut c = Check::new();
     check_address(&mut c, "shippingAddress", &body.shipping_address);
     c.finish()?;
-    let who = caller(&cx, body.session_token);
+    let who = caller(&cx, body.session_token, q);
     let co = s.cell.checkout(s.id, cx.path_id("checkoutId")?, &who)?;
     let address = normalize_address(body.shipping_address);
-    Ok(ok(&s.cell.checkout_shipping_rates(s.id, &co, &address, who.shopper)?))
+    Ok(Json(s.cell.checkout_shipping_rates(s.id, &co, &address, who.shopper)?))
 }
 
-async fn add_code(cx: Ctx) -> ApiResult<Resp> {
+async fn add_code(cx: Ctx, q: TokenQuery) -> ApiResult<Json<CheckoutView>> {
     let s = cx.scope()?;
     let body: CodeBody = cx.json()?;
-    let who = caller(&cx, body.session_token);
+    let who = caller(&cx, body.session_token, q);
     let id = cx.path_id("checkoutId")?;
     s.cell.checkout(s.id, id, &who)?;
     crate::api::checkout_payment::code_try(&cx, id)?;
     let co = s.cell.apply_checkout_code(s.id, id, &who, &body.code).await?;
-    Ok(ok(&s.cell.checkout_view(s.id, &co, who.shopper, None)?))
+    Ok(Json(s.cell.checkout_view(s.id, &co, who.shopper, None)?))
 }
 
-async fn remove_code(cx: Ctx) -> ApiResult<Resp> {
+async fn remove_code(cx: Ctx, q: TokenQuery) -> ApiResult<Json<CheckoutView>> {
     let s = cx.scope()?;
-    let who = caller(&cx, None);
+    let who = caller(&cx, None, q);
     let co = s.cell.remove_checkout_code(s.id, cx.path_id("checkoutId")?, &who, cx.param("code")).await?;
-    Ok(ok(&s.cell.checkout_view(s.id, &co, who.shopper, None)?))
+    Ok(Json(s.cell.checkout_view(s.id, &co, who.shopper, None)?))
 }
 
-async fn remove_gift_card(cx: Ctx) -> ApiResult<Resp> {
+async fn remove_gift_card(cx: Ctx, q: TokenQuery) -> ApiResult<Json<CheckoutView>> {
     let s = cx.scope()?;
-    let who = caller(&cx, None);
+    let who = caller(&cx, None, q);
     let card = parse_path_id("giftCardId", cx.param("giftCardId"))?;
     let co = s.cell.remove_checkout_gift_card(s.id, cx.path_id("checkoutId")?, &who, card).await?;
-    Ok(ok(&s.cell.checkout_view(s.id, &co, who.shopper, None)?))
+    Ok(Json(s.cell.checkout_view(s.id, &co, who.shopper, None)?))
 }

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use hyper::StatusCode;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 
 use crate::api::auth::account;
 use crate::cells::Cell;
@@ -14,8 +14,9 @@ use crate::domain::store::StoreSettings;
 use crate::error::{ApiError, ApiResult};
 use crate::handler;
 use crate::http::context::{Ctx, parse_json};
-use crate::http::route::{Access, Route, Service};
-use crate::http::{Resp, json, no_content, ok};
+use crate::http::query::Query;
+use crate::http::reply::{Json, NoContent, OctetStream, Raw};
+use crate::http::route::{Access, Param, QueryParams, Route, Service, param, required};
 use crate::storage::codec::decode;
 
 /// Store exports are as large as the store; allow a generous body for move steps.
@@ -43,34 +44,52 @@ pub fn routes() -> Vec<Route> {
     ]
 }
 
-/// The cell an internal cell route addresses: `?cell=NAME`, or the only one of this process.
-fn cell(cx: &Ctx) -> ApiResult<Arc<Cell>> {
-    match cx.query.str("cell") {
-        Some(name) => cx.node.cells.get(name).cloned().ok_or_else(ApiError::not_found),
-        None if cx.node.cells.len() == 1 => cx.node.cells.values().next().cloned().ok_or_else(ApiError::not_found),
-        None => Err(ApiError::field("cell", "name the cell: this process has several")),
+/// `?cell=NAME`: the cell an internal cell route addresses; without it, the only one of this
+/// process.
+pub struct CellQuery(Option<String>);
+
+impl QueryParams for CellQuery {
+    fn params() -> Vec<Param> {
+        vec![param("cell", "string", "the cell's name: required when this process has several")]
+    }
+    fn parse(q: &Query) -> ApiResult<Self> {
+        Ok(CellQuery(q.str("cell").map(str::to_string)))
     }
 }
 
-async fn create_store(cx: Ctx) -> ApiResult<Resp> {
-    let settings: StoreSettings = decode(&cx.body)?;
-    cell(&cx)?.create_store(settings).await?;
-    Ok(no_content())
+impl CellQuery {
+    fn cell(&self, cx: &Ctx) -> ApiResult<Arc<Cell>> {
+        match &self.0 {
+            Some(name) => cx.node.cells.get(name).cloned().ok_or_else(ApiError::not_found),
+            None if cx.node.cells.len() == 1 => cx.node.cells.values().next().cloned().ok_or_else(ApiError::not_found),
+            None => Err(ApiError::field("cell", "name the cell: this process has several")),
+        }
+    }
 }
 
-async fn move_step(cx: Ctx) -> ApiResult<Resp> {
+async fn create_store(cx: Ctx, q: CellQuery) -> ApiResult<NoContent> {
+    let settings: StoreSettings = decode(&cx.body)?;
+    q.cell(&cx)?.create_store(settings).await?;
+    Ok(NoContent)
+}
+
+async fn move_step(cx: Ctx, q: CellQuery) -> ApiResult<Raw<OctetStream>> {
     let store = cx.path_id("storeId")?;
     let rows = (!cx.body.is_empty()).then(|| cx.body.to_vec());
-    let cell = cell(&cx)?;
+    let cell = q.cell(&cx)?;
     let out = run_move_step(&cell, store, cx.param("step"), rows).await?;
-    let mut r = hyper::Response::new(http_body_util::Full::new(bytes::Bytes::from(out)));
-    r.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/octet-stream"));
-    Ok(r)
+    Ok(Raw::new(out))
 }
 
-async fn locate(cx: Ctx) -> ApiResult<Resp> {
+/// The cell that holds a store, as the directory knows it.
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct Located {
+    pub cell: String,
+}
+
+async fn locate(cx: Ctx) -> ApiResult<Json<Located>> {
     let cell = account(&cx)?.locate(cx.path_id("storeId")?)?.ok_or_else(ApiError::not_found)?;
-    Ok(ok(&serde_json::json!({ "cell": cell })))
+    Ok(Json(Located { cell }))
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -78,37 +97,76 @@ struct Rename {
     name: String,
 }
 
-async fn rename(cx: Ctx) -> ApiResult<Resp> {
+async fn rename(cx: Ctx) -> ApiResult<NoContent> {
     let body: Rename = parse_json(&cx.body)?;
     account(&cx)?.rename_store(cx.path_id("storeId")?, body.name).await?;
-    Ok(no_content())
+    Ok(NoContent)
 }
 
-async fn access(cx: Ctx) -> ApiResult<Resp> {
+/// `GET /internal/v1/access`'s query: whose session, and the store to read their role in.
+pub struct AccessQuery {
+    user: Uuid,
+    session: Uuid,
+    store: Option<Uuid>,
+}
+
+impl QueryParams for AccessQuery {
+    fn params() -> Vec<Param> {
+        vec![
+            required("user", "string", "the user's id"),
+            required("session", "string", "the session's id"),
+            param("store", "string", "a store id: the user's role in it is answered"),
+        ]
+    }
+    fn parse(q: &Query) -> ApiResult<Self> {
+        let user = q.uuid("user")?.ok_or_else(|| ApiError::field("user", "is required"))?;
+        let session = q.uuid("session")?.ok_or_else(|| ApiError::field("session", "is required"))?;
+        Ok(AccessQuery { user, session, store: q.uuid("store")? })
+    }
+}
+
+/// A session's state and a member's role, as a cell in its own process reads them. Fields in key
+/// order, as the answer has always listed them.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionAccess {
+    /// `owner`, `admin` or `staff`; `null` for no member, no store asked, or an ended session.
+    pub role: Option<String>,
+    pub session_active: bool,
+}
+
+async fn access(cx: Ctx, q: AccessQuery) -> ApiResult<Json<SessionAccess>> {
     let a = account(&cx)?;
-    let user = cx.query.uuid("user")?.ok_or_else(|| ApiError::field("user", "is required"))?;
-    let session = cx.query.uuid("session")?.ok_or_else(|| ApiError::field("session", "is required"))?;
-    let active = a.session_active(session)?;
+    let active = a.session_active(q.session)?;
     if active {
         // A cell asking on the caller's behalf is a use of the session.
-        a.touch(session);
+        a.touch(q.session);
     }
-    let role = match cx.query.uuid("store")? {
-        Some(store) if active => a.role(store, user)?,
+    let role = match q.store {
+        Some(store) if active => a.role(store, q.user)?,
         _ => None,
     };
-    Ok(ok(&serde_json::json!({ "role": role.map(|r| r.name()), "sessionActive": active })))
+    Ok(Json(SessionAccess { role: role.map(|r| r.name().to_string()), session_active: active }))
 }
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 struct MoveStore {
-    store_id: uuid::Uuid,
+    store_id: Uuid,
     to: String,
 }
 
-async fn move_store(cx: Ctx) -> ApiResult<Resp> {
+/// A finished move: the store and the cell that holds it now. Fields in key order, as the answer
+/// has always listed them.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Moved {
+    pub cell: String,
+    pub store_id: Uuid,
+}
+
+async fn move_store(cx: Ctx) -> ApiResult<Json<Moved>> {
     let body: MoveStore = cx.json()?;
     crate::cells::moves::move_store(&cx.node, body.store_id, &body.to).await?;
-    Ok(json(StatusCode::OK, &serde_json::json!({ "storeId": body.store_id, "cell": body.to })))
+    Ok(Json(Moved { cell: body.to, store_id: body.store_id }))
 }

@@ -8,6 +8,8 @@ pub mod categories;
 pub mod checkout_payment;
 pub mod checkouts;
 pub mod collections;
+#[cfg(test)]
+mod contract;
 pub mod discounts;
 pub mod gift_cards;
 pub mod internal;

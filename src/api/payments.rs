@@ -5,14 +5,13 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::cells::payments::Confirmation;
-use crate::error::ApiResult;
+use crate::cells::payments::{Confirmation, PaymentIntentView};
+use crate::error::{ApiError, ApiResult};
 use crate::handler;
 use crate::http::context::Ctx;
-use crate::http::route::{Access, Param, Route, Service, param};
-use crate::http::{Resp, ok};
-
-const READ_PARAMS: &[Param] = &[param("clientSecret", "string", "the intent's client secret: required from shoppers")];
+use crate::http::query::Query;
+use crate::http::reply::Json;
+use crate::http::route::{Access, Param, QueryParams, Route, Service, param};
 
 pub fn routes() -> Vec<Route> {
     let one = "/stores/{storeId}/payment-intents/{paymentIntentId}";
@@ -24,8 +23,7 @@ pub fn routes() -> Vec<Route> {
             handler!(get),
             "A payment intent, refreshed from its provider: {id, checkoutId, amount, status, paymentMethod, nextAction, \
              lastError, orderId}",
-        )
-        .query(READ_PARAMS),
+        ),
         Route::post(
             "/stores/{storeId}/payment-intents/{paymentIntentId}/confirm",
             Service::Cell,
@@ -50,18 +48,30 @@ pub struct ConfirmBody {
     pub client_secret: Option<String>,
 }
 
-async fn get(cx: Ctx) -> ApiResult<Resp> {
+/// `?clientSecret=` of a read: required from shoppers, checked before anything is shown.
+pub struct SecretQuery(Option<String>);
+
+impl QueryParams for SecretQuery {
+    fn params() -> Vec<Param> {
+        vec![param("clientSecret", "string", "the intent's client secret: required from shoppers")]
+    }
+    fn parse(q: &Query) -> ApiResult<Self> {
+        Ok(SecretQuery(q.str("clientSecret").map(str::to_string)))
+    }
+}
+
+async fn get(cx: Ctx, q: SecretQuery) -> ApiResult<Json<PaymentIntentView>> {
     let s = cx.scope()?;
     let id = cx.path_id("paymentIntentId")?;
     if cx.is_shopper() {
         // Refused exactly like a missing intent: the caller learns nothing without the secret.
-        let secret = cx.query.required("clientSecret")?;
-        s.cell.check_client_secret(s.id, id, secret)?;
+        let secret = q.0.ok_or_else(|| ApiError::field("clientSecret", "is required"))?;
+        s.cell.check_client_secret(s.id, id, &secret)?;
     }
-    Ok(ok(&s.cell.refresh_payment_intent(s.id, id).await?.view()))
+    Ok(Json(s.cell.refresh_payment_intent(s.id, id).await?.view()))
 }
 
-async fn confirm(cx: Ctx) -> ApiResult<Resp> {
+async fn confirm(cx: Ctx) -> ApiResult<Json<PaymentIntentView>> {
     let s = cx.scope()?;
     let id = cx.path_id("paymentIntentId")?;
     let body: ConfirmBody = cx.json_or_default()?;
@@ -70,5 +80,5 @@ async fn confirm(cx: Ctx) -> ApiResult<Resp> {
         client_secret: body.client_secret.as_deref(),
         shopper: cx.is_shopper(),
     };
-    Ok(ok(&s.cell.confirm_payment_intent(s.id, id, c).await?.view()))
+    Ok(Json(s.cell.confirm_payment_intent(s.id, id, c).await?.view()))
 }

@@ -50,6 +50,7 @@ pub fn routes() -> Vec<Route> {
 /// written from the products' rendered views ([`envelope_body`]); this is their shape.
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "SearchPage_of_{T}")]
 pub struct SearchPage<T> {
     pub data: Vec<T>,
     pub total: u64,

@@ -2,15 +2,16 @@
 //! `User-Agent`, `Referer` and `X-Forwarded-For` headers (as forwarded by the storefront host);
 //! a missing one is a 400 naming the header.
 
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use crate::cells::storefront::{RequestContext, StorefrontEvent};
 use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, Check};
 use crate::handler;
 use crate::http::context::Ctx;
+use crate::http::reply::{Accepted, Created};
 use crate::http::route::{Access, Route, Service};
-use crate::http::{Resp, created, json};
 
 pub fn routes() -> Vec<Route> {
     use Access::Storefront;
@@ -61,18 +62,33 @@ fn context(cx: &Ctx) -> ApiResult<RequestContext> {
     Ok(RequestContext { user_agent, referer, client_address })
 }
 
-async fn create_session(cx: Ctx) -> ApiResult<Resp> {
+/// A new storefront session. Fields in key order, as the answer has always listed them.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionStarted {
+    pub expires_at: String,
+    /// For guest checkout: shown only in this answer.
+    pub session_token: String,
+}
+
+/// `{"accepted": true}`: the event is recorded.
+#[derive(Serialize, JsonSchema)]
+pub struct EventAccepted {
+    pub accepted: bool,
+}
+
+async fn create_session(cx: Ctx) -> ApiResult<Created<SessionStarted>> {
     let s = cx.scope()?;
     let ctx = context(&cx)?;
     let (token, session) = s.cell.create_storefront_session(s.id, ctx).await?;
-    Ok(created(&json!({ "sessionToken": token, "expiresAt": rfc3339(session.expires_at) })))
+    Ok(Created(SessionStarted { expires_at: rfc3339(session.expires_at), session_token: token }))
 }
 
-async fn event(cx: Ctx) -> ApiResult<Resp> {
+async fn event(cx: Ctx) -> ApiResult<Accepted<EventAccepted>> {
     let s = cx.scope()?;
     context(&cx)?;
     let body: StorefrontEvent = cx.json()?;
     body.validate()?;
     s.cell.record_storefront_event(s.id, body).await?;
-    Ok(json(hyper::StatusCode::ACCEPTED, &json!({ "accepted": true })))
+    Ok(Accepted(EventAccepted { accepted: true }))
 }

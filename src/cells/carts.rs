@@ -32,7 +32,7 @@ pub fn write_cart(tx: &mut Tx, store: Uuid, cart: &Cart) -> ApiResult<()> {
 }
 
 /// What a line shows besides its price: the product and variant it names.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LineInfo {
     pub title: String,
@@ -79,7 +79,7 @@ pub fn unavailable(info: Option<&LineInfo>, shopper: bool) -> Option<&'static st
 }
 
 /// A line that was left out of the price, and why.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UnavailableLine {
     pub variant_id: Uuid,
@@ -88,7 +88,7 @@ pub struct UnavailableLine {
 }
 
 /// One priced cart line: the calculation's figures with what the line names.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CartLineView {
     #[serde(flatten)]
@@ -99,7 +99,7 @@ pub struct CartLineView {
 }
 
 /// `GET S/carts/{cartId}`: the cart with its calculation.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CartView {
     pub id: Uuid,

@@ -70,7 +70,7 @@ impl Caller {
 }
 
 /// A gift card applied to a checkout, with what it covers now.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GiftCardUse {
     pub id: Uuid,
@@ -100,7 +100,7 @@ pub struct PricedCheckout {
 }
 
 /// One priced checkout line.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CheckoutLineView {
     #[serde(flatten)]
@@ -111,7 +111,7 @@ pub struct CheckoutLineView {
 }
 
 /// The checkout as the API shows it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CheckoutView {
     pub id: Uuid,

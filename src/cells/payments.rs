@@ -93,22 +93,43 @@ mod json_text {
     }
 }
 
+/// A payment intent as clients read it. Fields in key order, as the answer has always listed them.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PaymentIntentView {
+    pub amount: Money,
+    pub checkout_id: Uuid,
+    pub created_at: String,
+    pub id: Uuid,
+    /// The provider's code for the last failed attempt (`card_declined`, …).
+    pub last_error: Option<String>,
+    /// What the payer has to do next: `{type, …}` as [`NextAction::view`] writes it.
+    pub next_action: Option<serde_json::Value>,
+    /// The order this intent paid for, once one claimed it.
+    pub order_id: Option<Uuid>,
+    pub payment_method: PaymentMethodKind,
+    /// `test` or `stripe`.
+    pub provider: String,
+    pub status: IntentStatus,
+    pub updated_at: String,
+}
+
 impl PaymentIntent {
     /// The intent as clients read it.
-    pub fn view(&self) -> serde_json::Value {
-        json!({
-            "id": self.id,
-            "checkoutId": self.checkout_id,
-            "amount": self.amount,
-            "status": self.status,
-            "paymentMethod": self.method,
-            "nextAction": self.next_action.as_ref().map(NextAction::view),
-            "lastError": self.last_error,
-            "orderId": self.order_id,
-            "provider": self.provider,
-            "createdAt": rfc3339(self.created_at),
-            "updatedAt": rfc3339(self.updated_at),
-        })
+    pub fn view(&self) -> PaymentIntentView {
+        PaymentIntentView {
+            amount: self.amount,
+            checkout_id: self.checkout_id,
+            created_at: rfc3339(self.created_at),
+            id: self.id,
+            last_error: self.last_error.clone(),
+            next_action: self.next_action.as_ref().map(NextAction::view),
+            order_id: self.order_id,
+            payment_method: self.method,
+            provider: self.provider.clone(),
+            status: self.status,
+            updated_at: rfc3339(self.updated_at),
+        }
     }
 
     fn state(&self) -> ProviderState {
@@ -455,7 +476,7 @@ mod tests {
             updated_at: now,
         };
         assert_eq!(decode::<PaymentIntent>(&encode(&i).unwrap()).unwrap(), i);
-        let v = i.view();
+        let v = serde_json::to_value(i.view()).unwrap();
         assert_eq!((v["status"].as_str(), v["paymentMethod"].as_str()), (Some("requires_action"), Some("promptpay")));
         assert_eq!(v["nextAction"], json!({"type": "promptpay_qr", "qrPayload": "0002"}));
         assert_eq!(v["amount"], json!({"amount": 500, "currency": "JPY"}));

@@ -110,6 +110,7 @@ pub fn error(e: &ApiError) -> Resp {
 /// The paginated list envelope: `{data, total, page, limit, totalPages}`.
 #[derive(Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "Page_of_{T}")]
 pub struct Page<T: Serialize> {
     pub data: Vec<T>,
     pub total: u64,
@@ -127,6 +128,7 @@ impl<T: Serialize> Page<T> {
 /// The offset-style envelope of `API.md`: `page = floor(offset / limit) + 1`, `offset` echoed.
 #[derive(Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "OffsetPage_of_{T}")]
 pub struct OffsetPage<T: Serialize> {
     pub data: Vec<T>,
     pub total: u64,

@@ -20,7 +20,12 @@ impl Query {
 
     /// The value of `name`; an empty value counts as absent.
     pub fn str(&self, name: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).filter(|v| !v.is_empty())
+        self.raw(name).filter(|v| !v.is_empty())
+    }
+
+    /// The value of `name` as sent, empty or not.
+    pub fn raw(&self, name: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 
     pub fn required(&self, name: &str) -> ApiResult<&str> {

@@ -38,8 +38,35 @@ fn json_doc<T: JsonSchema>(g: &mut SchemaGenerator, status: u16) -> Option<Reply
         status,
         content_type: Some("application/json"),
         schema: Some(g.subschema_for::<T>()),
-        type_name: T::schema_name().into_owned(),
+        type_name: short_name(std::any::type_name::<T>()),
     })
+}
+
+/// A Rust type's name without module paths and lifetimes: `Page<ProductView>`, not
+/// `shopcell::http::Page<shopcell::domain::product::ProductView<'_>>` (schema names drop the
+/// parameters of generic types, which the snapshot must show).
+fn short_name(full: &str) -> String {
+    let named = without_paths(full);
+    named.replace("<'_>", "").replace("<'_, ", "<").replace(", '_", "")
+}
+
+fn without_paths(full: &str) -> String {
+    let mut out = String::with_capacity(full.len());
+    // Where the path being read began in `out`: a `::` drops everything since.
+    let mut path_start = 0;
+    let mut chars = full.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ':' && chars.peek() == Some(&':') {
+            chars.next();
+            out.truncate(path_start);
+            continue;
+        }
+        out.push(c);
+        if !(c.is_alphanumeric() || c == '_') {
+            path_start = out.len();
+        }
+    }
+    out
 }
 
 /// 200 with `T` as JSON.
@@ -232,5 +259,18 @@ impl Reply for Resp {
     }
     fn doc(_: &mut SchemaGenerator) -> Option<ReplyDoc> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_name;
+
+    #[test]
+    fn type_names_lose_their_paths() {
+        assert_eq!(short_name("shopcell::http::Page<shopcell::domain::market::MarketView>"), "Page<MarketView>");
+        assert_eq!(short_name("alloc::vec::Vec<shopcell::a::B<'_>>"), "Vec<B>");
+        assert_eq!(short_name("a::C<'_, a::D<'_>, '_>"), "C<D>");
+        assert_eq!(short_name("core::option::Option<(u8, x::Y)>"), "Option<(u8, Y)>");
     }
 }
