@@ -41,7 +41,7 @@ pub struct ServeArgs {
     /// Sign-in options: CORS origins, social providers, rate limits.
     #[command(flatten)]
     pub auth: AuthArgs,
-    /// JSON file with the platform plan catalogue (see README, "Plans"); the built-in free,
+    /// JSON file with the platform plan catalogue (see `docs/plans.md`, "Plans"); the built-in free,
     /// basic and pro plans when absent.
     #[arg(long, env = "SHOPCELL_PLANS")]
     pub plans: Option<PathBuf>,
@@ -65,7 +65,7 @@ pub struct AccountArgs {
     /// Sign-in options: CORS origins, social providers, rate limits.
     #[command(flatten)]
     pub auth: AuthArgs,
-    /// JSON file with the platform plan catalogue (see README, "Plans"); the built-in free,
+    /// JSON file with the platform plan catalogue (see `docs/plans.md`, "Plans"); the built-in free,
     /// basic and pro plans when absent.
     #[arg(long, env = "SHOPCELL_PLANS")]
     pub plans: Option<PathBuf>,
@@ -120,7 +120,7 @@ pub struct AuthArgs {
     #[arg(long = "cors-origin", env = "SHOPCELL_CORS_ORIGINS", value_delimiter = ',')]
     pub cors_origins: Vec<String>,
     /// JSON file configuring social sign-in (OpenID Connect providers, client ids and secrets,
-    /// redirect base, client URL); see `docs-auth.md`. Without it the real Google and Apple
+    /// redirect base, client URL); see `docs/auth.md`. Without it the real Google and Apple
     /// endpoints are used with client ids from the environment.
     #[arg(long, env = "SHOPCELL_OIDC_CONFIG")]
     pub oidc_config: Option<PathBuf>,
@@ -153,7 +153,7 @@ pub enum PaymentProviderKind {
 #[derive(Args, Debug, Clone)]
 pub struct CacheArgs {
     /// Keep recent product search answers and product list pages in memory, each served only
-    /// while its store and the search index are unchanged (README, "Answer cache"); `false`
+    /// while its store and the search index are unchanged (`docs/search.md`, "Answer cache"); `false`
     /// computes every answer afresh.
     #[arg(long, env = "SHOPCELL_ANSWER_CACHE", default_value_t = true, action = clap::ArgAction::Set)]
     pub answer_cache: bool,

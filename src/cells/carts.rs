@@ -1,5 +1,5 @@
-//! Carts in a cell: the one writer [`write_cart`], line changes as write jobs, and the priced
-//! view. A cart is priced on every read through [`Cell::price`]; lines whose variant can no
+//! Carts in a cell: the record (never listed; written through `storage::record`), line changes
+//! as write jobs, and the priced view. A cart is priced on every read through [`Cell::price`]; lines whose variant can no
 //! longer be bought are listed apart instead of failing the whole cart.
 
 use std::collections::HashMap;
@@ -16,19 +16,19 @@ use crate::domain::pricing::calc::Calculation;
 use crate::domain::product::{Product, Status};
 use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult};
-use crate::storage::codec::{decode, encode};
 use crate::storage::keys::Key;
 use crate::storage::read;
-use crate::storage::tables::{CARTS, PRODUCTS, VARIANTS};
-use crate::storage::writer::Tx;
+use crate::storage::record::{self, List, Record};
+use crate::storage::tables::{CARTS, PRODUCTS, StoreTable, VARIANTS};
 
-fn row_key(store: Uuid, id: Uuid) -> Vec<u8> {
-    Key::store(store).id(id).into_vec()
-}
+impl Record for Cart {
+    const TABLE: StoreTable = CARTS;
+    const NAME: &'static str = "carts";
+    const LIST: List<Self> = List::none();
 
-/// Writes a cart (the only place a cart row is written).
-pub fn write_cart(tx: &mut Tx, store: Uuid, cart: &Cart) -> ApiResult<()> {
-    tx.put(CARTS, &row_key(store, cart.id), &encode(cart)?)
+    fn id(&self) -> Uuid {
+        self.id
+    }
 }
 
 /// What a line shows besides its price: the product and variant it names.
@@ -121,13 +121,13 @@ pub struct CartView {
 
 impl Cell {
     pub fn cart(&self, store: Uuid, id: Uuid) -> ApiResult<Cart> {
-        read::get(&self.read()?, CARTS, &row_key(store, id))?.ok_or_else(ApiError::not_found)
+        self.get::<Cart>(store, id)
     }
 
     pub async fn create_cart(&self, store: Uuid) -> ApiResult<Cart> {
         let cart = Cart::new(self.clock.new_id(), self.clock.now_ms());
         let row = cart.clone();
-        self.writer.write(Some(store), move |tx| write_cart(tx, store, &row)).await?;
+        self.writer.write(Some(store), move |tx| record::put(tx, store, &row)).await?;
         Ok(cart)
     }
 
@@ -168,12 +168,12 @@ impl Cell {
         self.writer
             .write(Some(store), move |tx| {
                 let (mut c, created) = match cart {
-                    Some(id) => (load(tx, store, id)?, false),
+                    Some(id) => (record::must_load::<Cart>(tx, store, id)?, false),
                     None => (Cart::new(new_id, now), true),
                 };
                 c.add(variant, quantity, attributes.clone())?;
                 c.updated_at = now;
-                write_cart(tx, store, &c)?;
+                record::put(tx, store, &c)?;
                 Ok((c, created))
             })
             .await
@@ -203,10 +203,10 @@ impl Cell {
         let now = self.clock.now_ms();
         self.writer
             .write(Some(store), move |tx| {
-                let mut c = load(tx, store, id)?;
+                let mut c = record::must_load::<Cart>(tx, store, id)?;
                 change(&mut c)?;
                 c.updated_at = now;
-                write_cart(tx, store, &c)?;
+                record::put(tx, store, &c)?;
                 Ok(c)
             })
             .await
@@ -266,8 +266,4 @@ impl Cell {
             updated_at: rfc3339(cart.updated_at),
         })
     }
-}
-
-fn load(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<Cart> {
-    decode(&tx.get(CARTS, &row_key(store, id))?.ok_or_else(ApiError::not_found)?)
 }

@@ -23,7 +23,7 @@ impl Record for Catalog {
     const TABLE: StoreTable = CATALOGS;
     const NAME: &'static str = "catalogs";
     const LIST: List<Self> = List {
-        order: CATALOG_ORDER,
+        order: Some(CATALOG_ORDER),
         sorts: &[
             Sort { name: "name", tag: 0, key: |c, k| k.str(&c.name.to_lowercase().chars().take(64).collect::<String>()) },
             Sort { name: "updated", tag: 1, key: |c, k| k.i64(c.updated_at) },

@@ -23,26 +23,20 @@ use crate::domain::pricing::shipping::{Address, ShippingRate, rates_for};
 use crate::domain::pricing::tax::TaxLine;
 use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, Check, Code};
-use crate::storage::codec::{decode, encode};
-use crate::storage::keys::Key;
-use crate::storage::read;
-use crate::storage::tables::CHECKOUTS;
-use crate::storage::writer::Tx;
+use crate::storage::record::{self, List, Record};
+use crate::storage::tables::{CHECKOUTS, StoreTable};
 
 /// The sales channel of storefront checkouts (channel-limited discounts look at it).
 pub const CHANNEL: &str = "online_store";
 
-pub(crate) fn row_key(store: Uuid, id: Uuid) -> Vec<u8> {
-    Key::store(store).id(id).into_vec()
-}
+impl Record for Checkout {
+    const TABLE: StoreTable = CHECKOUTS;
+    const NAME: &'static str = "checkouts";
+    const LIST: List<Self> = List::none();
 
-/// Writes a checkout (the only place a checkout row is written).
-pub fn write_checkout(tx: &mut Tx, store: Uuid, co: &Checkout) -> ApiResult<()> {
-    tx.put(CHECKOUTS, &row_key(store, co.id), &encode(co)?)
-}
-
-pub(crate) fn load(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<Checkout> {
-    decode(&tx.get(CHECKOUTS, &row_key(store, id))?.ok_or_else(ApiError::not_found)?)
+    fn id(&self) -> Uuid {
+        self.id
+    }
 }
 
 /// Who is acting on a checkout: a store member (any checkout of the store) or an anonymous
@@ -242,13 +236,13 @@ impl Cell {
             updated_at: now,
         };
         let row = co.clone();
-        self.writer.write(Some(store), move |tx| write_checkout(tx, store, &row)).await?;
+        self.writer.write(Some(store), move |tx| record::put(tx, store, &row)).await?;
         Ok((co, token))
     }
 
     /// A checkout the caller may see.
     pub fn checkout(&self, store: Uuid, id: Uuid, caller: &Caller) -> ApiResult<Checkout> {
-        let co: Checkout = read::get(&self.read()?, CHECKOUTS, &row_key(store, id))?.ok_or_else(ApiError::not_found)?;
+        let co = self.get::<Checkout>(store, id)?;
         caller.authorize(&co)?;
         Ok(co)
     }
@@ -287,11 +281,11 @@ impl Cell {
         let now = self.clock.now_ms();
         self.writer
             .write(Some(store), move |tx| {
-                let stored = load(tx, store, co.id)?;
+                let stored = record::must_load::<Checkout>(tx, store, co.id)?;
                 ensure_open(&stored)?;
                 let mut next = merge(&stored, &co);
                 next.updated_at = now;
-                write_checkout(tx, store, &next)?;
+                record::put(tx, store, &next)?;
                 Ok(next)
             })
             .await

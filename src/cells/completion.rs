@@ -18,7 +18,7 @@ use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::cells::calculate::pricing_version_in;
-use crate::cells::checkouts::{Caller, PricedCheckout, ensure_open, load as load_checkout, write_checkout};
+use crate::cells::checkouts::{Caller, PricedCheckout, ensure_open};
 use crate::cells::discounts::{consume_usage, customer_key};
 use crate::cells::gift_cards::redeem_gift_card;
 use crate::cells::orders::number_key;
@@ -37,6 +37,7 @@ use crate::error::{ApiError, ApiResult, Check, Code};
 use crate::payments::{FinancialStatus, IntentStatus, PaymentMethodKind, check_token};
 use crate::storage::codec::decode;
 use crate::storage::keys::Key;
+use crate::storage::record;
 use crate::storage::tables::{COUNTERS, PRODUCTS};
 use crate::storage::writer::{Tx, read_u64};
 
@@ -198,7 +199,7 @@ impl Cell {
         let now = self.clock.now_ms();
         self.writer
             .write(Some(store), move |tx| {
-                let mut stored = load_checkout(tx, store, id)?;
+                let mut stored = record::must_load::<Checkout>(tx, store, id)?;
                 ensure_open(&stored)?;
                 if stored.updated_at != seen {
                     return Err(ApiError::msg(Code::CONFLICT, "the checkout changed while completing: review it and try again"));
@@ -232,12 +233,12 @@ impl Cell {
                 let last = tx.get(COUNTERS, &number_key(store))?.map(|b| read_u64(&b)).unwrap_or(FIRST_NUMBER - 1);
                 order.number = last + 1;
                 tx.put(COUNTERS, &number_key(store), &order.number.to_le_bytes())?;
-                crate::storage::record::write(tx, store, None, Some(&order))?;
+                record::write(tx, store, None, Some(&order))?;
                 stored.status = CheckoutStatus::Completed;
                 stored.order_id = Some(order.id);
                 stored.completed_at = Some(now);
                 stored.updated_at = now;
-                write_checkout(tx, store, &stored)?;
+                record::put(tx, store, &stored)?;
                 Ok(order)
             })
             .await

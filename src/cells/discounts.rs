@@ -30,7 +30,7 @@ impl Record for Discount {
     const TABLE: StoreTable = DISCOUNTS;
     const NAME: &'static str = "discounts";
     const LIST: List<Self> = List {
-        order: DISCOUNT_ORDER,
+        order: Some(DISCOUNT_ORDER),
         sorts: &[
             Sort { name: "created_at", tag: 0, key: |d, k| k.i64(d.created_at) },
             Sort { name: "updated_at", tag: 1, key: |d, k| k.i64(d.updated_at) },

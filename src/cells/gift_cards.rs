@@ -35,7 +35,7 @@ impl Record for GiftCard {
     const TABLE: StoreTable = GIFT_CARDS;
     const NAME: &'static str = "gift_cards";
     const LIST: List<Self> = List {
-        order: GIFT_CARD_ORDER,
+        order: Some(GIFT_CARD_ORDER),
         sorts: &[
             Sort { name: "created_at", tag: 0, key: |g, k| k.i64(g.created_at) },
             Sort { name: "updated_at", tag: 1, key: |g, k| k.i64(g.updated_at) },

@@ -19,7 +19,7 @@ impl Record for Order {
     const TABLE: StoreTable = ORDERS;
     const NAME: &'static str = "orders";
     const LIST: List<Self> = List {
-        order: ORDER_ORDER,
+        order: Some(ORDER_ORDER),
         sorts: &[
             Sort { name: "created_at", tag: 0, key: |o, k| k.i64(o.created_at) },
             Sort { name: "updated_at", tag: 1, key: |o, k| k.i64(o.updated_at) },

@@ -17,10 +17,8 @@ use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::payments::{CreateIntent, IntentRef, ProviderState, Providers, check_token, looks_like_card_number};
 pub use crate::payments::{FinancialStatus, IntentStatus, NextAction, PaymentMethodKind};
-use crate::storage::codec::{decode, encode};
-use crate::storage::keys::Key;
-use crate::storage::read;
-use crate::storage::tables::PAYMENT_INTENTS;
+use crate::storage::record::{self, List, Record};
+use crate::storage::tables::{PAYMENT_INTENTS, StoreTable};
 use crate::storage::writer::Tx;
 
 /// Most metadata keys an intent takes from the caller (Stripe allows 50; two are ours).
@@ -148,8 +146,14 @@ impl PaymentIntent {
     }
 }
 
-fn row_key(store: Uuid, id: Uuid) -> Vec<u8> {
-    Key::store(store).id(id).into_vec()
+impl Record for PaymentIntent {
+    const TABLE: StoreTable = PAYMENT_INTENTS;
+    const NAME: &'static str = "payment_intents";
+    const LIST: List<Self> = List::none();
+
+    fn id(&self) -> Uuid {
+        self.id
+    }
 }
 
 fn sha256(s: &str) -> [u8; 32] {
@@ -206,10 +210,6 @@ fn check_new(mut new: NewIntent) -> ApiResult<NewIntent> {
     Ok(new)
 }
 
-fn load(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<Option<PaymentIntent>> {
-    tx.get(PAYMENT_INTENTS, &row_key(store, id))?.map(|b| decode(&b)).transpose()
-}
-
 /// When a provider's answer is stored.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Save {
@@ -262,15 +262,14 @@ impl Cell {
             created_at: now,
             updated_at: now,
         };
-        let bytes = encode(&intent)?;
-        let key = row_key(store, intent.id);
-        self.writer.write(Some(store), move |tx| tx.put(PAYMENT_INTENTS, &key, &bytes)).await?;
+        let row = intent.clone();
+        self.writer.write(Some(store), move |tx| record::put(tx, store, &row)).await?;
         Ok((intent, created.client_secret))
     }
 
     /// One stored intent; 404 when missing.
     pub fn payment_intent(&self, store: Uuid, id: Uuid) -> ApiResult<PaymentIntent> {
-        read::get(&self.read()?, PAYMENT_INTENTS, &row_key(store, id))?.ok_or_else(ApiError::not_found)
+        self.get::<PaymentIntent>(store, id)
     }
 
     /// The intent when `secret` is its client secret; a wrong secret is the 404 of a missing
@@ -332,7 +331,7 @@ impl Cell {
         let now = self.clock.now_ms();
         self.writer
             .write(Some(store), move |tx| {
-                let mut row = load(tx, store, id)?.ok_or_else(ApiError::not_found)?;
+                let mut row = record::load::<PaymentIntent>(tx, store, id)?.ok_or_else(ApiError::not_found)?;
                 if row.version != version {
                     return match when {
                         Save::IfChanged => Ok(row),
@@ -347,7 +346,7 @@ impl Cell {
                 row.next_action = state.next_action.clone();
                 row.version += 1;
                 row.updated_at = now;
-                tx.put(PAYMENT_INTENTS, &row_key(store, id), &encode(&row)?)?;
+                record::put(tx, store, &row)?;
                 // A payer who pays after the order was placed (PromptPay, bank transfer) settles it.
                 if let (Some(order), IntentStatus::Succeeded) = (row.order_id, row.status) {
                     crate::cells::orders::mark_paid(tx, store, order, row.updated_at)?;
@@ -377,7 +376,7 @@ pub fn claim_intent(
     order_id: Uuid,
     now: i64,
 ) -> ApiResult<FinancialStatus> {
-    let mut intent = match load(tx, store, id)? {
+    let mut intent = match record::load::<PaymentIntent>(tx, store, id)? {
         Some(i) if i.checkout_id == checkout => i,
         _ => return Err(ApiError::field("paymentIntentId", "no payment intent of this checkout has this id")),
     };
@@ -412,7 +411,7 @@ pub fn claim_intent(
         intent.order_id = Some(order_id);
         intent.version += 1;
         intent.updated_at = now;
-        tx.put(PAYMENT_INTENTS, &row_key(store, id), &encode(&intent)?)?;
+        record::put(tx, store, &intent)?;
     }
     Ok(status)
 }

@@ -22,7 +22,7 @@ impl Record for TaxRate {
     const TABLE: StoreTable = TAX_RATES;
     const NAME: &'static str = "tax_rates";
     const LIST: List<Self> = List {
-        order: TAX_RATE_ORDER,
+        order: Some(TAX_RATE_ORDER),
         sorts: &[
             Sort { name: "created_at", tag: 0, key: |r, k| k.i64(r.created_at) },
             Sort { name: "updated_at", tag: 1, key: |r, k| k.i64(r.updated_at) },

@@ -77,6 +77,7 @@ impl ListQuery {
 /// A page of `R` of `store` as `q` asks, timed filters read at `now` (Unix ms, from the clock).
 pub fn page<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQuery, now: i64) -> ApiResult<Listed<R>> {
     let list = &R::LIST;
+    let Some(order) = list.order else { return Ok(Listed { items: Vec::new(), total: 0 }) };
     let tag = list.sort(q.sort).or_else(|| list.sort(list.default_sort)).map(|s| s.tag).unwrap_or(0);
     let prefix = order_prefix(store, q.scope, tag);
     // The total, when counters hold it: no filter, or one filter field with any of its values.
@@ -95,7 +96,7 @@ pub fn page<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQuery, now: i
     };
     let mut ids = Vec::with_capacity(q.limit);
     let total = if q.is_plain() {
-        read::scan(txn, list.order, &prefix, q.desc, q.offset, q.limit, |k, _| {
+        read::scan(txn, order, &prefix, q.desc, q.offset, q.limit, |k, _| {
             ids.extend(trailing_id(k));
             Ok(())
         })?;
@@ -105,7 +106,7 @@ pub fn page<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQuery, now: i
         let mut kept = 0u64;
         // With the total known, the walk stops once the page is full.
         let stop_at = if counted.is_some() { window.end } else { u64::MAX };
-        read::walk(txn, list.order, &prefix, q.desc, |k, v| {
+        read::walk(txn, order, &prefix, q.desc, |k, v| {
             if q.accepts::<R>(&decode(v)?, store, now) {
                 if window.contains(&kept) {
                     ids.extend(trailing_id(k));

@@ -195,7 +195,8 @@ pub struct Range<R> {
 pub struct List<R: 'static> {
     /// `store ‖ sort tag ‖ sort value ‖ id → summary`: the order rows. The summary holds the
     /// record's filter values, range values and search text, so a filtered walk reads no record.
-    pub order: StoreTable,
+    /// `None` for a record that is never listed (a cart): it keeps no order rows and no counters.
+    pub order: Option<StoreTable>,
     pub sorts: &'static [Sort<R>],
     pub default_sort: &'static str,
     pub filters: &'static [Filter<R>],
@@ -240,7 +241,12 @@ fn lower(q: &str) -> Option<String> {
 impl<R> List<R> {
     /// A list with sortable fields only.
     pub const fn sorted(order: StoreTable, sorts: &'static [Sort<R>], default_sort: &'static str) -> Self {
-        List { order, sorts, default_sort, filters: &[], ranges: &[], search: None }
+        List { order: Some(order), sorts, default_sort, filters: &[], ranges: &[], search: None }
+    }
+
+    /// The declaration of a record that is never listed: it is loaded and written by id alone.
+    pub const fn none() -> Self {
+        List { order: None, sorts: &[], default_sort: "", filters: &[], ranges: &[], search: None }
     }
 
     pub fn sort(&self, name: &str) -> Option<&Sort<R>> {
@@ -376,7 +382,9 @@ pub fn count_value<R: Record>(tx: &Tx, store: Uuid, filter: &str, value: &Filter
 /// row, claim and counter in step. The one writer of every record.
 pub fn write<R: Record>(tx: &mut Tx, store: Uuid, old: Option<&R>, new: Option<&R>) -> ApiResult<()> {
     let rows = |r: Option<&R>| r.map(|r| order_rows(store, r)).transpose().map(Option::unwrap_or_default);
-    tx.sync_rows(R::LIST.order, &rows(old)?, &rows(new)?)?;
+    if let Some(order) = R::LIST.order {
+        tx.sync_rows(order, &rows(old)?, &rows(new)?)?;
+    }
     let claims = |r: Option<&R>| r.map(|r| r.claims(store)).unwrap_or_default();
     let (old_claims, new_claims) = (claims(old), claims(new));
     for (table, key, _) in &old_claims {
@@ -398,6 +406,7 @@ pub fn write<R: Record>(tx: &mut Tx, store: Uuid, old: Option<&R>, new: Option<&
         tx.bump(COUNTERS, k, 1)?;
     }
     match (old, new) {
+        _ if R::LIST.order.is_none() => {}
         (None, Some(n)) => tx.bump(COUNTERS, &total_key::<R>(store, n.scope()), 1)?,
         (Some(o), None) => tx.bump(COUNTERS, &total_key::<R>(store, o.scope()), -1)?,
         _ => {}
@@ -409,12 +418,21 @@ pub fn write<R: Record>(tx: &mut Tx, store: Uuid, old: Option<&R>, new: Option<&
     }
 }
 
+/// Writes `r` of a record never listed ([`List::none`]: no order rows, no counters), with its
+/// claims, in place of whatever was there.
+pub fn put<R: Record>(tx: &mut Tx, store: Uuid, r: &R) -> ApiResult<()> {
+    debug_assert!(R::LIST.order.is_none(), "a listed record is written with its old version");
+    write(tx, store, None, Some(r))
+}
+
 /// Deletes every record of `R` under the parent `scope` with its order rows and counters: the
 /// parent is going. Scoped records keep no claims.
 pub fn delete_scope<R: Record>(tx: &mut Tx, store: Uuid, scope: Uuid) -> ApiResult<()> {
     let at = Key::store(store).id(scope).into_vec();
     tx.delete_prefix(R::TABLE, &at)?;
-    tx.delete_prefix(R::LIST.order, &at)?;
+    if let Some(order) = R::LIST.order {
+        tx.delete_prefix(order, &at)?;
+    }
     tx.delete_prefix(COUNTERS, &total_key::<R>(store, Some(scope)))?;
     Ok(())
 }
@@ -424,6 +442,8 @@ pub fn delete_scope<R: Record>(tx: &mut Tx, store: Uuid, scope: Uuid) -> ApiResu
 /// filters and their counters).
 pub fn rebuild<R: Record>(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
     use redb::ReadableTable;
+    // A record never listed keeps neither order rows nor counters.
+    let Some(order_table) = R::LIST.order else { return Ok(()) };
     let mut records = Vec::new();
     {
         let table = txn.open_table(R::TABLE.def)?;
@@ -436,11 +456,11 @@ pub fn rebuild<R: Record>(txn: &redb::WriteTransaction) -> Result<(), redb::Erro
             }
         }
     }
-    txn.open_table(R::LIST.order.def)?.retain(|_, _| false)?;
+    txn.open_table(order_table.def)?.retain(|_, _| false)?;
     let name = Key::default().str(R::NAME).into_vec();
     // `store ‖ NAME …`: every counter of `R`, whatever the store.
     txn.open_table(COUNTERS.def)?.retain(|k, _| !(k.len() >= 16 + name.len() && k[16..16 + name.len()] == name[..]))?;
-    let mut order = txn.open_table(R::LIST.order.def)?;
+    let mut order = txn.open_table(order_table.def)?;
     let mut counters: std::collections::BTreeMap<Vec<u8>, u64> = Default::default();
     let failed = |e: ApiError| redb::Error::Corrupted(e.to_string());
     for (store, r) in &records {

@@ -117,7 +117,7 @@ pub const CATALOG_ORDER: StoreTable = StoreTable::new(16, "catalog_order");
 /// entries of an ALL catalog.
 pub const CATALOG_PRODUCTS: StoreTable = StoreTable::new(17, "catalog_products");
 
-// ---- selling: discounts, shipping, tax (see docs-selling.md) ----------------------------------
+// ---- selling: discounts, shipping, tax (see docs/selling.md) ----------------------------------
 
 /// `store ‖ discount id → Discount`.
 pub const DISCOUNTS: StoreTable = StoreTable::new(18, "discounts");
