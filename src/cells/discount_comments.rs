@@ -172,3 +172,38 @@ pub async fn delete(
         })
         .await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::pricing::discount::DiscountInput;
+    use crate::storage::list::ListQuery;
+
+    #[tokio::test]
+    async fn a_discount_s_comments_are_counted_per_discount_and_go_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let cell = Cell::open("test", dir.path(), crate::clock::Clock::system()).unwrap();
+        let store = cell.clock.new_id();
+        let input = |title: &str| -> DiscountInput {
+            serde_json::from_value(serde_json::json!({"title": title, "valueType": "percentage", "value": 500})).unwrap()
+        };
+        let (a, b) = (
+            crate::cells::discounts::create(&cell, store, input("A")).await.unwrap(),
+            crate::cells::discounts::create(&cell, store, input("B")).await.unwrap(),
+        );
+        let author = cell.clock.new_id();
+        for (discount, body) in [(a.id, "one"), (a.id, "two"), (b.id, "three")] {
+            add(&cell, store, discount, author, CommentInput { body: body.into() }).await.unwrap();
+        }
+        let of = |discount: Uuid| ListQuery { scope: Some(discount), sort: "created_at", limit: 10, ..Default::default() };
+        let listed = cell.list::<DiscountComment>(store, &of(a.id)).unwrap();
+        assert_eq!((listed.total, listed.items.iter().map(|c| c.body.as_str()).collect::<Vec<_>>()), (2, vec!["one", "two"]));
+        assert_eq!(cell.list::<DiscountComment>(store, &of(b.id)).unwrap().total, 1);
+
+        crate::cells::discounts::delete(&cell, store, a.id).await.unwrap();
+        let gone = cell.list::<DiscountComment>(store, &of(a.id)).unwrap();
+        assert_eq!((gone.total, gone.items.len()), (0, 0), "rows, order rows and the counter went with the discount");
+        assert_eq!(cell.list::<DiscountComment>(store, &of(b.id)).unwrap().total, 1, "another discount's comments stay");
+        cell.close();
+    }
+}

@@ -420,6 +420,7 @@ pub fn claim_intent(
 mod tests {
     use super::*;
     use crate::domain::money::Currency;
+    use crate::storage::codec::{decode, encode};
 
     fn new(method: PaymentMethodKind, currency: &str, metadata: serde_json::Value) -> NewIntent {
         NewIntent {
