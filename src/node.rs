@@ -1,11 +1,11 @@
 //! A running shopcell process: whichever of the account service, cells and router it hosts, and
 //! the dispatcher every request goes through.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -14,11 +14,11 @@ use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request};
 use uuid::Uuid;
 
-use crate::account::publishable::{KEY_HEADER, KeyCache, KeyGrant, Shopper};
+use crate::account::directory::DirectoryLink;
+use crate::account::publishable::{KEY_HEADER, KeyGrant, Shopper};
 use crate::account::{AccountService, Role};
-use crate::api::internal::{Located, SessionAccess};
 use crate::cells::Cell;
-use crate::cells::forward::{Body, SERVICE_HEADER, Upstream};
+use crate::cells::forward::{SERVICE_HEADER, Upstream};
 use crate::cells::link::CellLink;
 use crate::clock::Clock;
 use crate::error::{ApiError, ApiResult, Code};
@@ -41,16 +41,9 @@ pub enum Mode {
     Router,
 }
 
-/// How long a cell trusts a membership or session answer from a remote account service: role
-/// changes and revocations reach every cell within this time.
-const ACCESS_TTL: Duration = Duration::from_secs(2);
 /// A cell answers misrouted requests from a router with this header, so the router re-reads the
 /// placement (a store moved) instead of answering 404. Clients never see it.
 const MISROUTED: &str = "x-shopcell-misrouted";
-
-/// (store, user, session) → (role, session live, when asked).
-type AccessKey = (Uuid, Uuid, Uuid);
-type AccessEntry = (Option<Role>, bool, Instant);
 
 #[derive(Default)]
 pub struct Metrics {
@@ -61,20 +54,19 @@ pub struct Node {
     pub mode: Mode,
     pub routes: RouteTable,
     pub verifier: TokenVerifier,
+    /// The account service this process hosts, for its own routes (sign-in, the internal
+    /// directory routes, moves); everything else asks [`Node::directory`].
     pub account: Option<Arc<AccountService>>,
-    pub account_upstream: Option<Upstream>,
+    /// The store directory: sessions, roles, publishable keys and placement, wherever it runs.
+    pub directory: DirectoryLink,
     pub cells: BTreeMap<String, Arc<Cell>>,
     pub remote_cells: BTreeMap<String, Upstream>,
     pub service_key: String,
     pub metrics: Metrics,
     pub shutting_down: AtomicBool,
-    placement: RwLock<HashMap<Uuid, String>>,
-    access: RwLock<HashMap<AccessKey, AccessEntry>>,
     /// The global category taxonomy (`GET /categories…`): the starter until `run` loads the
     /// data directory's `taxonomy.json`; replaced whole, never edited in place.
     pub taxonomy: RwLock<Arc<crate::domain::taxonomy::Taxonomy>>,
-    /// Recent publishable-key answers of a remote account service (storefront routes).
-    pub key_cache: KeyCache,
     /// Browser origins allowed to call with credentials (set after construction from flags).
     pub cors: Cors,
     /// Sign-in rate limits (set after construction from flags).
@@ -91,8 +83,7 @@ impl Node {
         mode: Mode,
         routes: Vec<Route>,
         verifier: TokenVerifier,
-        account: Option<Arc<AccountService>>,
-        account_upstream: Option<Upstream>,
+        directory: DirectoryLink,
         cells: BTreeMap<String, Arc<Cell>>,
         remote_cells: BTreeMap<String, Upstream>,
         service_key: String,
@@ -102,17 +93,14 @@ impl Node {
             mode,
             routes: RouteTable::new(routes)?,
             verifier,
-            account,
-            account_upstream,
+            account: directory.hosted().cloned(),
+            directory,
             cells,
             remote_cells,
             service_key,
             metrics: Metrics::default(),
             shutting_down: AtomicBool::new(false),
-            placement: RwLock::new(HashMap::new()),
-            access: RwLock::new(HashMap::new()),
             taxonomy: RwLock::new(crate::api::categories::starter()),
-            key_cache: KeyCache::default(),
             cors: Cors::default(),
             limits: RateLimits::default(),
             idempotency: Idempotency::default(),
@@ -135,66 +123,9 @@ impl Node {
         self.remote_cells.get(name).cloned().map(|u| CellLink::Remote(Box::new(u))).ok_or_else(ApiError::not_found)
     }
 
-    /// The cell holding `store`, from the directory (cached by routers).
-    pub async fn locate(&self, store: Uuid) -> ApiResult<Option<String>> {
-        if let Some(a) = &self.account {
-            return a.locate(store);
-        }
-        if let Some(c) = self.placement.read().ok().and_then(|p| p.get(&store).cloned()) {
-            return Ok(Some(c));
-        }
-        let Some(up) = &self.account_upstream else { return Ok(None) };
-        match up.call::<Located>(Method::GET, &format!("/internal/v1/directory/stores/{store}"), Body::Empty).await {
-            Ok(l) => {
-                if let Ok(mut p) = self.placement.write() {
-                    p.insert(store, l.cell.clone());
-                }
-                Ok(Some(l.cell))
-            }
-            Err(e) if e.code == Code::NOT_FOUND => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
+    /// Drops a router's remembered placement of `store` (it moved).
     pub fn forget_placement(&self, store: Uuid) {
-        if let Ok(mut p) = self.placement.write() {
-            p.remove(&store);
-        }
-    }
-
-    /// Whether the caller's session is live, and their role in `store` (when given). With the
-    /// account service in this process, the cell holding the store comes along, read in the
-    /// same transaction (the third value; `None` means: ask [`Node::locate`]).
-    async fn access(&self, p: &Principal, store: Option<Uuid>) -> ApiResult<(bool, Option<Role>, Option<String>)> {
-        if let Some(a) = &self.account {
-            let (active, role, cell) = a.admission(p.session_id, p.user_id, store)?;
-            if active {
-                a.touch(p.session_id);
-            }
-            return Ok((active, role, cell));
-        }
-        let key = (store.unwrap_or_default(), p.user_id, p.session_id);
-        if let Some((role, active, at)) = self.access.read().ok().and_then(|c| c.get(&key).copied())
-            && at.elapsed() < ACCESS_TTL
-        {
-            return Ok((active, role, None));
-        }
-        let up = self.account_upstream.as_ref().ok_or_else(|| ApiError::internal("no account service configured"))?;
-        let path = format!(
-            "/internal/v1/access?user={}&session={}{}",
-            p.user_id,
-            p.session_id,
-            store.map(|s| format!("&store={s}")).unwrap_or_default()
-        );
-        let a: SessionAccess = up.call(Method::GET, &path, Body::Empty).await?;
-        let role = a.role.as_deref().and_then(Role::parse);
-        if let Ok(mut c) = self.access.write() {
-            if c.len() > 100_000 {
-                c.clear();
-            }
-            c.insert(key, (role, a.session_active, Instant::now()));
-        }
-        Ok((a.session_active, role, None))
+        self.directory.forget_placement(store);
     }
 
     /// Answers one request. Never panics and never answers anything but the JSON of `API.md`.
@@ -291,7 +222,7 @@ impl Node {
             Access::Member | Access::Admin => {
                 let p = principal.as_ref().ok_or_else(|| ApiError::new(Code::UNAUTHORIZED))?;
                 let scoped = if route.service == Service::Cell { store_id } else { None };
-                let (active, role, located) = self.access(p, scoped).await?;
+                let (active, role, located) = self.directory.admission(p.session_id, p.user_id, scoped).await?;
                 if !active {
                     return Err(ApiError::msg(Code::INVALID_TOKEN, "the session has ended"));
                 }
@@ -329,7 +260,8 @@ impl Node {
     /// Who may use a storefront route of `store`: a member by their token (with their role), or
     /// else an anonymous shopper by the store's publishable key. Another store's key is a 404,
     /// exactly like a store that does not exist; an unknown, revoked or malformed key is a 401.
-    /// The third value is the store's cell when the member check read it (see [`Node::access`]).
+    /// The third value is the store's cell when the member check read it (see
+    /// [`DirectoryLink::admission`]).
     async fn storefront_access(
         &self,
         p: Option<&Principal>,
@@ -337,7 +269,7 @@ impl Node {
         headers: &hyper::HeaderMap,
     ) -> ApiResult<(Option<Role>, Option<KeyGrant>, Option<String>)> {
         if let Some(p) = p {
-            let (active, role, located) = self.access(p, Some(store)).await?;
+            let (active, role, located) = self.directory.admission(p.session_id, p.user_id, Some(store)).await?;
             if !active {
                 return Err(ApiError::msg(Code::INVALID_TOKEN, "the session has ended"));
             }
@@ -348,7 +280,7 @@ impl Node {
         let Some(raw) = headers.get(KEY_HEADER) else {
             return Err(if p.is_some() { ApiError::not_found() } else { ApiError::new(Code::UNAUTHORIZED) });
         };
-        let grant = self.publishable_key(raw.to_str().unwrap_or("")).await?;
+        let grant = self.directory.publishable_key(raw.to_str().unwrap_or("")).await?;
         let grant = grant.ok_or_else(|| ApiError::new(Code::INVALID_PUBLISHABLE_KEY))?;
         if grant.store_id != store {
             return Err(ApiError::not_found());
@@ -363,7 +295,7 @@ impl Node {
             Mode::Serve => {
                 let name = match located {
                     Some(name) => Some(name),
-                    None => self.locate(store).await?,
+                    None => self.directory.locate(store).await?,
                 };
                 name.and_then(|name| self.cells.get(&name).cloned())
             }
@@ -380,15 +312,12 @@ impl Node {
         client: Option<IpAddr>,
     ) -> ApiResult<Resp> {
         match route.service {
-            Service::Account => {
-                let up = self.account_upstream.as_ref().ok_or_else(|| ApiError::internal("no account service configured"))?;
-                up.forward(req, client).await
-            }
+            Service::Account => self.directory.forward(req, client).await,
             _ => {
                 let raw = params.iter().find(|(k, _)| k == "storeId").map(|(_, v)| v.as_str()).unwrap_or("");
                 let store = parse_path_id("storeId", raw)?;
                 for attempt in 0..2 {
-                    let Some(cell) = self.locate(store).await? else { return Err(ApiError::not_found()) };
+                    let Some(cell) = self.directory.locate(store).await? else { return Err(ApiError::not_found()) };
                     let up = self.remote_cells.get(&cell).ok_or_else(|| ApiError::internal(format!("unknown cell {cell}")))?;
                     let mut resp = up.forward(clone_request(&req), client).await?;
                     if resp.headers_mut().remove(MISROUTED).is_some() && attempt == 0 {
@@ -444,17 +373,5 @@ async fn collect(body: Incoming, limit: usize) -> ApiResult<Bytes> {
         Ok(c) => Ok(c.to_bytes()),
         Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(ApiError::new(Code::PAYLOAD_TOO_LARGE)),
         Err(_) => Err(ApiError::msg(Code::VALIDATION_FAILED, "the request body could not be read")),
-    }
-}
-
-impl Node {
-    /// Keeps the directory's copy of a store's name in step after a rename in the cell.
-    pub async fn rename_store(&self, store: Uuid, name: String) -> ApiResult<()> {
-        if let Some(a) = &self.account {
-            return a.rename_store(store, name).await;
-        }
-        let up = self.account_upstream.as_ref().ok_or_else(|| ApiError::internal("no account service configured"))?;
-        let body = Body::json(&serde_json::json!({ "name": name }))?;
-        up.call_raw(Method::PUT, &format!("/internal/v1/directory/stores/{store}"), body).await.map(|_| ())
     }
 }

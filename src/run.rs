@@ -13,6 +13,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::account::AccountService;
+use crate::account::directory::DirectoryLink;
 use crate::account::keys::{public_keys_from_jwks, read_service_key};
 use crate::account::oidc::Social;
 use crate::cells::Cell;
@@ -82,7 +83,8 @@ pub fn build_serve_with_clock(args: &ServeArgs, clock: Clock) -> Result<Node, Bo
     let verifier = TokenVerifier::new(vec![account.key.public_key()], clock.clone());
     let cells = open_cells(&args.data, &args.cells, &args.payments, &args.caches, &clock)?;
     let key = account.service_key.clone();
-    let node = Node::new(Mode::Serve, crate::api::routes(), verifier, Some(account), None, cells, BTreeMap::new(), key, clock)?;
+    let directory = DirectoryLink::Local(account);
+    let node = Node::new(Mode::Serve, crate::api::routes(), verifier, directory, cells, BTreeMap::new(), key, clock)?;
     load_taxonomy(&node, &args.data)?;
     Ok(with_auth(node, &args.auth))
 }
@@ -94,8 +96,8 @@ pub fn build_account(args: &AccountArgs) -> Result<Node, BoxError> {
     let verifier = TokenVerifier::new(vec![account.key.public_key()], clock.clone());
     let key = account.service_key.clone();
     let remote = args.cells.iter().map(|(n, u)| (n.clone(), Upstream::new(u, &key))).collect();
-    let node =
-        Node::new(Mode::Account, crate::api::routes(), verifier, Some(account), None, BTreeMap::new(), remote, key, clock)?;
+    let directory = DirectoryLink::Local(account);
+    let node = Node::new(Mode::Account, crate::api::routes(), verifier, directory, BTreeMap::new(), remote, key, clock)?;
     load_taxonomy(&node, &args.data)?;
     Ok(with_auth(node, &args.auth))
 }
@@ -107,7 +109,8 @@ pub async fn build_cell(args: &CellArgs) -> Result<Node, BoxError> {
     let account = Upstream::new(&args.account, &key);
     let verifier = TokenVerifier::new(fetch_keys(&account).await?, clock.clone());
     let cells = open_cells(&args.data, std::slice::from_ref(&args.name), &args.payments, &args.caches, &clock)?;
-    let node = Node::new(Mode::Cell, crate::api::routes(), verifier, None, Some(account), cells, BTreeMap::new(), key, clock)?;
+    let directory = DirectoryLink::remote(account);
+    let node = Node::new(Mode::Cell, crate::api::routes(), verifier, directory, cells, BTreeMap::new(), key, clock)?;
     load_taxonomy(&node, &args.data)?;
     Ok(node)
 }
@@ -119,7 +122,8 @@ pub fn build_router(args: &RouterArgs) -> Result<Node, BoxError> {
     let remote = args.cells.iter().map(|(n, u)| (n.clone(), Upstream::new(u, &key))).collect();
     let clock = Clock::system();
     let verifier = TokenVerifier::new(Vec::new(), clock.clone());
-    let node = Node::new(Mode::Router, crate::api::routes(), verifier, None, Some(account), BTreeMap::new(), remote, key, clock)?;
+    let directory = DirectoryLink::remote(account);
+    let node = Node::new(Mode::Router, crate::api::routes(), verifier, directory, BTreeMap::new(), remote, key, clock)?;
     Ok(with_auth(node, &args.auth))
 }
 

@@ -2,6 +2,7 @@
 //! cell holds which store, and who is a member with which role).
 
 mod admission;
+pub mod directory;
 pub mod keys;
 pub mod members;
 pub mod mfa;

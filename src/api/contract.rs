@@ -194,6 +194,6 @@ fn answers_once_built_as_json_values_keep_their_bytes() {
         status: IntentStatus::RequiresAction,
         updated_at: time(),
     });
-    assert_key_order(&super::internal::SessionAccess { role: Some("admin".into()), session_active: true });
+    assert_key_order(&crate::account::directory::SessionAccess { role: Some("admin".into()), session_active: true });
     assert_key_order(&super::internal::Moved { cell: "c1".into(), store_id: id });
 }

@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::account::directory::{Located, SessionAccess};
 use crate::api::auth::account;
 use crate::cells::Cell;
 use crate::cells::link::run_move_step;
@@ -81,12 +82,6 @@ async fn move_step(cx: Ctx, q: CellQuery) -> ApiResult<Raw<OctetStream>> {
     Ok(Raw::new(out))
 }
 
-/// The cell that holds a store, as the directory knows it.
-#[derive(Serialize, Deserialize, JsonSchema)]
-pub struct Located {
-    pub cell: String,
-}
-
 async fn locate(cx: Ctx) -> ApiResult<Json<Located>> {
     let cell = account(&cx)?.locate(cx.path_id("storeId")?)?.ok_or_else(ApiError::not_found)?;
     Ok(Json(Located { cell }))
@@ -123,16 +118,6 @@ impl QueryParams for AccessQuery {
         let session = q.uuid("session")?.ok_or_else(|| ApiError::field("session", "is required"))?;
         Ok(AccessQuery { user, session, store: q.uuid("store")? })
     }
-}
-
-/// A session's state and a member's role, as a cell in its own process reads them. Fields in key
-/// order, as the answer has always listed them.
-#[derive(Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionAccess {
-    /// `owner`, `admin` or `staff`; `null` for no member, no store asked, or an ended session.
-    pub role: Option<String>,
-    pub session_active: bool,
 }
 
 async fn access(cx: Ctx, q: AccessQuery) -> ApiResult<Json<SessionAccess>> {

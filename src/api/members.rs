@@ -3,14 +3,13 @@
 //! through the account service — in process under `serve`, over the internal routes below when
 //! the cell runs on its own. The directory re-checks the acting member's role on every change.
 
-use hyper::Method;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use uuid::Uuid;
 
 use crate::account::Role;
+use crate::account::directory::Acting;
 use crate::account::members::{AddMember, ChangeRole, MemberView, Transferred, assignable_role};
 use crate::api::auth::account;
-use crate::cells::forward::{Body, Upstream};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
 use crate::http::Page;
@@ -18,7 +17,6 @@ use crate::http::context::{Ctx, parse_json};
 use crate::http::query::{Paging, Query};
 use crate::http::reply::{Created, Json, NoContent};
 use crate::http::route::{Access, Param, QueryParams, Route, Service, param, required};
-use crate::node::Node;
 
 /// The member list's sortable fields; `added_at` is the default.
 const SORT_FIELDS: &[&str] = &["added_at", "email"];
@@ -102,7 +100,7 @@ impl QueryParams for ActorQuery {
 
 async fn list(cx: Ctx, MemberList(paging): MemberList) -> ApiResult<Json<Page<MemberView>>> {
     let s = cx.scope()?;
-    let mut members = cx.node.store_members(s.id).await?;
+    let mut members = cx.node.directory.members(s.id).await?;
     if paging.sort_by == "email" {
         members.sort_by(|a, b| a.email.cmp(&b.email));
     }
@@ -125,7 +123,7 @@ async fn add(cx: Ctx) -> ApiResult<Created<MemberView>> {
     let s = cx.scope()?;
     let body: AddMember = cx.json()?;
     check_add(&body)?;
-    let m = cx.node.add_store_member(s.id, cx.user()?.user_id, body).await?;
+    let m = cx.node.directory.add_member(s.id, cx.user()?.user_id, body).await?;
     Ok(Created(m))
 }
 
@@ -134,14 +132,14 @@ async fn change(cx: Ctx) -> ApiResult<Json<MemberView>> {
     let user = cx.path_id("userId")?;
     let body: ChangeRole = cx.json()?;
     assignable_role(&body.role)?;
-    let m = cx.node.change_member_role(s.id, cx.user()?.user_id, user, body).await?;
+    let m = cx.node.directory.change_role(s.id, cx.user()?.user_id, user, body).await?;
     Ok(Json(m))
 }
 
 async fn remove(cx: Ctx) -> ApiResult<NoContent> {
     let s = cx.scope()?;
     let user = cx.path_id("userId")?;
-    cx.node.remove_store_member(s.id, cx.user()?.user_id, user).await?;
+    cx.node.directory.remove_member(s.id, cx.user()?.user_id, user).await?;
     Ok(NoContent)
 }
 
@@ -151,7 +149,7 @@ async fn transfer(cx: Ctx) -> ApiResult<Json<Transferred>> {
     if s.role != Some(Role::Owner) {
         return Err(ApiError::msg(Code::FORBIDDEN, "only the owner can transfer ownership"));
     }
-    let t = cx.node.transfer_store_ownership(s.id, cx.user()?.user_id, user).await?;
+    let t = cx.node.directory.transfer_ownership(s.id, cx.user()?.user_id, user).await?;
     // The cell's copy of the owner (shown by `GET S`) follows the directory. The transfer is
     // done once the directory has it — the directory decides who may do what — so a failure
     // here (the store frozen for the last step of a move) is logged, not answered: a retry by
@@ -163,13 +161,6 @@ async fn transfer(cx: Ctx) -> ApiResult<Json<Transferred>> {
 }
 
 // ---- the directory side: internal routes for cells in their own process ---------------------
-
-/// An internal write made on behalf of a member (the cell has verified who they are).
-#[derive(Serialize, Deserialize)]
-pub struct Acting<T> {
-    pub actor: Uuid,
-    pub body: T,
-}
 
 async fn internal_list(cx: Ctx) -> ApiResult<Json<Vec<MemberView>>> {
     Ok(Json(account(&cx)?.members(cx.path_id("storeId")?)?))
@@ -193,56 +184,4 @@ async fn internal_remove(cx: Ctx, q: ActorQuery) -> ApiResult<NoContent> {
 async fn internal_transfer(cx: Ctx) -> ApiResult<Json<Transferred>> {
     let a: Acting<()> = parse_json(&cx.body)?;
     Ok(Json(account(&cx)?.transfer_ownership(cx.path_id("storeId")?, a.actor, cx.path_id("userId")?).await?))
-}
-
-/// The account service of a cell that runs as its own process.
-pub fn directory(node: &Node) -> ApiResult<&Upstream> {
-    node.account_upstream.as_ref().ok_or_else(|| ApiError::internal("no account service configured"))
-}
-
-/// Members through the directory, wherever it runs (the pattern of [`Node::rename_store`]).
-impl Node {
-    /// A store's members in the order they were added.
-    pub async fn store_members(&self, store: Uuid) -> ApiResult<Vec<MemberView>> {
-        if let Some(a) = &self.account {
-            return a.members(store);
-        }
-        directory(self)?.call(Method::GET, &format!("/internal/v1/stores/{store}/members"), Body::Empty).await
-    }
-
-    /// Adds a member on behalf of `actor` (an owner or admin, re-checked by the directory).
-    pub async fn add_store_member(&self, store: Uuid, actor: Uuid, body: AddMember) -> ApiResult<MemberView> {
-        if let Some(a) = &self.account {
-            return a.add_member(store, actor, body).await;
-        }
-        let body = Body::json(&Acting { actor, body })?;
-        directory(self)?.call(Method::POST, &format!("/internal/v1/stores/{store}/members"), body).await
-    }
-
-    /// Changes a member's role on behalf of `actor`.
-    pub async fn change_member_role(&self, store: Uuid, actor: Uuid, user: Uuid, body: ChangeRole) -> ApiResult<MemberView> {
-        if let Some(a) = &self.account {
-            return a.change_role(store, actor, user, body).await;
-        }
-        let body = Body::json(&Acting { actor, body })?;
-        directory(self)?.call(Method::PATCH, &format!("/internal/v1/stores/{store}/members/{user}"), body).await
-    }
-
-    /// Removes a member on behalf of `actor`.
-    pub async fn remove_store_member(&self, store: Uuid, actor: Uuid, user: Uuid) -> ApiResult<()> {
-        if let Some(a) = &self.account {
-            return a.remove_member(store, actor, user).await;
-        }
-        let path = format!("/internal/v1/stores/{store}/members/{user}?actor={actor}");
-        directory(self)?.call_raw(Method::DELETE, &path, Body::Empty).await.map(|_| ())
-    }
-
-    /// Transfers ownership on behalf of `actor` (the owner).
-    pub async fn transfer_store_ownership(&self, store: Uuid, actor: Uuid, user: Uuid) -> ApiResult<Transferred> {
-        if let Some(a) = &self.account {
-            return a.transfer_ownership(store, actor, user).await;
-        }
-        let body = Body::json(&Acting { actor, body: () })?;
-        directory(self)?.call(Method::POST, &format!("/internal/v1/stores/{store}/members/{user}/transfer-ownership"), body).await
-    }
 }

@@ -1,26 +1,24 @@
-//! `S/publishable-keys` (create, list masked, revoke), `POST /auth/publishable-keys/validate`,
-//! and the key lookup storefront routes are admitted by. Like members, the keys live in the
-//! directory; a cell reaches them through the account service.
+//! `S/publishable-keys` (create, list masked, revoke) and `POST /auth/publishable-keys/validate`.
+//! Like members, the keys live in the directory; a cell reaches them, and the storefront routes
+//! check a presented key, through [`DirectoryLink`](crate::account::directory::DirectoryLink).
 
-use hyper::Method;
 use schemars::JsonSchema;
 use serde::Serialize;
 use uuid::Uuid;
 
+use crate::account::directory::Acting;
 use crate::account::publishable::{
-    CreateKey, CreatedKey, Environment, KeyGrant, KeyView, ValidateKey, digest_hex, key_digest, parse_digest_hex, well_formed,
+    CreateKey, CreatedKey, Environment, KeyGrant, KeyView, ValidateKey, key_digest, parse_digest_hex, well_formed,
 };
 use crate::api::auth::account;
-use crate::api::members::{Acting, ActorQuery, directory, page_of, paging_params};
-use crate::cells::forward::Body;
-use crate::error::{ApiError, ApiResult, Code};
+use crate::api::members::{ActorQuery, page_of, paging_params};
+use crate::error::{ApiError, ApiResult};
 use crate::handler;
 use crate::http::Page;
 use crate::http::context::{Ctx, parse_json};
 use crate::http::query::{Paging, Query};
 use crate::http::reply::{Created, Json, NoContent};
 use crate::http::route::{Access, Param, QueryParams, Route, Service};
-use crate::node::Node;
 
 pub fn routes() -> Vec<Route> {
     use Access::*;
@@ -73,7 +71,7 @@ impl QueryParams for KeyList {
 
 async fn list(cx: Ctx, KeyList(paging): KeyList) -> ApiResult<Json<Page<KeyView>>> {
     let s = cx.scope()?;
-    let mut keys = cx.node.store_publishable_keys(s.id).await?;
+    let mut keys = cx.node.directory.publishable_keys(s.id).await?;
     if paging.desc {
         keys.reverse();
     }
@@ -84,14 +82,14 @@ async fn create(cx: Ctx) -> ApiResult<Created<CreatedKey>> {
     let s = cx.scope()?;
     let body: CreateKey = cx.json()?;
     Environment::parse(&body.environment).ok_or_else(|| ApiError::field("environment", "must be live or test"))?;
-    let k = cx.node.create_publishable_key(s.id, cx.user()?.user_id, body).await?;
+    let k = cx.node.directory.create_publishable_key(s.id, cx.user()?.user_id, body).await?;
     Ok(Created(k))
 }
 
 async fn revoke(cx: Ctx) -> ApiResult<NoContent> {
     let s = cx.scope()?;
     let id = cx.path_id("keyId")?;
-    cx.node.revoke_publishable_key(s.id, cx.user()?.user_id, id).await?;
+    cx.node.directory.revoke_publishable_key(s.id, cx.user()?.user_id, id).await?;
     Ok(NoContent)
 }
 
@@ -154,58 +152,4 @@ async fn internal_resolve(cx: Ctx) -> ApiResult<Json<KeyGrant>> {
     let digest = parse_digest_hex(cx.param("digest")).ok_or_else(|| ApiError::field("digest", "must be 64 hex digits"))?;
     let grant = account(&cx)?.resolve_publishable_key(&digest)?.ok_or_else(ApiError::not_found)?;
     Ok(Json(grant))
-}
-
-/// Publishable keys through the directory, wherever it runs.
-impl Node {
-    /// A store's keys, masked, oldest first.
-    pub async fn store_publishable_keys(&self, store: Uuid) -> ApiResult<Vec<KeyView>> {
-        if let Some(a) = &self.account {
-            return Ok(a.publishable_keys(store)?.iter().map(|k| k.view()).collect());
-        }
-        directory(self)?.call(Method::GET, &format!("/internal/v1/stores/{store}/publishable-keys"), Body::Empty).await
-    }
-
-    /// Creates a key on behalf of `actor` (an owner or admin, re-checked by the directory).
-    pub async fn create_publishable_key(&self, store: Uuid, actor: Uuid, body: CreateKey) -> ApiResult<CreatedKey> {
-        if let Some(a) = &self.account {
-            return a.create_publishable_key(store, actor, body).await;
-        }
-        let body = Body::json(&Acting { actor, body })?;
-        directory(self)?.call(Method::POST, &format!("/internal/v1/stores/{store}/publishable-keys"), body).await
-    }
-
-    /// Revokes a key on behalf of `actor`.
-    pub async fn revoke_publishable_key(&self, store: Uuid, actor: Uuid, key: Uuid) -> ApiResult<()> {
-        if let Some(a) = &self.account {
-            return a.revoke_publishable_key(store, actor, key).await;
-        }
-        let path = format!("/internal/v1/stores/{store}/publishable-keys/{key}?actor={actor}");
-        directory(self)?.call_raw(Method::DELETE, &path, Body::Empty).await.map(|_| ())
-    }
-
-    /// What a presented key admits to, on the storefront hot path: a point read of the directory
-    /// in `serve`; in a cell of its own, one internal call per key per
-    /// [`KEY_CACHE_TTL`](crate::account::publishable::KEY_CACHE_TTL), so a revocation reaches
-    /// every cell within that time. Malformed keys are refused without a lookup.
-    pub async fn publishable_key(&self, key: &str) -> ApiResult<Option<KeyGrant>> {
-        if well_formed(key).is_none() {
-            return Ok(None);
-        }
-        let digest = key_digest(key);
-        if let Some(a) = &self.account {
-            return a.resolve_publishable_key(&digest);
-        }
-        if let Some(hit) = self.key_cache.get(&digest) {
-            return Ok(hit);
-        }
-        let path = format!("/internal/v1/publishable-keys/{}", digest_hex(&digest));
-        let grant = match directory(self)?.call::<KeyGrant>(Method::GET, &path, Body::Empty).await {
-            Ok(g) => Some(g),
-            Err(e) if e.code == Code::NOT_FOUND => None,
-            Err(e) => return Err(e),
-        };
-        self.key_cache.put(digest, grant);
-        Ok(grant)
-    }
 }

@@ -95,7 +95,7 @@ async fn update(cx: Ctx) -> ApiResult<Json<StoreView>> {
     let renamed = body.name.is_some();
     let settings = s.cell.update_store(s.id, body).await?;
     if renamed {
-        cx.node.rename_store(s.id, settings.name.clone()).await?;
+        cx.node.directory.rename_store(s.id, settings.name.clone()).await?;
     }
     Ok(Json(settings.view()))
 }
