@@ -197,7 +197,7 @@ const SENSITIVE_KEYS: &[&str] =
 fn check_payment_method(c: &mut Check, raw: serde_json::Map<String, serde_json::Value>) -> Attributes {
     for (k, v) in &raw {
         let key: String = k.chars().filter(|ch| ch.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
-        if SENSITIVE_KEYS.contains(&key.as_str()) || v.as_str().is_some_and(crate::payments::looks_like_card_number) {
+        if SENSITIVE_KEYS.contains(&key.as_str()) || v.as_str().is_some_and(crate::domain::fields::looks_like_card_number) {
             c.fail(
                 &format!("paymentMethod.{k}"),
                 "card data is never accepted here: pay through the payment session with a token",

@@ -22,3 +22,20 @@ pub fn check_text(c: &mut Check, field: &str, value: &str, max: usize, required:
 pub fn double_option<'de, T: Deserialize<'de>, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
     Option::<T>::deserialize(d).map(Some)
 }
+
+/// Whether `s` carries what looks like a card number: 12 or more digits in a row, spaces and
+/// dashes between them ignored.
+pub fn looks_like_card_number(s: &str) -> bool {
+    let mut run = 0;
+    for c in s.chars() {
+        if c.is_ascii_digit() {
+            run += 1;
+            if run >= 12 {
+                return true;
+            }
+        } else if c != ' ' && c != '-' {
+            run = 0;
+        }
+    }
+    false
+}

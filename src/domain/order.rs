@@ -9,13 +9,23 @@ use crate::domain::cart::Attributes;
 use crate::domain::money::Money;
 use crate::domain::pricing::shipping::Address;
 use crate::domain::pricing::tax::TaxLine;
-use crate::payments::FinancialStatus;
 
 /// The first order number of a store (the numbers customers quote are 1001, 1002, …).
 pub const FIRST_NUMBER: u64 = 1001;
 /// Most tags on an order, and the longest tag.
 pub const MAX_TAGS: usize = 250;
 pub const MAX_TAG_CHARS: usize = 255;
+
+/// An order's financial status, as its payment leaves it at creation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum FinancialStatus {
+    /// The payer has not paid yet (PromptPay, bank transfer, or a payment still processing).
+    Pending,
+    /// The funds are held and await capture.
+    Authorized,
+    Paid,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]

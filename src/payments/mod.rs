@@ -92,16 +92,8 @@ impl IntentStatus {
     }
 }
 
-/// An order's financial status, as its payment leaves it at creation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum FinancialStatus {
-    /// The payer has not paid yet (PromptPay, bank transfer, or a payment still processing).
-    Pending,
-    /// The funds are held and await capture.
-    Authorized,
-    Paid,
-}
+/// An order's financial status lives with the order (`domain::order`).
+pub use crate::domain::order::FinancialStatus;
 
 /// What the payer has to do next, when the intent waits for them.
 ///
@@ -243,22 +235,8 @@ impl Providers {
 /// Longest payment method token accepted.
 pub const MAX_TOKEN_CHARS: usize = 255;
 
-/// Whether `s` carries what looks like a card number: 12 or more digits in a row, spaces and
-/// dashes between them ignored.
-pub fn looks_like_card_number(s: &str) -> bool {
-    let mut run = 0;
-    for c in s.chars() {
-        if c.is_ascii_digit() {
-            run += 1;
-            if run >= 12 {
-                return true;
-            }
-        } else if c != ' ' && c != '-' {
-            run = 0;
-        }
-    }
-    false
-}
+/// Card-number detection lives with the other field checks (`domain::fields`).
+pub use crate::domain::fields::looks_like_card_number;
 
 /// Checks a payment method token given by a client: present, short, printable, and never a card
 /// number (400 naming `paymentMethod`).
