@@ -123,11 +123,6 @@ impl Node {
         self.remote_cells.get(name).cloned().map(|u| CellLink::Remote(Box::new(u))).ok_or_else(ApiError::not_found)
     }
 
-    /// Drops a router's remembered placement of `store` (it moved).
-    pub fn forget_placement(&self, store: Uuid) {
-        self.directory.forget_placement(store);
-    }
-
     /// Answers one request. Never panics and never answers anything but the JSON of `API.md`.
     pub async fn handle(self: Arc<Self>, req: Request<Incoming>, client: Option<IpAddr>) -> Resp {
         let started = Instant::now();
@@ -321,7 +316,7 @@ impl Node {
                     let up = self.remote_cells.get(&cell).ok_or_else(|| ApiError::internal(format!("unknown cell {cell}")))?;
                     let mut resp = up.forward(clone_request(&req), client).await?;
                     if resp.headers_mut().remove(MISROUTED).is_some() && attempt == 0 {
-                        self.forget_placement(store);
+                        self.directory.forget_placement(store);
                         continue;
                     }
                     return Ok(resp);

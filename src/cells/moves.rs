@@ -246,7 +246,7 @@ pub async fn move_store(node: &Node, store: Uuid, to: &str) -> ApiResult<()> {
     .await;
     match result {
         Ok(()) => {
-            node.forget_placement(store);
+            node.directory.forget_placement(store);
             // The directory already points at the target; a failure here leaves only a stale
             // copy on the source, which no longer serves the store once restarted or retried.
             if let Err(e) = source.call_move(store, "finish", None).await {
