@@ -22,8 +22,8 @@ pub async fn run(cmd: AdminCommand) -> Result<(), BoxError> {
         AdminCommand::Check { data } => check(&data),
         AdminCommand::Reindex { data, cell } => reindex(&data, cell.as_deref()),
         AdminCommand::Taxonomy(TaxonomyCommand::Import { file, data }) => {
-            let n = crate::api::categories::import(&file, &data)?;
-            let path = crate::api::categories::taxonomy_path(&data);
+            let n = crate::domain::taxonomy::files::import(&file, &data)?;
+            let path = crate::domain::taxonomy::files::taxonomy_path(&data);
             println!("taxonomy of {n} categories installed as {}; served from the next start", path.display());
             Ok(())
         }

@@ -100,7 +100,7 @@ impl Node {
             service_key,
             metrics: Metrics::default(),
             shutting_down: AtomicBool::new(false),
-            taxonomy: RwLock::new(crate::api::categories::starter()),
+            taxonomy: RwLock::new(crate::domain::taxonomy::files::starter()),
             cors: Cors::default(),
             limits: RateLimits::default(),
             idempotency: Idempotency::default(),

@@ -62,7 +62,7 @@ pub fn cell_dir(data: &Path, name: &str) -> PathBuf {
 
 /// Serves the taxonomy imported into `data` (`taxonomy.json`), when there is one.
 fn load_taxonomy(node: &Node, data: &Path) -> Result<(), BoxError> {
-    let taxonomy = crate::api::categories::load(data)?;
+    let taxonomy = crate::domain::taxonomy::files::load(data)?;
     if let Ok(mut t) = node.taxonomy.write() {
         *t = taxonomy;
     }

@@ -4,8 +4,7 @@
 //! `shopcell admin taxonomy import`), else the starter taxonomy built into the binary. A router
 //! has no data directory and serves the starter.
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crate::domain::taxonomy::{
     AttributeView, Category, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, ListQuery, MAX_LEVEL, ParentFilter, TREE_DEPTH_DEFAULT,
@@ -48,52 +47,8 @@ pub fn routes() -> Vec<Route> {
     ]
 }
 
-/// The file an imported taxonomy lives in.
-pub fn taxonomy_path(data: &Path) -> PathBuf {
-    data.join("taxonomy.json")
-}
-
-/// The starter taxonomy, parsed once per process and shared.
-pub fn starter() -> Arc<Taxonomy> {
-    static STARTER: OnceLock<Arc<Taxonomy>> = OnceLock::new();
-    STARTER.get_or_init(|| Arc::new(Taxonomy::starter())).clone()
-}
-
-/// The taxonomy a process with data directory `data` serves: the imported file, or the starter.
-/// An imported file that no longer validates stops the start rather than silently serving
-/// another taxonomy.
-pub fn load(data: &Path) -> Result<Arc<Taxonomy>, String> {
-    let path = taxonomy_path(data);
-    match std::fs::read_to_string(&path) {
-        Ok(json) => Taxonomy::from_json(&json).map(Arc::new).map_err(|e| format!("{}: {e}", path.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(starter()),
-        Err(e) => Err(format!("{}: {e}", path.display())),
-    }
-}
-
-/// `shopcell admin taxonomy import FILE`: validates `file` and installs it as `<data>/taxonomy.json`
-/// (temp file, fsync, rename, so a crash never leaves half a file). Served from the next start.
-pub fn import(file: &Path, data: &Path) -> Result<usize, String> {
-    let json = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let taxonomy = Taxonomy::from_json(&json).map_err(|e| format!("{}: {e}", file.display()))?;
-    std::fs::create_dir_all(data).map_err(|e| format!("{}: {e}", data.display()))?;
-    let target = taxonomy_path(data);
-    let temp = data.join("taxonomy.json.tmp");
-    let write = || -> std::io::Result<()> {
-        use std::io::Write;
-        let mut f = std::fs::File::create(&temp)?;
-        f.write_all(json.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&temp, &target)?;
-        // The rename itself is durable once the directory is synced.
-        std::fs::File::open(data)?.sync_all()
-    };
-    write().map_err(|e| format!("{}: {e}", target.display()))?;
-    Ok(taxonomy.len())
-}
-
 fn taxonomy(cx: &Ctx) -> Arc<Taxonomy> {
-    cx.node.taxonomy.read().map(|t| t.clone()).unwrap_or_else(|_| starter())
+    cx.node.taxonomy.read().map(|t| t.clone()).unwrap_or_else(|_| crate::domain::taxonomy::files::starter())
 }
 
 fn parent(q: &Query) -> ParentFilter {

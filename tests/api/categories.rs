@@ -162,10 +162,10 @@ async fn an_imported_taxonomy_is_served_from_the_next_start() {
     // A file that does not validate is refused and nothing is written.
     let broken = data.join("broken.json");
     std::fs::write(&broken, r#"{"version": 1, "categories": [{"id": "x", "name": "X", "parentId": "missing"}]}"#).unwrap();
-    assert!(shopcell::api::categories::import(&broken, &data).is_err());
+    assert!(shopcell::domain::taxonomy::files::import(&broken, &data).is_err());
     assert!(!data.join("taxonomy.json").exists());
 
-    assert_eq!(shopcell::api::categories::import(&file, &data), Ok(2));
+    assert_eq!(shopcell::domain::taxonomy::files::import(&file, &data), Ok(2));
     // Still the starter until restarted.
     assert!(app.client.get("/api/v1/categories", None).await.expect(200).body["total"].as_u64().unwrap() > 2);
     app.stop().await;
