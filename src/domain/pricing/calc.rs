@@ -433,24 +433,71 @@ fn channel_check(d: &Discount, channel: Option<&str>) -> Result<(), Warning> {
     Err(Warning::discount(WarningCode::DiscountNotApplicable, d.code.as_deref(), msg))
 }
 
-/// Calculates a cart or order. Validates first (see [`validate`]); everything after is infallible.
+/// Calculates a cart or order. Validates first (see [`validate`]); everything after is infallible
+/// and reads as its steps: line discounts, the discounts chosen, product, order and shipping
+/// discounts, tax, then the answer.
 pub fn calculate(input: &CalcInput) -> ApiResult<Calculation> {
     validate(input)?;
-    let cur = input.currency;
-    let money = |amount: i64| Money { amount, currency: cur };
     let mut warnings = Vec::new();
-
-    // Process lines in content order so their order in the request cannot change a figure.
+    // Lines are processed in content order so their order in the request cannot change a figure;
+    // `order[k]` is where processed line `k` stood in the request.
     let mut order: Vec<usize> = (0..input.lines.len()).collect();
     order.sort_by(|&a, &b| line_key(&input.lines[a]).cmp(&line_key(&input.lines[b])));
-    let lines: Vec<&CalcLine> = order.iter().map(|&i| &input.lines[i]).collect();
-    let n = lines.len();
+    let (cart, line_disc) = step1_line_discounts(input, &order, &mut warnings);
+    let chosen = step2_choose_discounts(input, &cart, &mut warnings);
+    let mut applications = Vec::new();
+    let (remaining, product_disc) = step3_product_discounts(&cart, &chosen, &mut applications);
+    let (order_total, order_alloc) = step4_order_discounts(input, &chosen, &remaining, &mut applications, &mut warnings);
+    let shipping = step5_shipping_discounts(input, &chosen, &mut applications);
+    let net: Vec<i64> = remaining.iter().zip(&order_alloc).map(|(r, o)| r - o).collect();
+    let (line_tax, tax_lines) = step6_tax(input, &cart, &net, shipping);
 
-    // 1. Line-level discounts.
+    // Step 7: the answer: lines back in request order, totals.
+    let money = |amount: i64| Money { amount, currency: input.currency };
+    let included = input.taxes.taxes_included;
+    let added = |t: i64| if included { 0 } else { t };
+    let subtotal: i64 = cart.sub.iter().sum();
+    let tax: i64 = tax_lines.iter().map(|t| t.amount.amount).sum();
+    let discount = product_disc.iter().sum::<i64>() + order_total;
+    let mut line_items: Vec<Option<LineResult>> = vec![None; cart.lines.len()];
+    for (k, l) in cart.lines.iter().enumerate() {
+        line_items[order[k]] = Some(LineResult {
+            variant_id: l.variant_id,
+            product_id: l.product_id,
+            unit_price: l.unit_price,
+            quantity: l.quantity,
+            line_discount: money(line_disc[k]),
+            subtotal: money(cart.sub[k]),
+            product_discount: money(product_disc[k]),
+            order_discount: money(order_alloc[k]),
+            discount: money(product_disc[k] + order_alloc[k]),
+            tax: money(line_tax[k]),
+            total: money(net[k] + added(line_tax[k])),
+        });
+    }
+    Ok(Calculation {
+        subtotal: money(subtotal),
+        discount: money(discount),
+        shipping: money(shipping),
+        tax: money(tax),
+        total: money(subtotal - discount + shipping + added(tax)),
+        taxes_included: included,
+        tax_lines,
+        applied_discount_codes: chosen.iter().filter(|(_, s)| *s == Source::Code).filter_map(|(d, _)| d.code.clone()).collect(),
+        discount_applications: applications,
+        warnings,
+        line_items: line_items.into_iter().flatten().collect(),
+    })
+}
+
+/// Step 1: Line-level (manual) discounts: the cart of processed lines with their subtotals, and each
+/// line's manual discount.
+fn step1_line_discounts<'a>(input: &'a CalcInput, order: &[usize], warnings: &mut Vec<Warning>) -> (Cart<'a>, Vec<i64>) {
+    let lines: Vec<&CalcLine> = order.iter().map(|&i| &input.lines[i]).collect();
     let gross: Vec<i64> = lines.iter().map(|l| l.unit_price.amount * i64::from(l.quantity)).collect();
-    let mut line_disc = vec![0i64; n];
+    let mut line_disc = vec![0i64; lines.len()];
     let mut line_warnings = Vec::new();
-    for k in 0..n {
+    for k in 0..lines.len() {
         if let Some(d) = &lines[k].discount {
             let (amount, capped) = manual_amount(d, gross[k]);
             line_disc[k] = amount;
@@ -464,10 +511,12 @@ pub fn calculate(input: &CalcInput) -> ApiResult<Calculation> {
         warnings.push(Warning::field(WarningCode::DiscountCapped, format!("lineItems[{i}].discount"), msg));
     }
     let sub: Vec<i64> = gross.iter().zip(&line_disc).map(|(g, d)| g - d).collect();
-    let subtotal: i64 = sub.iter().sum();
-    let cart = Cart { currency: cur, lines, sub };
+    (Cart { currency: input.currency, lines, sub }, line_disc)
+}
 
-    // 2. Choose discounts: automatic ones by id, then codes in the order given.
+/// Step 2: The discounts that apply: automatic ones by id, then codes in the order given, each
+/// checked against the cart and against those chosen before it.
+fn step2_choose_discounts<'a>(input: &'a CalcInput, cart: &Cart<'_>, warnings: &mut Vec<Warning>) -> Vec<(&'a Discount, Source)> {
     let mut automatic: Vec<&ResolvedDiscount> = input.automatic.iter().filter(|r| r.discount.code.is_none()).collect();
     automatic.sort_by_key(|r| r.discount.id);
     let mut candidates: Vec<(&ResolvedDiscount, Source)> = automatic.into_iter().map(|r| (r, Source::Automatic)).collect();
@@ -512,17 +561,29 @@ pub fn calculate(input: &CalcInput) -> ApiResult<Calculation> {
             Err(_) => {}
         }
     }
-    let mut applications = Vec::new();
-    let applied = |d: &Discount, source, amount| DiscountApplication {
+    chosen
+}
+
+/// How a chosen discount shows in the answer.
+fn applied(d: &Discount, source: Source, amount: i64, currency: Currency) -> DiscountApplication {
+    DiscountApplication {
         source,
         discount_id: Some(d.id),
         code: d.code.clone(),
         title: d.title.clone(),
         class: d.class(),
-        amount: money(amount),
-    };
+        amount: Money { amount, currency },
+    }
+}
 
-    // 3. Product discounts.
+/// Step 3: Product discounts, line by line: what is left of each line, and each line's product
+/// discount.
+fn step3_product_discounts(
+    cart: &Cart<'_>,
+    chosen: &[(&Discount, Source)],
+    applications: &mut Vec<DiscountApplication>,
+) -> (Vec<i64>, Vec<i64>) {
+    let n = cart.lines.len();
     let mut remaining = cart.sub.clone();
     let mut product_disc = vec![0i64; n];
     for &(d, source) in chosen.iter().filter(|(d, _)| d.class() == DiscountClass::Product) {
@@ -551,10 +612,20 @@ pub fn calculate(input: &CalcInput) -> ApiResult<Calculation> {
             product_disc[k] += a;
             taken += a;
         }
-        applications.push(applied(d, source, taken));
+        applications.push(applied(d, source, taken, cart.currency));
     }
+    (remaining, product_disc)
+}
 
-    // 4. Order discounts: manual first, then chosen; allocated over the lines.
+/// Step 4: Order discounts: manual ones first, then the chosen, allocated over what is left of the
+/// lines. Answers the order discount and each line's share.
+fn step4_order_discounts(
+    input: &CalcInput,
+    chosen: &[(&Discount, Source)],
+    remaining: &[i64],
+    applications: &mut Vec<DiscountApplication>,
+    warnings: &mut Vec<Warning>,
+) -> (i64, Vec<i64>) {
     let base: i64 = remaining.iter().sum();
     let mut left = base;
     for (i, m) in input.order_discounts.iter().enumerate() {
@@ -571,19 +642,25 @@ pub fn calculate(input: &CalcInput) -> ApiResult<Calculation> {
             code: None,
             title: m.title.clone().unwrap_or_else(|| "Order discount".to_string()),
             class: DiscountClass::Order,
-            amount: money(amount),
+            amount: Money { amount, currency: input.currency },
         });
     }
     for &(d, source) in chosen.iter().filter(|(d, _)| d.class() == DiscountClass::Order) {
         let wanted = if d.value_type == ValueType::Percentage { percent_of(base, d.value) } else { d.value };
         let amount = wanted.clamp(0, left);
         left -= amount;
-        applications.push(applied(d, source, amount));
+        applications.push(applied(d, source, amount, input.currency));
     }
     let order_total = base - left;
-    let order_alloc = allocate(order_total, &remaining);
+    (order_total, allocate(order_total, remaining))
+}
 
-    // 5. Shipping discounts.
+/// Step 5: Shipping discounts: the shipping left to pay.
+fn step5_shipping_discounts(
+    input: &CalcInput,
+    chosen: &[(&Discount, Source)],
+    applications: &mut Vec<DiscountApplication>,
+) -> i64 {
     let ship_price = input.shipping_rate.as_ref().map_or(0, |r| r.price.amount);
     let mut shipping = ship_price;
     for &(d, source) in chosen.iter().filter(|(d, _)| d.class() == DiscountClass::Shipping) {
@@ -594,75 +671,44 @@ pub fn calculate(input: &CalcInput) -> ApiResult<Calculation> {
         };
         let amount = wanted.clamp(0, shipping);
         shipping -= amount;
-        applications.push(applied(d, source, amount));
+        applications.push(applied(d, source, amount, input.currency));
     }
+    shipping
+}
 
-    // 6. Tax.
-    let included = input.taxes.taxes_included;
-    let net: Vec<i64> = (0..n).map(|k| remaining[k] - order_alloc[k]).collect();
+/// Step 6: Tax of the net lines and the shipping, per jurisdiction at the destination: each line's
+/// tax and the tax lines.
+fn step6_tax(input: &CalcInput, cart: &Cart<'_>, net: &[i64], shipping: i64) -> (Vec<i64>, Vec<TaxLine>) {
+    let n = cart.lines.len();
     let mut line_tax = vec![0i64; n];
-    let mut tax_lines = Vec::new();
-    if let Some(dest) = &input.destination {
-        let rates = tax::applicable(&input.taxes.rates, dest);
-        let bps: Vec<u32> = rates.iter().map(|r| r.rate).collect();
-        let mut per_rate = vec![0i64; rates.len()];
-        for k in (0..n).filter(|&k| cart.lines[k].taxable) {
-            for (j, part) in tax::tax_parts(net[k], &bps, included).into_iter().enumerate() {
-                per_rate[j] += part;
-                line_tax[k] += part;
-            }
-        }
-        let on_shipping: Vec<usize> = (0..rates.len()).filter(|&j| rates[j].shipping).collect();
-        let ship_bps: Vec<u32> = on_shipping.iter().map(|&j| bps[j]).collect();
-        for (part, &j) in tax::tax_parts(shipping, &ship_bps, included).into_iter().zip(&on_shipping) {
+    let Some(dest) = &input.destination else { return (line_tax, Vec::new()) };
+    let included = input.taxes.taxes_included;
+    let rates = tax::applicable(&input.taxes.rates, dest);
+    let bps: Vec<u32> = rates.iter().map(|r| r.rate).collect();
+    let mut per_rate = vec![0i64; rates.len()];
+    for k in (0..n).filter(|&k| cart.lines[k].taxable) {
+        for (j, part) in tax::tax_parts(net[k], &bps, included).into_iter().enumerate() {
             per_rate[j] += part;
+            line_tax[k] += part;
         }
-        tax_lines = rates
-            .iter()
-            .zip(per_rate)
-            .map(|(r, amount)| TaxLine {
-                name: r.name.clone(),
-                country: r.country.clone(),
-                province: r.province.clone(),
-                rate: r.rate,
-                amount: money(amount),
-            })
-            .collect();
     }
-    let tax: i64 = tax_lines.iter().map(|t| t.amount.amount).sum();
-    let added = |t: i64| if included { 0 } else { t };
-    let discount = product_disc.iter().sum::<i64>() + order_total;
-
-    let mut line_items: Vec<Option<LineResult>> = vec![None; n];
-    for k in 0..n {
-        let l = cart.lines[k];
-        line_items[order[k]] = Some(LineResult {
-            variant_id: l.variant_id,
-            product_id: l.product_id,
-            unit_price: l.unit_price,
-            quantity: l.quantity,
-            line_discount: money(line_disc[k]),
-            subtotal: money(cart.sub[k]),
-            product_discount: money(product_disc[k]),
-            order_discount: money(order_alloc[k]),
-            discount: money(product_disc[k] + order_alloc[k]),
-            tax: money(line_tax[k]),
-            total: money(net[k] + added(line_tax[k])),
-        });
+    let on_shipping: Vec<usize> = (0..rates.len()).filter(|&j| rates[j].shipping).collect();
+    let ship_bps: Vec<u32> = on_shipping.iter().map(|&j| bps[j]).collect();
+    for (part, &j) in tax::tax_parts(shipping, &ship_bps, included).into_iter().zip(&on_shipping) {
+        per_rate[j] += part;
     }
-    Ok(Calculation {
-        subtotal: money(subtotal),
-        discount: money(discount),
-        shipping: money(shipping),
-        tax: money(tax),
-        total: money(subtotal - discount + shipping + added(tax)),
-        taxes_included: included,
-        tax_lines,
-        applied_discount_codes: chosen.iter().filter(|(_, s)| *s == Source::Code).filter_map(|(d, _)| d.code.clone()).collect(),
-        discount_applications: applications,
-        warnings,
-        line_items: line_items.into_iter().flatten().collect(),
-    })
+    let tax_lines = rates
+        .iter()
+        .zip(per_rate)
+        .map(|(r, amount)| TaxLine {
+            name: r.name.clone(),
+            country: r.country.clone(),
+            province: r.province.clone(),
+            rate: r.rate,
+            amount: Money { amount, currency: input.currency },
+        })
+        .collect();
+    (line_tax, tax_lines)
 }
 
 /// One code checked against a cart: the `{valid, amount, reasons}` of `S/discounts/validate` (the route
