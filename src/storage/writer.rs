@@ -23,7 +23,7 @@ use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::keys::{Key, prefix_range};
 use crate::storage::list_orders::{Change, ListOrders};
 use crate::storage::row_cache::RowCache;
-use crate::storage::tables::{MOVE_LOG, StoreTable};
+use crate::storage::tables::{COUNTERS, MOVE_LOG, StoreTable};
 
 /// Most jobs one transaction takes; bounds the latency a large batch adds to its first job.
 const MAX_BATCH: usize = 512;
@@ -248,6 +248,13 @@ fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &Atomi
                 }
             }
         }
+        if failed.is_none()
+            && let Err(e) = tx.flush_counters()
+        {
+            drop(tx);
+            let _ = txn.abort();
+            return fail_all(batch, e);
+        }
         let changes = std::mem::take(&mut tx.orders);
         let changed_rows = std::mem::take(&mut tx.changed_rows);
         drop(tx);
@@ -328,6 +335,10 @@ pub struct Tx<'a> {
     orders: Vec<Change>,
     /// Cached rows to drop once the transaction commits.
     changed_rows: Vec<(Uuid, Uuid)>,
+    /// The `counters` rows this batch wrote, by key: every order of a batch bumps the same few
+    /// counters of its store, so each is written once, before the batch commits
+    /// ([`Tx::flush_counters`]), and read back from here meanwhile.
+    counters: HashMap<Vec<u8>, u64>,
 }
 
 impl<'a> Tx<'a> {
@@ -339,7 +350,19 @@ impl<'a> Tx<'a> {
             open: RefCell::new(Vec::new()),
             orders: Vec::new(),
             changed_rows: Vec::new(),
+            counters: HashMap::new(),
         }
+    }
+
+    /// Writes the batch's counters into their table.
+    fn flush_counters(&mut self) -> ApiResult<()> {
+        let counters = std::mem::take(&mut self.counters);
+        self.with_table(COUNTERS, |t| {
+            for (key, value) in &counters {
+                t.insert(key.as_slice(), value.to_le_bytes().as_slice())?;
+            }
+            Ok(())
+        })
     }
 
     /// The transaction, for tables outside the store tables (account directory, cell state).
@@ -364,11 +387,20 @@ impl<'a> Tx<'a> {
     }
 
     pub fn get(&self, table: StoreTable, key: &[u8]) -> ApiResult<Option<Vec<u8>>> {
+        if table.index == COUNTERS.index
+            && let Some(v) = self.counters.get(key)
+        {
+            return Ok(Some(v.to_le_bytes().to_vec()));
+        }
         self.with_table(table, |t| Ok(t.get(key)?.map(|v| v.value().to_vec())))
     }
 
     pub fn put(&mut self, table: StoreTable, key: &[u8], value: &[u8]) -> ApiResult<()> {
-        self.with_table(table, |t| Ok(t.insert(key, value).map(|_| ())?))?;
+        if table.index == COUNTERS.index {
+            self.counters.insert(key.to_vec(), read_u64(value));
+        } else {
+            self.with_table(table, |t| Ok(t.insert(key, value).map(|_| ())?))?;
+        }
         if self.tracking {
             self.changes.push((table.index, key.to_vec()));
         }
@@ -376,6 +408,9 @@ impl<'a> Tx<'a> {
     }
 
     pub fn delete(&mut self, table: StoreTable, key: &[u8]) -> ApiResult<()> {
+        if table.index == COUNTERS.index {
+            self.counters.remove(key);
+        }
         self.with_table(table, |t| Ok(t.remove(key).map(|_| ())?))?;
         if self.tracking {
             self.changes.push((table.index, key.to_vec()));
@@ -469,6 +504,9 @@ impl<'a> Tx<'a> {
 
     /// Deletes every row of `table` whose key starts with `prefix`; returns how many.
     pub fn delete_prefix(&mut self, table: StoreTable, prefix: &[u8]) -> ApiResult<u64> {
+        if table.index == COUNTERS.index {
+            self.counters.retain(|k, _| !k.starts_with(prefix));
+        }
         let keys = self.keys_with_prefix(table, prefix)?;
         self.with_table(table, |t| {
             for k in &keys {
@@ -487,4 +525,54 @@ impl<'a> Tx<'a> {
 /// Reads a counter value (u64 little-endian; a short value reads as 0).
 pub fn read_u64(bytes: &[u8]) -> u64 {
     bytes.get(..8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::{DbKind, open};
+    use redb::ReadableDatabase;
+
+    #[tokio::test]
+    async fn counters_of_a_batch_are_read_back_written_once_and_dropped_with_a_failed_job() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(open(&dir.path().join("cell.redb"), DbKind::Cell).unwrap());
+        let (writer, thread) = Writer::start(db.clone(), "test").unwrap();
+        let key = Key::store(Uuid::from_u128(1)).str("things").into_vec();
+        // Many concurrent jobs land in few batches; each sees the counts of the jobs before it.
+        let jobs: Vec<_> = (0..50)
+            .map(|_| {
+                let (w, k) = (writer.clone(), key.clone());
+                tokio::spawn(async move {
+                    w.write(None, move |tx| {
+                        let before = tx.counter(COUNTERS, &k)?;
+                        tx.bump(COUNTERS, &k, 1)?;
+                        assert_eq!(tx.counter(COUNTERS, &k)?, before + 1);
+                        Ok(before)
+                    })
+                    .await
+                    .unwrap()
+                })
+            })
+            .collect();
+        let mut seen = Vec::new();
+        for j in jobs {
+            seen.push(j.await.unwrap());
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, (0..50).collect::<Vec<u64>>(), "every job saw a distinct count");
+        // A failed job's bump is gone with its transaction.
+        let k = key.clone();
+        let failed = writer
+            .write(None, move |tx| {
+                tx.bump(COUNTERS, &k, 10)?;
+                Err::<(), _>(ApiError::msg(crate::error::Code::CONFLICT, "no"))
+            })
+            .await;
+        assert!(failed.is_err());
+        let txn = db.begin_read().unwrap();
+        assert_eq!(crate::storage::read::counter(&txn, COUNTERS, &key).unwrap(), 50);
+        writer.stop();
+        thread.join();
+    }
 }
