@@ -83,30 +83,6 @@ impl Record for Discount {
     }
 }
 
-impl Enumerated for DiscountStatus {
-    const NAMES: &'static [&'static str] = &["ACTIVE", "SCHEDULED", "EXPIRED", "DISABLED"];
-    fn name(self) -> &'static str {
-        match self {
-            DiscountStatus::Active => "ACTIVE",
-            DiscountStatus::Scheduled => "SCHEDULED",
-            DiscountStatus::Expired => "EXPIRED",
-            DiscountStatus::Disabled => "DISABLED",
-        }
-    }
-}
-
-impl Enumerated for ValueType {
-    const NAMES: &'static [&'static str] = &["percentage", "fixedAmount", "freeShipping", "buyXGetY"];
-    fn name(self) -> &'static str {
-        match self {
-            ValueType::Percentage => "percentage",
-            ValueType::FixedAmount => "fixedAmount",
-            ValueType::FreeShipping => "freeShipping",
-            ValueType::BuyXGetY => "buyXGetY",
-        }
-    }
-}
-
 /// Codes are ASCII (letters, digits, `-`, `_`), so ASCII lower-casing is the whole case folding.
 pub(crate) fn code_key(store: Uuid, code: &str) -> Vec<u8> {
     Key::store(store).str(&code.trim().to_ascii_lowercase()).into_vec()

@@ -80,18 +80,6 @@ impl Record for GiftCard {
     }
 }
 
-impl Enumerated for GiftCardStatus {
-    const NAMES: &'static [&'static str] = GiftCardStatus::NAMES;
-    fn name(self) -> &'static str {
-        match self {
-            GiftCardStatus::Active => "ACTIVE",
-            GiftCardStatus::Disabled => "DISABLED",
-            GiftCardStatus::Expired => "EXPIRED",
-            GiftCardStatus::Depleted => "DEPLETED",
-        }
-    }
-}
-
 fn hex(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() * 2);
     for b in bytes {

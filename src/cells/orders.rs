@@ -58,38 +58,6 @@ impl Record for Order {
     }
 }
 
-impl Enumerated for OrderStatus {
-    const NAMES: &'static [&'static str] = &["OPEN", "CANCELLED"];
-    fn name(self) -> &'static str {
-        match self {
-            OrderStatus::Open => "OPEN",
-            OrderStatus::Cancelled => "CANCELLED",
-        }
-    }
-}
-
-impl Enumerated for FinancialStatus {
-    const NAMES: &'static [&'static str] = &["PENDING", "AUTHORIZED", "PAID"];
-    fn name(self) -> &'static str {
-        match self {
-            FinancialStatus::Pending => "PENDING",
-            FinancialStatus::Authorized => "AUTHORIZED",
-            FinancialStatus::Paid => "PAID",
-        }
-    }
-}
-
-impl Enumerated for FulfillmentStatus {
-    const NAMES: &'static [&'static str] = &["UNFULFILLED", "PARTIALLY_FULFILLED", "FULFILLED"];
-    fn name(self) -> &'static str {
-        match self {
-            FulfillmentStatus::Unfulfilled => "UNFULFILLED",
-            FulfillmentStatus::PartiallyFulfilled => "PARTIALLY_FULFILLED",
-            FulfillmentStatus::Fulfilled => "FULFILLED",
-        }
-    }
-}
-
 /// The counter holding the last order number given.
 pub(crate) fn number_key(store: Uuid) -> Vec<u8> {
     Key::store(store).str("order_number").into_vec()

@@ -5,6 +5,7 @@
 //! never stored in clear. The cell keeps `sha256(store id ‖ normalised code)` to find the card and
 //! the last four characters to show it masked.
 
+use crate::domain::Enumerated;
 use ring::digest::{SHA256, digest};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -108,8 +109,6 @@ pub enum GiftCardStatus {
 }
 
 impl GiftCardStatus {
-    pub const NAMES: &'static [&'static str] = &["ACTIVE", "DISABLED", "EXPIRED", "DEPLETED"];
-
     /// Parses a wire name in any case.
     pub fn parse(s: &str) -> Option<GiftCardStatus> {
         const ALL: [GiftCardStatus; 4] =
@@ -460,6 +459,18 @@ pub struct GiftCardView {
     pub updated_at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redemptions: Option<Vec<RedemptionView>>,
+}
+
+impl Enumerated for GiftCardStatus {
+    const NAMES: &'static [&'static str] = &["ACTIVE", "DISABLED", "EXPIRED", "DEPLETED"];
+    fn name(self) -> &'static str {
+        match self {
+            GiftCardStatus::Active => "ACTIVE",
+            GiftCardStatus::Disabled => "DISABLED",
+            GiftCardStatus::Expired => "EXPIRED",
+            GiftCardStatus::Depleted => "DEPLETED",
+        }
+    }
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! calculation made inside the order write; later areas (transactions, fulfillment, returns)
 //! add to an order, they never re-price it.
 
+use crate::domain::Enumerated;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -160,6 +161,38 @@ impl FulfillmentStatus {
             FulfillmentStatus::Unfulfilled => 0,
             FulfillmentStatus::PartiallyFulfilled => 1,
             FulfillmentStatus::Fulfilled => 2,
+        }
+    }
+}
+
+impl Enumerated for OrderStatus {
+    const NAMES: &'static [&'static str] = &["OPEN", "CANCELLED"];
+    fn name(self) -> &'static str {
+        match self {
+            OrderStatus::Open => "OPEN",
+            OrderStatus::Cancelled => "CANCELLED",
+        }
+    }
+}
+
+impl Enumerated for FinancialStatus {
+    const NAMES: &'static [&'static str] = &["PENDING", "AUTHORIZED", "PAID"];
+    fn name(self) -> &'static str {
+        match self {
+            FinancialStatus::Pending => "PENDING",
+            FinancialStatus::Authorized => "AUTHORIZED",
+            FinancialStatus::Paid => "PAID",
+        }
+    }
+}
+
+impl Enumerated for FulfillmentStatus {
+    const NAMES: &'static [&'static str] = &["UNFULFILLED", "PARTIALLY_FULFILLED", "FULFILLED"];
+    fn name(self) -> &'static str {
+        match self {
+            FulfillmentStatus::Unfulfilled => "UNFULFILLED",
+            FulfillmentStatus::PartiallyFulfilled => "PARTIALLY_FULFILLED",
+            FulfillmentStatus::Fulfilled => "FULFILLED",
         }
     }
 }

@@ -4,6 +4,7 @@
 //! One flat record serves the body, storage and the engine: enums are plain names and the variant
 //! data lives in ordinary fields, because the record codec (bincode) cannot read tagged enums.
 
+use crate::domain::Enumerated;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -538,4 +539,28 @@ pub struct DiscountView {
     pub channels: Vec<String>,
     pub created_at: String,
     pub updated_at: String,
+}
+
+impl Enumerated for DiscountStatus {
+    const NAMES: &'static [&'static str] = &["ACTIVE", "SCHEDULED", "EXPIRED", "DISABLED"];
+    fn name(self) -> &'static str {
+        match self {
+            DiscountStatus::Active => "ACTIVE",
+            DiscountStatus::Scheduled => "SCHEDULED",
+            DiscountStatus::Expired => "EXPIRED",
+            DiscountStatus::Disabled => "DISABLED",
+        }
+    }
+}
+
+impl Enumerated for ValueType {
+    const NAMES: &'static [&'static str] = &["percentage", "fixedAmount", "freeShipping", "buyXGetY"];
+    fn name(self) -> &'static str {
+        match self {
+            ValueType::Percentage => "percentage",
+            ValueType::FixedAmount => "fixedAmount",
+            ValueType::FreeShipping => "freeShipping",
+            ValueType::BuyXGetY => "buyXGetY",
+        }
+    }
 }
