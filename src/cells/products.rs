@@ -37,7 +37,8 @@ fn list(field: u8, bucket: u8) -> u16 {
     u16::from(field) << 8 | u16::from(bucket)
 }
 
-fn title_key(title: &str) -> String {
+/// The leading bytes of a lower-cased title that sort it in a list key (products, collections).
+pub(crate) fn title_key(title: &str) -> String {
     let lower = title.to_lowercase();
     let mut end = lower.len().min(TITLE_KEY_BYTES);
     while !lower.is_char_boundary(end) {

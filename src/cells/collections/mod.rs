@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::cells::handles::{handle_key, resolve_handle};
+use crate::cells::products::title_key;
 use crate::domain::collection::*;
 use crate::domain::product::{Product, slugify};
 use crate::error::{ApiError, ApiResult, Check, Code};
@@ -44,25 +45,12 @@ const ALL_CHILDREN: u8 = 3;
 pub const EMBEDDED_PRODUCTS: usize = 5;
 /// Parent chains longer than this are refused (and cycle checks stay bounded).
 const MAX_DEPTH: usize = 64;
-/// Sort keys longer than this are cut: order among such titles falls back to the id.
-const TITLE_KEY_BYTES: usize = 64;
 /// Products read per chunk while a smart collection evaluates the whole store.
 const CHUNK: usize = 1024;
 
-fn title_key(title: &str) -> String {
-    let lower = title.to_lowercase();
-    let mut end = lower.len().min(TITLE_KEY_BYTES);
-    while !lower.is_char_boundary(end) {
-        end -= 1;
-    }
-    lower[..end].to_string()
-}
-
 // ---- rows -----------------------------------------------------------------------------------
 
-pub(crate) fn row_key(store: Uuid, id: Uuid) -> Vec<u8> {
-    Key::store(store).id(id).into_vec()
-}
+pub(crate) use crate::storage::record::row_key;
 
 fn counter_key(store: Uuid, scope: u8) -> Vec<u8> {
     Key::store(store).str("collections").u8(scope).into_vec()
