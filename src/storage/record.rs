@@ -449,9 +449,10 @@ pub fn rebuild<R: Record>(txn: &redb::WriteTransaction) -> Result<(), redb::Erro
         let table = txn.open_table(R::TABLE.def)?;
         for item in table.iter()? {
             let (k, v) = item?;
-            let store = crate::storage::keys::leading_store(k.value());
-            let record: Option<R> = decode(v.value()).ok();
-            if let (Some(store), Some(record)) = (store, record) {
+            // A row that does not decode is corruption: the step fails (and the start with it)
+            // rather than leave the record out of its lists.
+            let record: R = decode(v.value()).map_err(|e| redb::Error::Corrupted(format!("{}: {e}", R::NAME)))?;
+            if let Some(store) = crate::storage::keys::leading_store(k.value()) {
                 records.push((store, record));
             }
         }
