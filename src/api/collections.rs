@@ -4,37 +4,61 @@
 //! only, and in them only ACTIVE products (`productCount` counts those); a draft, scheduled or
 //! deleted collection is a 404 to them, whatever they ask for.
 
-use uuid::Uuid;
-
-use crate::cells::collections::{CollectionFilter, EMBEDDED_PRODUCTS, SORT_FIELDS};
+use crate::cells::collections::EMBEDDED_PRODUCTS;
 use crate::domain::collection::{
-    Collection, CollectionStatus, CollectionType, CreateCollection, ProductIds, Schedule, UpdateCollection,
+    Collection, CollectionStatus, CollectionView, CreateCollection, ProductIds, Schedule, UpdateCollection,
 };
-use crate::domain::product::Product;
+use crate::domain::product::{Product, ProductView};
 use crate::error::{ApiError, ApiResult};
 use crate::handler;
+use crate::http::Page;
 use crate::http::context::Ctx;
-use crate::http::query::{LIMIT_DEFAULT, LIMIT_MAX, Paging};
-use crate::http::route::{Access, Param, Route, Service, param};
-use crate::http::{Page, Resp, created, no_content, ok};
+use crate::http::list::{ListOf, PageWindow};
+use crate::http::query::Query;
+use crate::http::reply::{Borrowed, NoContent, Rendered};
+use crate::http::route::{Access, Param, QueryParams, Route, Service, param};
+use crate::storage::record::SHOWN;
 
-const LIST_PARAMS: &[Param] = &[
-    param("page", "integer", "1-based page, default 1"),
-    param("limit", "integer", "page size, 1..250, default 20"),
-    param("search", "string", "part of the title, any case"),
-    param("collectionType", "string", "MANUAL or SMART"),
-    param("status", "string", "published, draft or scheduled"),
-    param("parentId", "string", "a collection id: its children; null: root collections only; absent: any"),
-    param("sortBy", "string", "title, productCount, createdAt (default), updatedAt, position"),
-    param("sortOrder", "string", "asc or desc (default)"),
-    param("includeProducts", "boolean", "embed the first 5 products of each collection as {id, title, handle, status, price}"),
-    param("includeDeleted", "boolean", "list soft-deleted collections too (with deletedAt)"),
-];
+impl Borrowed for CollectionView<'_> {
+    type Static = CollectionView<'static>;
+}
 
-const ONE_PARAMS: &[Param] = &[param("includeDeleted", "boolean", "answer a soft-deleted collection too")];
+/// `GET S/collections`: the list of the record, and whether to embed each one's first products.
+pub struct CollectionList {
+    list: ListOf<Collection>,
+    include_products: bool,
+}
 
-const PRODUCT_PARAMS: &[Param] =
-    &[param("page", "integer", "1-based page, default 1"), param("limit", "integer", "page size, 1..250, default 20")];
+impl QueryParams for CollectionList {
+    fn params() -> Vec<Param> {
+        let mut out = ListOf::<Collection>::params();
+        out.push(param(
+            "includeProducts",
+            "boolean",
+            "embed the first 5 products of each collection as {id, title, handle, status, price}",
+        ));
+        out
+    }
+
+    fn parse(q: &Query) -> ApiResult<Self> {
+        Ok(CollectionList { list: ListOf::parse(q)?, include_products: q.bool("includeProducts", false)? })
+    }
+}
+
+/// `includeDeleted` of one collection's read.
+pub struct OneCollection {
+    include_deleted: bool,
+}
+
+impl QueryParams for OneCollection {
+    fn params() -> Vec<Param> {
+        vec![param("includeDeleted", "boolean", "answer a soft-deleted collection too")]
+    }
+
+    fn parse(q: &Query) -> ApiResult<Self> {
+        Ok(OneCollection { include_deleted: q.bool("includeDeleted", false)? })
+    }
+}
 
 pub fn routes() -> Vec<Route> {
     use Access::{Member, Storefront};
@@ -43,9 +67,9 @@ pub fn routes() -> Vec<Route> {
     let one = "/stores/{storeId}/collections/{id}";
     let products = "/stores/{storeId}/collections/{id}/products";
     vec![
-        Route::get(p, Cell, Storefront, handler!(list), "List collections (shoppers: published ones only)").query(LIST_PARAMS),
+        Route::get(p, Cell, Storefront, handler!(list), "List collections (shoppers: published ones only)"),
         Route::post(p, Cell, Member, handler!(create), "Create a manual or smart collection").body::<CreateCollection>(),
-        Route::get(one, Cell, Storefront, handler!(get), "One collection (shoppers: a published one)").query(ONE_PARAMS),
+        Route::get(one, Cell, Storefront, handler!(get), "One collection (shoppers: a published one)"),
         Route::patch(one, Cell, Member, handler!(update), "Change a collection").body::<UpdateCollection>(),
         Route::delete(one, Cell, Member, handler!(delete), "Soft-delete a collection"),
         Route::get(
@@ -54,8 +78,7 @@ pub fn routes() -> Vec<Route> {
             Storefront,
             handler!(list_products),
             "A collection's products in order (shoppers: ACTIVE ones of a published collection)",
-        )
-        .query(PRODUCT_PARAMS),
+        ),
         Route::post(products, Cell, Member, handler!(add_products), "Add products to a manual collection").body::<ProductIds>(),
         Route::post(
             "/stores/{storeId}/collections/{id}/products/remove",
@@ -84,50 +107,34 @@ pub fn routes() -> Vec<Route> {
     ]
 }
 
-/// `parentId`: absent = any parent, `null` = root collections, an id = that collection's children.
-fn parent_filter(cx: &Ctx) -> ApiResult<Option<Option<Uuid>>> {
-    match cx.query.str("parentId") {
-        None => Ok(None),
-        Some(v) if v.eq_ignore_ascii_case("null") => Ok(Some(None)),
-        Some(v) => Uuid::parse_str(v).map(|id| Some(Some(id))).map_err(|_| ApiError::field("parentId", "must be a UUID or null")),
-    }
-}
-
-async fn list(cx: Ctx) -> ApiResult<Resp> {
+async fn list(cx: Ctx, q: CollectionList) -> ApiResult<Rendered<Page<CollectionView<'static>>>> {
     let s = cx.scope()?;
-    let q = &cx.query;
-    let paging = Paging::from_query(q, SORT_FIELDS, "createdAt")?;
     let shopper = cx.is_shopper();
-    let status = q.one_of("status", CollectionStatus::NAMES)?.and_then(CollectionStatus::parse);
-    let include_deleted = q.bool("includeDeleted", false)?;
-    let filter = CollectionFilter {
-        search: q.str("search").map(|t| t.trim().to_lowercase()).filter(|t| !t.is_empty()),
-        collection_type: q.one_of("collectionType", CollectionType::NAMES)?.and_then(CollectionType::parse),
-        // Shoppers see what the store publishes, whatever they ask for.
-        status: if shopper { Some(CollectionStatus::Published) } else { status },
-        parent: parent_filter(&cx)?,
-        include_deleted: include_deleted && !shopper,
-    };
-    let include_products = q.bool("includeProducts", false)?;
-    let (mut collections, total) = s.cell.list_collections(s.id, &filter, &paging)?;
+    let mut query = q.list.query.clone();
     if shopper {
-        for c in &mut collections {
+        // Shoppers see what the store publishes, whatever they ask for.
+        query.restrict::<Collection>("status", CollectionStatus::Published.name());
+        query.restrict::<Collection>("includeDeleted", SHOWN);
+    }
+    let mut collections = s.cell.list::<Collection>(s.id, &query)?;
+    if shopper {
+        for c in &mut collections.items {
             shopper_count(&cx, c)?;
         }
     }
     let embedded: Vec<Option<Vec<Product>>> = collections
+        .items
         .iter()
-        .map(|c| include_products.then(|| s.cell.collection_products(s.id, c, 0, EMBEDDED_PRODUCTS, shopper)).transpose())
+        .map(|c| q.include_products.then(|| s.cell.collection_products(s.id, c, 0, EMBEDDED_PRODUCTS, shopper)).transpose())
         .collect::<ApiResult<_>>()?;
-    let data: Vec<_> = collections.iter().zip(&embedded).map(|(c, p)| c.view(p.as_deref())).collect();
-    Ok(ok(&Page::new(data, total, paging.page, paging.limit)))
+    let data: Vec<_> = collections.items.iter().zip(&embedded).map(|(c, p)| c.view(p.as_deref())).collect();
+    Rendered::view(&Page::new(data, collections.total, q.list.page, q.list.limit))
 }
 
-async fn create(cx: Ctx) -> ApiResult<Resp> {
+async fn create(cx: Ctx) -> ApiResult<Rendered<CollectionView<'static>, 201>> {
     let s = cx.scope()?;
-    let body: CreateCollection = cx.json()?;
-    let c = s.cell.create_collection(s.id, body).await?;
-    Ok(created(&c.view(None)))
+    let c = s.cell.create_collection(s.id, cx.json()?).await?;
+    Rendered::view(&c.view(None))
 }
 
 /// A collection as the caller may see it: any live one (or deleted, when asked) for members; a
@@ -153,71 +160,62 @@ fn shopper_count(cx: &Ctx, c: &mut Collection) -> ApiResult<()> {
     Ok(())
 }
 
-async fn get(cx: Ctx) -> ApiResult<Resp> {
-    let c = visible(&cx, cx.query.bool("includeDeleted", false)?)?;
-    Ok(ok(&c.view(None)))
+async fn get(cx: Ctx, q: OneCollection) -> ApiResult<Rendered<CollectionView<'static>>> {
+    Rendered::view(&visible(&cx, q.include_deleted)?.view(None))
 }
 
-async fn update(cx: Ctx) -> ApiResult<Resp> {
+async fn update(cx: Ctx) -> ApiResult<Rendered<CollectionView<'static>>> {
     let s = cx.scope()?;
-    let id = cx.path_id("id")?;
     let body: UpdateCollection = cx.json()?;
-    let c = s.cell.update_collection(s.id, id, body).await?;
-    Ok(ok(&c.view(None)))
+    let c = s.cell.update_collection(s.id, cx.path_id("id")?, body).await?;
+    Rendered::view(&c.view(None))
 }
 
-async fn delete(cx: Ctx) -> ApiResult<Resp> {
+async fn delete(cx: Ctx) -> ApiResult<NoContent> {
     let s = cx.scope()?;
     s.cell.delete_collection(s.id, cx.path_id("id")?).await?;
-    Ok(no_content())
+    Ok(NoContent)
 }
 
-async fn list_products(cx: Ctx) -> ApiResult<Resp> {
+async fn list_products(cx: Ctx, w: PageWindow) -> ApiResult<Rendered<Page<ProductView<'static>>>> {
     let s = cx.scope()?;
-    let page = cx.query.int("page", 1, 1, i64::from(u32::MAX))? as u32;
-    let limit = cx.query.int("limit", LIMIT_DEFAULT.into(), 1, LIMIT_MAX.into())? as u32;
-    let skip = (page as usize - 1).saturating_mul(limit as usize);
+    let (skip, take) = (w.offset(), w.limit as usize);
     let c = s.cell.collection(s.id, cx.path_id("id")?, false)?;
     let (products, total) = if cx.is_shopper() {
         if c.status != CollectionStatus::Published {
             return Err(ApiError::not_found());
         }
-        s.cell.active_collection_page(s.id, &c, skip, limit as usize)?
+        s.cell.active_collection_page(s.id, &c, skip, take)?
     } else {
-        (s.cell.collection_products(s.id, &c, skip, limit as usize, false)?, c.product_count)
+        (s.cell.collection_products(s.id, &c, skip, take, false)?, c.product_count)
     };
-    let data: Vec<_> = products.iter().map(Product::view).collect();
-    Ok(ok(&Page::new(data, total, page, limit)))
+    Rendered::view(&w.page(products.iter().map(Product::view).collect(), total))
 }
 
-async fn add_products(cx: Ctx) -> ApiResult<Resp> {
+async fn add_products(cx: Ctx) -> ApiResult<Rendered<CollectionView<'static>>> {
     let s = cx.scope()?;
-    let id = cx.path_id("id")?;
     let body: ProductIds = cx.json()?;
-    let c = s.cell.add_collection_products(s.id, id, body.product_ids).await?;
-    Ok(ok(&c.view(None)))
+    let c = s.cell.add_collection_products(s.id, cx.path_id("id")?, body.product_ids).await?;
+    Rendered::view(&c.view(None))
 }
 
-async fn remove_products(cx: Ctx) -> ApiResult<Resp> {
+async fn remove_products(cx: Ctx) -> ApiResult<Rendered<CollectionView<'static>>> {
     let s = cx.scope()?;
-    let id = cx.path_id("id")?;
     let body: ProductIds = cx.json()?;
-    let c = s.cell.remove_collection_products(s.id, id, body.product_ids).await?;
-    Ok(ok(&c.view(None)))
+    let c = s.cell.remove_collection_products(s.id, cx.path_id("id")?, body.product_ids).await?;
+    Rendered::view(&c.view(None))
 }
 
-async fn reorder(cx: Ctx) -> ApiResult<Resp> {
+async fn reorder(cx: Ctx) -> ApiResult<Rendered<CollectionView<'static>>> {
     let s = cx.scope()?;
-    let id = cx.path_id("id")?;
     let body: ProductIds = cx.json()?;
-    let c = s.cell.reorder_collection_products(s.id, id, body.product_ids).await?;
-    Ok(ok(&c.view(None)))
+    let c = s.cell.reorder_collection_products(s.id, cx.path_id("id")?, body.product_ids).await?;
+    Rendered::view(&c.view(None))
 }
 
-async fn schedule(cx: Ctx) -> ApiResult<Resp> {
+async fn schedule(cx: Ctx) -> ApiResult<Rendered<CollectionView<'static>>> {
     let s = cx.scope()?;
-    let id = cx.path_id("id")?;
     let body: Schedule = cx.json()?;
-    let c = s.cell.schedule_collection(s.id, id, body.publish_at).await?;
-    Ok(ok(&c.view(None)))
+    let c = s.cell.schedule_collection(s.id, cx.path_id("id")?, body.publish_at).await?;
+    Rendered::view(&c.view(None))
 }

@@ -15,7 +15,7 @@ use crate::domain::pricing::discount::{Discount, DiscountInput, DiscountStatus, 
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::keys::Key;
 use crate::storage::read;
-use crate::storage::record::{self, Enumerated, Filter, FilterValue, List, Record, Search, Sort, row_key};
+use crate::storage::record::{self, Claim, Enumerated, Filter, FilterValue, List, Record, Search, Sort, row_key};
 use crate::storage::tables::{DISCOUNT_AUTOMATIC, DISCOUNT_CODES, DISCOUNT_ORDER, DISCOUNT_USAGE, DISCOUNTS, StoreTable};
 use crate::storage::writer::{Tx, read_u64};
 
@@ -75,11 +75,11 @@ impl Record for Discount {
 
     /// The code claim (`store ‖ lower-cased code → id`), or for an automatic discount its row in
     /// the index every calculation reads.
-    fn claims(&self, store: Uuid) -> Vec<(StoreTable, Vec<u8>, Vec<u8>)> {
-        match &self.code {
+    fn claims(&self, store: Uuid) -> ApiResult<Vec<Claim>> {
+        Ok(match &self.code {
             Some(code) => vec![(DISCOUNT_CODES, code_key(store, code), self.id.as_bytes().to_vec())],
             None => vec![(DISCOUNT_AUTOMATIC, row_key(store, self.id), Vec::new())],
-        }
+        })
     }
 }
 

@@ -23,7 +23,7 @@ use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::codec::decode;
 use crate::storage::keys::Key;
 use crate::storage::read;
-use crate::storage::record::{self, Enumerated, Filter, FilterValue, List, Record, Search, Sort};
+use crate::storage::record::{self, Claim, Enumerated, Filter, FilterValue, List, Record, Search, Sort};
 use crate::storage::tables::{GIFT_CARD_CODES, GIFT_CARD_ORDER, GIFT_CARDS, STORES, StoreTable};
 use crate::storage::writer::Tx;
 
@@ -75,8 +75,8 @@ impl Record for GiftCard {
     }
 
     /// `store ‖ sha256(store ‖ code) → id`: claims the code and finds the card by it.
-    fn claims(&self, store: Uuid) -> Vec<(StoreTable, Vec<u8>, Vec<u8>)> {
-        vec![(GIFT_CARD_CODES, code_key(store, &self.code_hash), self.id.as_bytes().to_vec())]
+    fn claims(&self, store: Uuid) -> ApiResult<Vec<Claim>> {
+        Ok(vec![(GIFT_CARD_CODES, code_key(store, &self.code_hash), self.id.as_bytes().to_vec())])
     }
 }
 

@@ -8,7 +8,7 @@ use crate::cells::catalogs::market_in_use;
 use crate::domain::market::*;
 use crate::error::{ApiError, ApiResult, Check, Code};
 use crate::storage::keys::Key;
-use crate::storage::record::{self, List, Record, Sort};
+use crate::storage::record::{self, Claim, List, Record, Sort};
 use crate::storage::tables::{MARKET_COUNTRIES, MARKET_ORDER, MARKETS, StoreTable};
 use crate::storage::writer::Tx;
 
@@ -30,8 +30,8 @@ impl Record for Market {
     }
 
     /// `store ‖ country → market id`: who holds each country.
-    fn claims(&self, store: Uuid) -> Vec<(StoreTable, Vec<u8>, Vec<u8>)> {
-        self.countries.iter().map(|c| (MARKET_COUNTRIES, country_key(store, c), self.id.as_bytes().to_vec())).collect()
+    fn claims(&self, store: Uuid) -> ApiResult<Vec<Claim>> {
+        Ok(self.countries.iter().map(|c| (MARKET_COUNTRIES, country_key(store, c), self.id.as_bytes().to_vec())).collect())
     }
 }
 

@@ -11,13 +11,13 @@ use tokio::sync::Notify;
 use uuid::Uuid;
 
 use crate::cells::StoreState;
-use crate::cells::collections::{row_key, schedule_key, write_collection};
+use crate::cells::collections::schedule_key;
 use crate::clock::Clock;
 use crate::domain::collection::{Collection, CollectionStatus};
 use crate::error::ApiResult;
-use crate::storage::codec::decode;
 use crate::storage::keys::{leading_store, trailing_id};
-use crate::storage::tables::{COLLECTION_SCHEDULE, COLLECTIONS, STORE_STATE};
+use crate::storage::record;
+use crate::storage::tables::{COLLECTION_SCHEDULE, STORE_STATE};
 use crate::storage::writer::{Tx, Writer};
 
 /// Longest sleep between passes (real time): also how soon a store moved in from another cell
@@ -140,9 +140,8 @@ async fn publish_due(db: &Database, writer: &Writer, stopping: &AtomicBool, cloc
 /// Publishes one due collection; a schedule row that no longer matches its collection (deleted,
 /// rescheduled, published by hand) is dropped. `now` is the collection's new `updatedAt`.
 fn publish(tx: &mut Tx, store: Uuid, id: Uuid, at: i64, now: i64) -> ApiResult<()> {
-    let old = match tx.get(COLLECTIONS, &row_key(store, id))? {
-        Some(b) => decode::<Collection>(&b)?,
-        None => return tx.delete(COLLECTION_SCHEDULE, &schedule_key(store, at, id)),
+    let Some(old) = record::load::<Collection>(tx, store, id)? else {
+        return tx.delete(COLLECTION_SCHEDULE, &schedule_key(store, at, id));
     };
     if old.deleted_at.is_some() || old.status != CollectionStatus::Scheduled || old.publish_at != Some(at) {
         return tx.delete(COLLECTION_SCHEDULE, &schedule_key(store, at, id));
@@ -152,7 +151,7 @@ fn publish(tx: &mut Tx, store: Uuid, id: Uuid, at: i64, now: i64) -> ApiResult<(
     c.published_at = Some(at);
     c.publish_at = None;
     c.updated_at = now;
-    write_collection(tx, store, Some(&old), Some(&c))
+    record::write(tx, store, Some(&old), Some(&c))
 }
 
 #[cfg(test)]

@@ -574,7 +574,7 @@ impl SmartRules {
 }
 
 /// A rule as the API shows it.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 pub struct RuleView {
     pub field: &'static str,
     pub relation: &'static str,
@@ -582,7 +582,7 @@ pub struct RuleView {
 }
 
 /// A small product view embedded by `includeProducts`.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProductSummary<'a> {
     pub id: Uuid,
@@ -605,7 +605,7 @@ impl<'a> ProductSummary<'a> {
 }
 
 /// A collection as the API shows it.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CollectionView<'a> {
     pub id: Uuid,

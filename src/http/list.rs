@@ -14,7 +14,7 @@ use crate::http::query::{LIMIT_DEFAULT, LIMIT_MAX, Paging, Query};
 use crate::http::route::{Param, QueryParams, param};
 use crate::http::{OffsetPage, Page};
 use crate::storage::list::{ListQuery, Listed};
-use crate::storage::record::{FilterKind, Record};
+use crate::storage::record::{FilterKind, Record, SHOWN};
 
 /// The query of a page-style list of `R` (`page`, `limit`).
 pub struct ListOf<R> {
@@ -44,15 +44,45 @@ impl<R> OffsetListOf<R> {
     }
 }
 
+/// A page-style window over something that is not a record list (a collection's products):
+/// `page` and `limit` alone.
+pub struct PageWindow {
+    pub page: u32,
+    pub limit: u32,
+}
+
+impl PageWindow {
+    /// How many items precede the page.
+    pub fn offset(&self) -> usize {
+        (self.page as usize - 1).saturating_mul(self.limit as usize)
+    }
+
+    /// The envelope of `API.md` around a page of `total`.
+    pub fn page<V: Serialize>(&self, items: Vec<V>, total: u64) -> Page<V> {
+        Page::new(items, total, self.page, self.limit)
+    }
+}
+
+impl QueryParams for PageWindow {
+    fn params() -> Vec<Param> {
+        vec![param("page", "integer", "1-based page, default 1"), param("limit", "integer", "page size, 1..250, default 20")]
+    }
+
+    fn parse(q: &Query) -> ApiResult<Self> {
+        Ok(PageWindow {
+            page: q.int("page", 1, 1, i64::from(u32::MAX))? as u32,
+            limit: q.int("limit", LIMIT_DEFAULT.into(), 1, LIMIT_MAX.into())? as u32,
+        })
+    }
+}
+
 /// Largest `offset` an offset-style list takes: far beyond any real page, and a bound on a
 /// walk's cost.
 pub const MAX_OFFSET: i64 = 1_000_000;
 
 impl<R: Record> QueryParams for ListOf<R> {
     fn params() -> Vec<Param> {
-        let window =
-            vec![param("page", "integer", "1-based page, default 1"), param("limit", "integer", "page size, 1..250, default 20")];
-        params_of::<R>(window)
+        params_of::<R>(PageWindow::params())
     }
 
     fn parse(q: &Query) -> ApiResult<Self> {
@@ -102,7 +132,9 @@ fn params_of<R: Record>(mut out: Vec<Param>) -> Vec<Param> {
                 let any = any.map(|a| format!("; {a} for every value")).unwrap_or_default();
                 format!("{}: {} (comma-separated, any case{any})", f.doc, values.join(", "))
             }
-            FilterKind::Reference => format!("{} (comma-separated ids)", f.doc),
+            FilterKind::Reference { none: None } => format!("{} (comma-separated ids)", f.doc),
+            FilterKind::Reference { none: Some(none) } => format!("{} (comma-separated ids; {none}: none)", f.doc),
+            FilterKind::Hidden => format!("{} (true or false, default false)", f.doc),
             FilterKind::Code { .. } => format!("{} (comma-separated)", f.doc),
         };
         out.push(Param { doc: Cow::Owned(doc.clone()), ..param(f.name, "string", "") });
@@ -125,6 +157,12 @@ fn query_of<R: Record>(q: &Query, sort: &'static str, desc: bool, offset: usize,
     let list = &R::LIST;
     let mut filters = Vec::new();
     for (i, f) in list.filters.iter().enumerate() {
+        if let FilterKind::Hidden = f.kind {
+            if !q.bool(f.name, false)? {
+                filters.push((i, vec![SHOWN.as_bytes().to_vec()]));
+            }
+            continue;
+        }
         let (name, raw) = match (q.str(f.name), f.alias.and_then(|a| q.str(a).map(|v| (a, v)))) {
             (Some(raw), _) => (f.name, raw),
             (None, Some((alias, raw))) => (alias, raw),
@@ -169,10 +207,17 @@ fn filter_values(name: &str, kind: FilterKind, raw: &str) -> ApiResult<Option<Ve
                     .ok_or_else(|| ApiError::field(name, format!("unknown value {part}; one of: {}", values.join(", "))))?;
                 out.push(v.as_bytes().to_vec());
             }
-            FilterKind::Reference => {
-                let id = uuid::Uuid::parse_str(part).map_err(|_| ApiError::field(name, "must be a UUID"))?;
+            FilterKind::Reference { none } => {
+                let id = match none {
+                    Some(none) if none.eq_ignore_ascii_case(part) => uuid::Uuid::nil(),
+                    Some(none) => {
+                        uuid::Uuid::parse_str(part).map_err(|_| ApiError::field(name, format!("must be a UUID or {none}")))?
+                    }
+                    None => uuid::Uuid::parse_str(part).map_err(|_| ApiError::field(name, "must be a UUID"))?,
+                };
                 out.push(id.as_bytes().to_vec());
             }
+            FilterKind::Hidden => {}
             FilterKind::Code { normalise, invalid } => {
                 out.push(normalise(part).ok_or_else(|| ApiError::field(name, invalid))?.into_bytes());
             }

@@ -202,12 +202,6 @@ impl Route {
         Route::new(Method::DELETE, path, service, access, endpoint, summary)
     }
 
-    /// Query parameters of a handler that reads them itself (not through [`QueryParams`]).
-    pub fn query(mut self, params: &'static [Param]) -> Self {
-        self.query = params.to_vec();
-        self
-    }
-
     /// Declares the success answer of a handler that builds its [`Resp`] itself (headers of its
     /// own, bodies that are not JSON): the reply type `R` documents it.
     pub fn answers<R: Reply>(mut self) -> Self {

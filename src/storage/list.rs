@@ -51,6 +51,16 @@ impl<R> Listed<R> {
 }
 
 impl ListQuery {
+    /// Keeps the list to the records whose enumerated (or hidden) filter `filter` of `R` is
+    /// `value`, whatever was asked: what a caller may see (shoppers: published collections).
+    pub fn restrict<R: Record>(&mut self, filter: &str, value: &str) {
+        if let Some(i) = R::LIST.filters.iter().position(|f| f.name == filter) {
+            self.filters.retain(|(j, _)| *j != i);
+            self.filters.push((i, vec![value.as_bytes().to_vec()]));
+            self.filters.sort_by_key(|(j, _)| *j);
+        }
+    }
+
     fn is_plain(&self) -> bool {
         self.filters.is_empty() && self.ranges.is_empty() && self.search.is_none()
     }

@@ -81,30 +81,3 @@ pub fn walk(
     }
     Ok(())
 }
-
-/// Walks every row under `prefix`, keeping those whose value `accepts`, and collects the ids
-/// (the keys' trailing 16 bytes) of the kept rows at positions `offset..offset + limit`.
-/// Filtered lists need the whole walk for their total; it reads index rows only.
-pub fn filtered_page(
-    txn: &ReadTransaction,
-    table: StoreTable,
-    prefix: &[u8],
-    desc: bool,
-    offset: usize,
-    limit: usize,
-    accepts: impl Fn(&[u8]) -> bool,
-) -> ApiResult<(Vec<uuid::Uuid>, u64)> {
-    let window = offset as u64..offset.saturating_add(limit) as u64;
-    let mut ids = Vec::with_capacity(limit);
-    let mut kept = 0u64;
-    scan(txn, table, prefix, desc, 0, usize::MAX, |k, v| {
-        if accepts(v) {
-            if window.contains(&kept) {
-                ids.extend(crate::storage::keys::trailing_id(k));
-            }
-            kept += 1;
-        }
-        Ok(())
-    })?;
-    Ok((ids, kept))
-}

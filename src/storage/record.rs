@@ -42,10 +42,13 @@ pub trait Record: Serialize + DeserializeOwned + Send + Sync + 'static {
     /// Secondary rows besides the list orders (uniqueness claims such as a market's countries,
     /// lookups by handle): `(table, key, value)`, kept in step by [`write`]. Checking that a claim
     /// is free is the area's rule (its 409 names the field); keeping the rows is not.
-    fn claims(&self, _store: Uuid) -> Vec<(StoreTable, Vec<u8>, Vec<u8>)> {
-        Vec::new()
+    fn claims(&self, _store: Uuid) -> ApiResult<Vec<Claim>> {
+        Ok(Vec::new())
     }
 }
+
+/// A secondary row of a record: `(table, key, value)`.
+pub type Claim = (StoreTable, Vec<u8>, Vec<u8>);
 
 /// A sortable field: the name `sortBy` takes, its tag in the order table's keys (a stored
 /// number: never reused for another field), and how the record's sort value is appended to a key.
@@ -58,7 +61,7 @@ pub struct Sort<R> {
 /// A list filter: equality on an enumerated field or a reference to another record, asked for
 /// with one value or many, comma-separated. Each value has a counter, so the `total` of a list
 /// filtered on one field is read, not counted. Built with [`Filter::enumerated`],
-/// [`Filter::reference`], [`Filter::code`] or [`Filter::timed`].
+/// [`Filter::reference`], [`Filter::code`], [`Filter::timed`] or [`Filter::hidden`].
 pub struct Filter<R> {
     /// The query parameter.
     pub name: &'static str,
@@ -89,7 +92,13 @@ impl<R> Filter<R> {
 
     /// The id of another record.
     pub const fn reference(name: &'static str, value: fn(&R) -> Option<FilterValue>, doc: &'static str) -> Self {
-        Filter { name, alias: None, kind: FilterKind::Reference, value, doc }
+        Filter { name, alias: None, kind: FilterKind::Reference { none: None }, value, doc }
+    }
+
+    /// Records `hidden` (soft-deleted ones) stay off the list unless the boolean parameter
+    /// `name` is `true`; `value` is [`FilterValue::shown`] of the record.
+    pub const fn hidden(name: &'static str, value: fn(&R) -> Option<FilterValue>, doc: &'static str) -> Self {
+        Filter { name, alias: None, kind: FilterKind::Hidden, value, doc }
     }
 
     /// A short code put in its one written form by `normalise` (refused with `invalid`).
@@ -126,6 +135,15 @@ impl<R> Filter<R> {
         self
     }
 
+    /// For a reference: `keyword` (any case) asks for the records that reference none, whose
+    /// value is the nil id (root collections: `parentId=null`).
+    pub const fn or_none(mut self, keyword: &'static str) -> Self {
+        if let FilterKind::Reference { .. } = self.kind {
+            self.kind = FilterKind::Reference { none: Some(keyword) };
+        }
+        self
+    }
+
     /// The parameter is read under `alias` too (when `name` is absent).
     pub const fn alias(mut self, alias: &'static str) -> Self {
         self.alias = Some(alias);
@@ -145,14 +163,16 @@ pub use crate::domain::Enumerated;
 pub enum FilterKind {
     /// One of fixed names, matched without regard to case; `any` (when set) means no filter.
     Enum { values: &'static [&'static str], any: Option<&'static str> },
-    /// The id of another record.
-    Reference,
+    /// The id of another record; `none` (when set) is the keyword for the nil id: no record.
+    Reference { none: Option<&'static str> },
     /// A short code (a country), put in its one written form by `normalise`; a value it refuses
     /// is a 400 with `invalid` as the message.
     Code { normalise: fn(&str) -> Option<String>, invalid: &'static str },
     /// One of fixed names, each a state of the record's stored times at the list's moment;
     /// `any` as for [`FilterKind::Enum`].
     Timed { values: &'static [&'static str], any: Option<&'static str>, state: fn(&[i64], i64) -> &'static str },
+    /// A boolean parameter, false unless given: false lists the records shown only.
+    Hidden,
 }
 
 /// A record's value of one filter.
@@ -165,7 +185,15 @@ pub enum FilterValue {
     Times(Vec<i64>),
 }
 
+/// How [`FilterKind::Hidden`] keeps a record that is listed by default.
+pub const SHOWN: &str = "shown";
+
 impl FilterValue {
+    /// The value of a [`Filter::hidden`] filter: whether the record is listed by default.
+    pub fn shown(shown: bool) -> Option<FilterValue> {
+        Some(FilterValue::Enum(if shown { SHOWN } else { "hidden" }))
+    }
+
     /// The value as it is kept in order rows and counter keys.
     pub fn bytes(&self) -> Vec<u8> {
         match self {
@@ -385,8 +413,8 @@ pub fn write<R: Record>(tx: &mut Tx, store: Uuid, old: Option<&R>, new: Option<&
     if let Some(order) = R::LIST.order {
         tx.sync_rows(order, &rows(old)?, &rows(new)?)?;
     }
-    let claims = |r: Option<&R>| r.map(|r| r.claims(store)).unwrap_or_default();
-    let (old_claims, new_claims) = (claims(old), claims(new));
+    let claims = |r: Option<&R>| r.map(|r| r.claims(store)).transpose().map(Option::unwrap_or_default);
+    let (old_claims, new_claims) = (claims(old)?, claims(new)?);
     for (table, key, _) in &old_claims {
         if !new_claims.iter().any(|(t, k, _)| t.index == table.index && k == key) {
             tx.delete(*table, key)?;
@@ -437,9 +465,9 @@ pub fn delete_scope<R: Record>(tx: &mut Tx, store: Uuid, scope: Uuid) -> ApiResu
     Ok(())
 }
 
-/// Rebuilds every order row and counter of `R` in every store from the records: the migration
-/// step of a format version that changes what a record's list keeps (new sortable fields, new
-/// filters and their counters).
+/// Rebuilds every order row and counter of `R` in every store from the records, and writes its
+/// claims again: the migration step of a format version that changes what a record's list keeps
+/// (new sortable fields, new filters and their counters) or adds a claim.
 pub fn rebuild<R: Record>(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
     use redb::ReadableTable;
     // A record never listed keeps neither order rows nor counters.
@@ -467,6 +495,10 @@ pub fn rebuild<R: Record>(txn: &redb::WriteTransaction) -> Result<(), redb::Erro
     for (store, r) in &records {
         for (k, v) in order_rows(*store, r).map_err(failed)? {
             order.insert(k.as_slice(), v.as_slice())?;
+        }
+        // Claims are written again as they are: a step that adds a claim table fills it.
+        for (table, k, v) in r.claims(*store).map_err(failed)? {
+            txn.open_table(table.def)?.insert(k.as_slice(), v.as_slice())?;
         }
         *counters.entry(total_key::<R>(*store, r.scope())).or_default() += 1;
         for k in value_counters(*store, r) {

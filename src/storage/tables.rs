@@ -88,8 +88,9 @@ pub const COUNTERS: StoreTable = StoreTable::new(4, "counters");
 
 /// `store ‖ collection id → Collection` (soft-deleted ones too, with `deletedAt`).
 pub const COLLECTIONS: StoreTable = StoreTable::new(5, "collections");
-/// `store ‖ sort field u8 ‖ scope u8 [‖ parent id] ‖ sort value ‖ collection id → filter summary`:
-/// the collection list orders; the value (type, status, deleted, lower-cased title) filters a walk.
+/// `store ‖ sort field u8 ‖ sort value ‖ collection id → summary`: the collection list orders
+/// (soft-deleted ones too); the summary (shown, type, status, parent, lower-cased title) filters
+/// a walk.
 pub const COLLECTION_ORDER: StoreTable = StoreTable::new(6, "collection_order");
 /// `store ‖ handle → collection id`: collection handles are unique per store.
 pub const COLLECTION_HANDLES: StoreTable = StoreTable::new(7, "collection_handles");
@@ -174,6 +175,9 @@ pub const TAX_RATE_ORDER: StoreTable = StoreTable::new(38, "tax_rate_order");
 
 /// `store ‖ discount id ‖ sort field u8 ‖ sort value ‖ comment id → ()`: a discount's comment list.
 pub const DISCOUNT_COMMENT_ORDER: StoreTable = StoreTable::new(39, "discount_comment_order");
+/// `store ‖ parent id ‖ collection id → ()`: the live children of a collection, which move up
+/// when it is deleted.
+pub const COLLECTION_CHILDREN: StoreTable = StoreTable::new(40, "collection_children");
 
 /// Every store-scoped table, in index order: exporting a store copies exactly these ranges.
 pub const STORE_TABLES: &[StoreTable] = &[
@@ -217,6 +221,7 @@ pub const STORE_TABLES: &[StoreTable] = &[
     SHIPPING_ZONE_ORDER,
     TAX_RATE_ORDER,
     DISCOUNT_COMMENT_ORDER,
+    COLLECTION_CHILDREN,
 ];
 
 #[cfg(test)]

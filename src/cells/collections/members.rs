@@ -91,13 +91,8 @@ pub(super) fn members_in_order(tx: &Tx, store: Uuid, c: &Collection) -> ApiResul
     Ok(ids)
 }
 
-pub(super) fn load(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<Collection> {
-    let bytes = tx.get(COLLECTIONS, &row_key(store, id))?.ok_or_else(ApiError::not_found)?;
-    decode(&bytes)
-}
-
 pub(super) fn load_live(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<Collection> {
-    let c = load(tx, store, id)?;
+    let c = record::must_load::<Collection>(tx, store, id)?;
     if c.deleted_at.is_some() { Err(ApiError::not_found()) } else { Ok(c) }
 }
 
@@ -151,15 +146,14 @@ pub fn on_product_write(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Op
     let Some(n) = new else {
         for (k, v) in tx.scan_prefix(PRODUCT_COLLECTIONS, &row_key(store, pid), None, usize::MAX)? {
             let Some(cid) = trailing_id(&k) else { continue };
-            let Some(bytes) = tx.get(COLLECTIONS, &row_key(store, cid))? else {
+            let Some(before) = record::load::<Collection>(tx, store, cid)? else {
                 // A membership without its collection must not block the product's delete.
                 set_member(tx, store, cid, pid, Some(&placement_of(&v)?), None)?;
                 continue;
             };
-            let before: Collection = decode(&bytes)?;
             let mut c = before.clone();
             remove_member(tx, store, &mut c, pid)?;
-            write_collection(tx, store, Some(&before), Some(&c))?;
+            record::write(tx, store, Some(&before), Some(&c))?;
         }
         return Ok(());
     };
@@ -182,14 +176,14 @@ pub fn on_product_write(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Op
         if belongs == placement(tx, store, cid, pid)?.is_some() {
             continue;
         }
-        let before = load(tx, store, cid)?;
+        let before = record::must_load::<Collection>(tx, store, cid)?;
         let mut c = before.clone();
         if belongs {
             add_member(tx, store, &mut c, n)?;
         } else {
             remove_member(tx, store, &mut c, pid)?;
         }
-        write_collection(tx, store, Some(&before), Some(&c))?;
+        record::write(tx, store, Some(&before), Some(&c))?;
     }
     Ok(())
 }

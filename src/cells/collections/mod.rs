@@ -1,7 +1,8 @@
 //! Collections in a cell.
 //!
-//! [`write_collection`] is the one function that writes a collection row and its secondary rows
-//! (list orders, handle, smart rules, schedule, counters); [`set_member`] is the one writer of a
+//! A collection is a record of the record layer (`storage::record`): `record::write` keeps its
+//! list orders, counters and claims (handle, smart rules, schedule, place under its parent) in
+//! step; lists go through the one seam (`storage::list`). [`set_member`] is the one writer of a
 //! membership (the ordered row and its reverse row). Smart collections follow product writes
 //! through [`on_product_write`], called by `products::write_product` in the same transaction.
 //! The cell's publisher (`cells::publisher`) publishes scheduled collections when they are due.
@@ -16,30 +17,20 @@ use crate::cells::products::title_key;
 use crate::domain::collection::*;
 use crate::domain::product::{Product, slugify};
 use crate::error::{ApiError, ApiResult, Check, Code};
-use crate::http::query::Paging;
 use crate::storage::codec::{decode, encode};
 use crate::storage::keys::{Key, prefix_range, trailing_id};
 use crate::storage::read;
+use crate::storage::record::{self, Claim, Filter, FilterValue, List, Record, Search, Sort, row_key};
 use crate::storage::tables::*;
-use crate::storage::writer::{Rows, Tx};
+use crate::storage::writer::Tx;
 
 mod members;
 
 pub use members::on_product_write;
 use members::{
-    add_member, load, load_live, load_product, members_in_order, placement, refresh_smart, remove_member, resort, reverse_key,
-    segment, set_member,
+    add_member, load_live, load_product, members_in_order, placement, refresh_smart, remove_member, resort, reverse_key, segment,
+    set_member,
 };
-
-/// The sortable fields of the collection list, in index-field order.
-pub const SORT_FIELDS: &[&str] = &["title", "productCount", "createdAt", "updatedAt", "position"];
-
-/// Index scopes: every live collection; every collection (with the deleted ones); and the same
-/// two per parent (root = the nil id), so `parentId` filters are one prefix each.
-const LIVE: u8 = 0;
-const ALL: u8 = 1;
-const LIVE_CHILDREN: u8 = 2;
-const ALL_CHILDREN: u8 = 3;
 
 /// Products embedded per collection by `includeProducts=true`.
 pub const EMBEDDED_PRODUCTS: usize = 5;
@@ -48,12 +39,72 @@ const MAX_DEPTH: usize = 64;
 /// Products read per chunk while a smart collection evaluates the whole store.
 const CHUNK: usize = 1024;
 
-// ---- rows -----------------------------------------------------------------------------------
+impl Record for Collection {
+    const TABLE: StoreTable = COLLECTIONS;
+    const NAME: &'static str = "collections";
+    const LIST: List<Self> = List {
+        order: Some(COLLECTION_ORDER),
+        sorts: &[
+            Sort { name: "title", tag: 0, key: |c: &Collection, k| k.str(&title_key(&c.title)) },
+            Sort { name: "productCount", tag: 1, key: |c: &Collection, k| k.u64(c.product_count) },
+            Sort { name: "createdAt", tag: 2, key: |c: &Collection, k| k.i64(c.created_at) },
+            Sort { name: "updatedAt", tag: 3, key: |c: &Collection, k| k.i64(c.updated_at) },
+            Sort { name: "position", tag: 4, key: |c: &Collection, k| k.i64(c.position) },
+        ],
+        default_sort: "createdAt",
+        filters: &[
+            Filter::hidden(
+                "includeDeleted",
+                |c: &Collection| FilterValue::shown(c.deleted_at.is_none()),
+                "list soft-deleted collections too (with deletedAt)",
+            ),
+            Filter::enumerated::<CollectionType>(
+                "collectionType",
+                |c: &Collection| Some(FilterValue::Enum(c.collection_type.name())),
+                "collections of these types",
+            ),
+            Filter::enumerated::<CollectionStatus>(
+                "status",
+                |c: &Collection| Some(FilterValue::Enum(c.status.name())),
+                "collections in these states",
+            ),
+            Filter::reference(
+                "parentId",
+                |c: &Collection| Some(FilterValue::Reference(c.parent_id.unwrap_or(Uuid::nil()))),
+                "children of these collections",
+            )
+            .or_none("null"),
+        ],
+        ranges: &[],
+        search: Some(Search::new(
+            |c: &Collection| c.title.to_lowercase(),
+            |t, q, _| t.contains(q),
+            "part of the title, any case",
+        )),
+    };
 
-pub(crate) use crate::storage::record::row_key;
+    fn id(&self) -> Uuid {
+        self.id
+    }
 
-fn counter_key(store: Uuid, scope: u8) -> Vec<u8> {
-    Key::store(store).str("collections").u8(scope).into_vec()
+    /// A live collection claims its handle, files its rules (smart) or its publication time
+    /// (scheduled), and is found under its parent.
+    fn claims(&self, store: Uuid) -> ApiResult<Vec<Claim>> {
+        if self.deleted_at.is_some() {
+            return Ok(Vec::new());
+        }
+        let mut out = vec![(COLLECTION_HANDLES, handle_key(store, &self.handle), self.id.as_bytes().to_vec())];
+        if self.is_live_smart() {
+            out.push((COLLECTION_RULES, row_key(store, self.id), encode(&self.rules)?));
+        }
+        if let (CollectionStatus::Scheduled, Some(at)) = (self.status, self.publish_at) {
+            out.push((COLLECTION_SCHEDULE, schedule_key(store, at, self.id), Vec::new()));
+        }
+        if let Some(parent) = self.parent_id {
+            out.push((COLLECTION_CHILDREN, child_key(store, parent, self.id), Vec::new()));
+        }
+        Ok(out)
+    }
 }
 
 /// `collection_schedule` key: store ‖ publishAt ‖ collection id.
@@ -61,89 +112,9 @@ pub(crate) fn schedule_key(store: Uuid, at: i64, id: Uuid) -> Vec<u8> {
     Key::store(store).i64(at).id(id).into_vec()
 }
 
-fn scope_prefix(store: Uuid, field: u8, scope: u8, parent: Option<Uuid>) -> Key {
-    let k = Key::store(store).u8(field).u8(scope);
-    match scope {
-        LIVE_CHILDREN | ALL_CHILDREN => k.id(parent.unwrap_or(Uuid::nil())),
-        _ => k,
-    }
-}
-
-/// The filter summary carried by every list row: type, status, deleted, lower-cased title.
-fn summary(c: &Collection) -> Vec<u8> {
-    let mut v = vec![c.collection_type as u8, c.status as u8, u8::from(c.deleted_at.is_some())];
-    v.extend_from_slice(c.title.to_lowercase().as_bytes());
-    v
-}
-
-/// Every list row of a collection with its value.
-fn order_rows(store: Uuid, c: &Collection) -> Rows {
-    let live = c.deleted_at.is_none();
-    let scopes: &[u8] = if live { &[LIVE, ALL, LIVE_CHILDREN, ALL_CHILDREN] } else { &[ALL, ALL_CHILDREN] };
-    let value = summary(c);
-    let mut rows = Vec::with_capacity(SORT_FIELDS.len() * scopes.len());
-    for &scope in scopes {
-        for field in 0..SORT_FIELDS.len() as u8 {
-            let k = scope_prefix(store, field, scope, c.parent_id);
-            let k = match field {
-                0 => k.str(&title_key(&c.title)),
-                1 => k.u64(c.product_count),
-                2 => k.i64(c.created_at),
-                3 => k.i64(c.updated_at),
-                _ => k.i64(c.position),
-            };
-            rows.push((k.id(c.id).into_vec(), value.clone()));
-        }
-    }
-    rows
-}
-
-/// Writes `new` in place of `old` (either may be absent) with every secondary row.
-pub fn write_collection(tx: &mut Tx, store: Uuid, old: Option<&Collection>, new: Option<&Collection>) -> ApiResult<()> {
-    let rows = |c: Option<&Collection>| c.map(|c| order_rows(store, c)).unwrap_or_default();
-    tx.sync_rows(COLLECTION_ORDER, &rows(old), &rows(new))?;
-
-    let handle = |c: Option<&Collection>| {
-        c.filter(|c| c.deleted_at.is_none())
-            .map(|c| vec![(handle_key(store, &c.handle), c.id.as_bytes().to_vec())])
-            .unwrap_or_default()
-    };
-    tx.sync_rows(COLLECTION_HANDLES, &handle(old), &handle(new))?;
-
-    let rules = |c: Option<&Collection>| -> ApiResult<Rows> {
-        match c.filter(|c| c.is_live_smart()) {
-            Some(c) => Ok(vec![(row_key(store, c.id), encode(&c.rules)?)]),
-            None => Ok(Vec::new()),
-        }
-    };
-    tx.sync_rows(COLLECTION_RULES, &rules(old)?, &rules(new)?)?;
-
-    let schedule = |c: Option<&Collection>| match c {
-        Some(c) if c.deleted_at.is_none() && c.status == CollectionStatus::Scheduled => {
-            c.publish_at.map(|at| vec![(schedule_key(store, at, c.id), Vec::new())]).unwrap_or_default()
-        }
-        _ => Vec::new(),
-    };
-    tx.sync_rows(COLLECTION_SCHEDULE, &schedule(old), &schedule(new))?;
-
-    let live = |c: Option<&Collection>| c.is_some_and(|c| c.deleted_at.is_none());
-    match (live(old), live(new)) {
-        (true, false) => tx.bump(COUNTERS, &counter_key(store, LIVE), -1)?,
-        (false, true) => tx.bump(COUNTERS, &counter_key(store, LIVE), 1)?,
-        _ => {}
-    }
-    match (old.is_some(), new.is_some()) {
-        (true, false) => tx.bump(COUNTERS, &counter_key(store, ALL), -1)?,
-        (false, true) => tx.bump(COUNTERS, &counter_key(store, ALL), 1)?,
-        _ => {}
-    }
-    match new {
-        Some(n) => tx.put(COLLECTIONS, &row_key(store, n.id), &encode(n)?),
-        None => match old {
-            Some(o) => tx.delete(COLLECTIONS, &row_key(store, o.id)),
-            None => Ok(()),
-        },
-    }
+/// `collection_children` key: store ‖ parent ‖ child.
+fn child_key(store: Uuid, parent: Uuid, child: Uuid) -> Vec<u8> {
+    Key::store(store).id(parent).id(child).into_vec()
 }
 
 // ---- checks inside the writer ---------------------------------------------------------------
@@ -156,9 +127,8 @@ fn check_parent(tx: &Tx, store: Uuid, id: Uuid, parent: Option<Uuid>) -> ApiResu
         return Err(ApiError::field("parentId", "a collection cannot be its own parent"));
     }
     for depth in 0..MAX_DEPTH {
-        let c = match tx.get(COLLECTIONS, &row_key(store, cur))? {
-            Some(b) => decode::<Collection>(&b)?,
-            None => return Err(ApiError::field("parentId", "no such collection in this store")),
+        let Some(c) = record::load::<Collection>(tx, store, cur)? else {
+            return Err(ApiError::field("parentId", "no such collection in this store"));
         };
         if c.deleted_at.is_some() {
             return Err(ApiError::field("parentId", "no such collection in this store"));
@@ -209,33 +179,6 @@ fn manual_only(c: &Collection) -> ApiResult<()> {
         ));
     }
     Ok(())
-}
-
-// ---- list filters ---------------------------------------------------------------------------
-
-/// The filters of `GET S/collections`.
-#[derive(Debug, Default, Clone)]
-pub struct CollectionFilter {
-    /// Lower-cased substring of the title.
-    pub search: Option<String>,
-    pub collection_type: Option<CollectionType>,
-    pub status: Option<CollectionStatus>,
-    /// `Some(None)`: root collections only; `Some(Some(id))`: children of `id`.
-    pub parent: Option<Option<Uuid>>,
-    pub include_deleted: bool,
-}
-
-impl CollectionFilter {
-    fn filters_rows(&self) -> bool {
-        self.search.is_some() || self.collection_type.is_some() || self.status.is_some()
-    }
-
-    fn accepts(&self, value: &[u8]) -> bool {
-        let [ty, status, _, title @ ..] = value else { return false };
-        self.collection_type.is_none_or(|t| t as u8 == *ty)
-            && self.status.is_none_or(|s| s as u8 == *status)
-            && self.search.as_deref().is_none_or(|q| String::from_utf8_lossy(title).contains(q))
-    }
 }
 
 // ---- what shoppers see ----------------------------------------------------------------------
@@ -309,14 +252,13 @@ impl Cell {
                 c.handle = collection_handle(tx, store, c.id, requested.as_deref(), &c.title)?;
                 if position.is_none() {
                     // After every collection ever made: a new one lands last in `sortBy=position`.
-                    let all =
-                        tx.get(COUNTERS, &counter_key(store, ALL))?.map(|b| crate::storage::writer::read_u64(&b)).unwrap_or(0);
+                    let all = record::count::<Collection>(tx, store, None)?;
                     c.position = i64::try_from(all).unwrap_or(MAX_POSITION).min(MAX_POSITION);
                 }
                 if c.collection_type == CollectionType::Smart {
                     refresh_smart(tx, store, &mut c)?;
                 }
-                write_collection(tx, store, None, Some(&c))?;
+                record::write(tx, store, None, Some(&c))?;
                 Ok(c)
             })
             .await?;
@@ -328,51 +270,11 @@ impl Cell {
 
     /// One collection; a deleted one only when `include_deleted`.
     pub fn collection(&self, store: Uuid, id: Uuid, include_deleted: bool) -> ApiResult<Collection> {
-        let c: Collection = read::get(&self.read()?, COLLECTIONS, &row_key(store, id))?.ok_or_else(ApiError::not_found)?;
+        let c = self.get::<Collection>(store, id)?;
         if c.deleted_at.is_some() && !include_deleted {
             return Err(ApiError::not_found());
         }
         Ok(c)
-    }
-
-    /// A page of collections in the requested order, with the total, from the order index. The
-    /// unfiltered totals come from counters; filters are applied to the index rows' summaries,
-    /// so a filtered page reads index rows of the store's collections, never product rows.
-    pub fn list_collections(&self, store: Uuid, f: &CollectionFilter, paging: &Paging) -> ApiResult<(Vec<Collection>, u64)> {
-        let txn = self.read()?;
-        let field = SORT_FIELDS.iter().position(|s| *s == paging.sort_by).unwrap_or(2) as u8;
-        let (scope, parent) = match f.parent {
-            None => (if f.include_deleted { ALL } else { LIVE }, None),
-            Some(p) => (if f.include_deleted { ALL_CHILDREN } else { LIVE_CHILDREN }, p),
-        };
-        let prefix = scope_prefix(store, field, scope, parent);
-        let mut ids = Vec::with_capacity(paging.limit as usize);
-        let total = if f.parent.is_none() && !f.filters_rows() {
-            read::scan(&txn, COLLECTION_ORDER, prefix.bytes(), paging.desc, paging.offset(), paging.limit as usize, |k, _| {
-                ids.extend(trailing_id(k));
-                Ok(())
-            })?;
-            read::counter(&txn, COUNTERS, &counter_key(store, scope))?
-        } else {
-            let (page, total) = read::filtered_page(
-                &txn,
-                COLLECTION_ORDER,
-                prefix.bytes(),
-                paging.desc,
-                paging.offset(),
-                paging.limit as usize,
-                |v| f.accepts(v),
-            )?;
-            ids = page;
-            total
-        };
-        let mut out = Vec::with_capacity(ids.len());
-        for id in ids {
-            if let Some(c) = read::get(&txn, COLLECTIONS, &row_key(store, id))? {
-                out.push(c);
-            }
-        }
-        Ok((out, total))
     }
 
     /// The products of a collection in its order: `skip` then `take`; with `active_only` (shoppers),
@@ -457,7 +359,7 @@ impl Cell {
                 if c.collection_type == CollectionType::Smart && c.rules != old.rules {
                     refresh_smart(tx, store, &mut c)?;
                 }
-                write_collection(tx, store, Some(&old), Some(&c))?;
+                record::write(tx, store, Some(&old), Some(&c))?;
                 Ok(c)
             })
             .await?;
@@ -480,16 +382,16 @@ impl Cell {
                 }
                 c.deleted_at = Some(now);
                 c.updated_at = now;
-                let children = scope_prefix(store, 2, LIVE_CHILDREN, Some(id)).into_vec();
-                for (k, _) in tx.scan_prefix(COLLECTION_ORDER, &children, None, usize::MAX)? {
+                let children = Key::store(store).id(id).into_vec();
+                for (k, _) in tx.scan_prefix(COLLECTION_CHILDREN, &children, None, usize::MAX)? {
                     let Some(child) = trailing_id(&k) else { continue };
-                    let before = load(tx, store, child)?;
+                    let before = record::must_load::<Collection>(tx, store, child)?;
                     let mut moved = before.clone();
                     moved.parent_id = old.parent_id;
                     moved.updated_at = now;
-                    write_collection(tx, store, Some(&before), Some(&moved))?;
+                    record::write(tx, store, Some(&before), Some(&moved))?;
                 }
-                write_collection(tx, store, Some(&old), Some(&c))
+                record::write(tx, store, Some(&old), Some(&c))
             })
             .await
     }
@@ -528,7 +430,7 @@ impl Cell {
                 if c.product_count != old.product_count {
                     c.updated_at = now;
                 }
-                write_collection(tx, store, Some(&old), Some(&c))?;
+                record::write(tx, store, Some(&old), Some(&c))?;
                 Ok(c)
             })
             .await
@@ -572,7 +474,7 @@ impl Cell {
                 let mut next = old.clone();
                 next.next_position = ids.len() as i64;
                 next.updated_at = now;
-                write_collection(tx, store, Some(&old), Some(&next))?;
+                record::write(tx, store, Some(&old), Some(&next))?;
                 Ok(next)
             })
             .await
@@ -587,26 +489,11 @@ impl Cell {
             .write(Some(store), move |tx| {
                 let old = load_live(tx, store, id)?;
                 let c = schedule(&old, &publish_at, now)?;
-                write_collection(tx, store, Some(&old), Some(&c))?;
+                record::write(tx, store, Some(&old), Some(&c))?;
                 Ok(c)
             })
             .await?;
         self.publisher.wake();
         Ok(c)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn summaries_filter() {
-        let f = CollectionFilter { search: Some("sum".into()), status: Some(CollectionStatus::Draft), ..Default::default() };
-        let mut v = vec![CollectionType::Smart as u8, CollectionStatus::Draft as u8, 0];
-        v.extend_from_slice(b"summer sale");
-        assert!(f.accepts(&v));
-        v[1] = CollectionStatus::Published as u8;
-        assert!(!f.accepts(&v));
     }
 }
