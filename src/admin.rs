@@ -33,7 +33,7 @@ pub async fn run(cmd: AdminCommand) -> Result<(), BoxError> {
 fn check(data: &std::path::Path) -> Result<(), BoxError> {
     let account = account_dir(data).join("account.redb");
     if account.exists() {
-        let db = storage::open(&account, DbKind::Account)?;
+        let db = storage::open(&account, DbKind::Account, crate::storage::ONE_OFF_CACHE)?;
         println!("{}: account, format {}, tables {:?}", account.display(), storage::FORMAT_VERSION, storage::table_names(&db)?);
     }
     let cells = data.join("cells");
@@ -41,7 +41,7 @@ fn check(data: &std::path::Path) -> Result<(), BoxError> {
         for entry in std::fs::read_dir(&cells)? {
             let path = entry?.path().join("cell.redb");
             if path.exists() {
-                let db = storage::open(&path, DbKind::Cell)?;
+                let db = storage::open(&path, DbKind::Cell, crate::storage::ONE_OFF_CACHE)?;
                 println!("{}: cell, format {}, tables {:?}", path.display(), storage::FORMAT_VERSION, storage::table_names(&db)?);
             }
         }

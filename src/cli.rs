@@ -51,6 +51,9 @@ pub struct ServeArgs {
     /// Answer cache options.
     #[command(flatten)]
     pub caches: CacheArgs,
+    /// The memory budget.
+    #[command(flatten)]
+    pub memory: MemoryArgs,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -69,6 +72,9 @@ pub struct AccountArgs {
     /// basic and pro plans when absent.
     #[arg(long, env = "SHOPCELL_PLANS")]
     pub plans: Option<PathBuf>,
+    /// The memory budget.
+    #[command(flatten)]
+    pub memory: MemoryArgs,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -93,6 +99,9 @@ pub struct CellArgs {
     /// Answer cache options.
     #[command(flatten)]
     pub caches: CacheArgs,
+    /// The memory budget.
+    #[command(flatten)]
+    pub memory: MemoryArgs,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -147,6 +156,16 @@ pub enum PaymentProviderKind {
     Test,
     /// A Stripe-compatible API at `--stripe-api-base`.
     Stripe,
+}
+
+/// The process's memory budget, shared by `serve`, `account` and `cell`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct MemoryArgs {
+    /// Memory the process's caches may hold together, e.g. `512MB` or `4GB` (binary units),
+    /// divided among them at start (`docs/memory.md`). Default: half of the cgroup's memory
+    /// limit, or of physical memory.
+    #[arg(long, env = "SHOPCELL_MEMORY")]
+    pub memory: Option<String>,
 }
 
 /// Options of a cell's answer caches, shared by `serve` and `cell`.

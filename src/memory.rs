@@ -62,6 +62,12 @@ impl Meter {
         self.misses.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// What the cache holds changed by `bytes` and `entries` (either may be negative).
+    pub fn change(&self, bytes: i64, entries: i64) {
+        self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+        self.entries.fetch_add(entries as u64, Ordering::Relaxed);
+    }
+
     /// What the cache holds now.
     pub fn holds(&self, bytes: u64, entries: u64) {
         self.bytes.store(bytes, Ordering::Relaxed);
@@ -76,6 +82,18 @@ impl Meter {
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
         }
+    }
+}
+
+/// What redb's page cache of `db` holds, with its share of the budget.
+pub fn redb_stats(db: &redb::Database, budget: u64) -> CacheStats {
+    let s = redb::ReadableDatabase::cache_stats(db);
+    CacheStats {
+        budget,
+        bytes: s.used_bytes() as u64,
+        entries: 0,
+        hits: s.read_hits() + s.write_hits(),
+        misses: s.read_misses() + s.write_misses(),
     }
 }
 
@@ -148,9 +166,9 @@ impl Budget {
         }
     }
 
-    /// The smallest budget that runs `cells` cells.
+    /// The smallest budget that runs `cells` cells (none: the account service alone).
     pub fn smallest(cells: usize) -> u64 {
-        RESERVE + account_share(RESERVE + CELL_MIN) + CELL_MIN * cells.max(1) as u64
+        RESERVE + account_share(RESERVE + CELL_MIN) + CELL_MIN * cells as u64
     }
 
     /// Divides the budget among the account service and `cells` cells (every cell alike);
@@ -161,14 +179,20 @@ impl Budget {
             return Err(format!(
                 "a memory budget of {} is too small to run {} cell(s); the smallest that works is {}",
                 human(self.bytes),
-                cells.max(1),
+                cells,
                 human(smallest)
             ));
         }
-        let account = account_share(self.bytes);
-        let per_cell = (self.bytes - RESERVE - account) / cells.max(1) as u64;
+        Ok(self.split(cells))
+    }
+
+    /// The division itself, for a budget known to be large enough.
+    fn split(&self, cells: usize) -> Shares {
+        // Without cells (the account service alone) the directory takes all but the reserve.
+        let account = if cells == 0 { self.bytes - RESERVE } else { account_share(self.bytes) };
+        let per_cell = if cells == 0 { 0 } else { (self.bytes - RESERVE - account) / cells as u64 };
         let part = |percent: u64| per_cell * percent / 100;
-        let search_writer = part(6).max(SEARCH_WRITER_MIN);
+        let search_writer = if cells == 0 { 0 } else { part(6).max(SEARCH_WRITER_MIN) };
         let rest = per_cell - search_writer;
         // What remains after the writer, by percent of the rest.
         let of_rest = |percent: u64| rest * percent / 100;
@@ -182,7 +206,15 @@ impl Budget {
             pricing: of_rest(2),
             search_writer,
         };
-        Ok(Shares { account: AccountShares { redb: account * 3 / 4, entries: account / 4 }, cell })
+        Shares { account: AccountShares { redb: account * 3 / 4, entries: account / 4 }, cell }
+    }
+}
+
+impl Shares {
+    /// The shares of a process of one cell with a budget of `bytes` (raised to the smallest
+    /// that works): tests and tools that open a cell or a directory outside `serve`.
+    pub fn of_one_cell(bytes: u64) -> Shares {
+        Budget { bytes: bytes.max(Budget::smallest(1)), origin: String::new() }.split(1)
     }
 }
 
@@ -301,6 +333,8 @@ mod tests {
         let err = Budget { bytes: 1 << 20, origin: "test".into() }.divide(1).unwrap_err();
         assert!(err.contains(&human(Budget::smallest(1))), "{err}");
         assert!(Budget { bytes: Budget::smallest(3), origin: "test".into() }.divide(3).is_ok());
+        let alone = Budget { bytes: 256 << 20, origin: "test".into() }.divide(0).unwrap();
+        assert_eq!((alone.account.total(), alone.cell.total()), ((256 << 20) - RESERVE, 0), "the directory alone takes it all");
     }
 
     #[test]
@@ -311,6 +345,9 @@ mod tests {
         m.miss();
         m.holds(40, 2);
         assert_eq!(m.stats(), CacheStats { budget: 100, bytes: 40, entries: 2, hits: 2, misses: 1 });
+        m.change(-30, -1);
+        m.change(5, 1);
+        assert_eq!((m.stats().bytes, m.stats().entries), (15, 2));
     }
 
     #[test]

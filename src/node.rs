@@ -75,6 +75,8 @@ pub struct Node {
     pub idempotency: Idempotency,
     /// The process's one clock, shared with its account service and cells.
     pub clock: Clock,
+    /// The memory budget the process's caches were given (`None` for a router, which keeps none).
+    pub memory: Option<crate::memory::Budget>,
 }
 
 impl Node {
@@ -105,6 +107,7 @@ impl Node {
             limits: RateLimits::default(),
             idempotency: Idempotency::default(),
             clock,
+            memory: None,
         })
     }
 

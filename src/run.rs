@@ -18,11 +18,12 @@ use crate::account::keys::{public_keys_from_jwks, read_service_key};
 use crate::account::oidc::Social;
 use crate::cells::Cell;
 use crate::cells::forward::{Body, Upstream};
-use crate::cli::{AccountArgs, AuthArgs, CacheArgs, CellArgs, PaymentArgs, RouterArgs, ServeArgs};
+use crate::cli::{AccountArgs, AuthArgs, CacheArgs, CellArgs, MemoryArgs, PaymentArgs, RouterArgs, ServeArgs};
 use crate::clock::Clock;
 use crate::http::auth::TokenVerifier;
 use crate::http::cors::Cors;
 use crate::http::ratelimit::RateLimits;
+use crate::memory::{Budget, CellShares, Shares, human};
 use crate::node::{Mode, Node};
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -36,6 +37,7 @@ fn open_cells(
     names: &[String],
     payments: &PaymentArgs,
     caches: &CacheArgs,
+    memory: &CellShares,
     clock: &Clock,
 ) -> Result<BTreeMap<String, Arc<Cell>>, BoxError> {
     let providers = crate::payments::Providers::from_args(payments)?;
@@ -44,7 +46,7 @@ fn open_cells(
         if !valid_cell_name(name) {
             return Err(format!("invalid cell name {name:?}: use letters, digits, - and _").into());
         }
-        let cell = Cell::open(name, &cell_dir(data, name), clock.clone())?.with_payments(providers.clone());
+        let cell = Cell::open(name, &cell_dir(data, name), clock.clone(), memory)?.with_payments(providers.clone());
         cell.search.answers.set_enabled(caches.answer_cache);
         cell.pages.set_enabled(caches.answer_cache);
         cells.insert(name.clone(), Arc::new(cell));
@@ -79,12 +81,14 @@ pub fn build_serve_with_clock(args: &ServeArgs, clock: Clock) -> Result<Node, Bo
     if args.cells.is_empty() {
         return Err("at least one cell is needed".into());
     }
-    let account = Arc::new(open_account(&args.data, &args.auth, &clock)?.with_plans(plans(args.plans.as_deref())?));
+    let (budget, shares) = divide_memory(&args.memory, args.cells.len())?;
+    let account = Arc::new(open_account(&args.data, &args.auth, &shares, &clock)?.with_plans(plans(args.plans.as_deref())?));
     let verifier = TokenVerifier::new(vec![account.key.public_key()], clock.clone());
-    let cells = open_cells(&args.data, &args.cells, &args.payments, &args.caches, &clock)?;
+    let cells = open_cells(&args.data, &args.cells, &args.payments, &args.caches, &shares.cell, &clock)?;
     let key = account.service_key.clone();
     let directory = DirectoryLink::Local(account);
-    let node = Node::new(Mode::Serve, crate::api::routes(), verifier, directory, cells, BTreeMap::new(), key, clock)?;
+    let mut node = Node::new(Mode::Serve, crate::api::routes(), verifier, directory, cells, BTreeMap::new(), key, clock)?;
+    node.memory = Some(budget);
     load_taxonomy(&node, &args.data)?;
     Ok(with_auth(node, &args.auth))
 }
@@ -92,12 +96,15 @@ pub fn build_serve_with_clock(args: &ServeArgs, clock: Clock) -> Result<Node, Bo
 /// `shopcell account`.
 pub fn build_account(args: &AccountArgs) -> Result<Node, BoxError> {
     let clock = Clock::system();
-    let account = Arc::new(open_account(&args.data, &args.auth, &clock)?.with_plans(plans(args.plans.as_deref())?));
+    // The directory alone: the account service's share, and no cell.
+    let (budget, shares) = divide_memory(&args.memory, 0)?;
+    let account = Arc::new(open_account(&args.data, &args.auth, &shares, &clock)?.with_plans(plans(args.plans.as_deref())?));
     let verifier = TokenVerifier::new(vec![account.key.public_key()], clock.clone());
     let key = account.service_key.clone();
     let remote = args.cells.iter().map(|(n, u)| (n.clone(), Upstream::new(u, &key))).collect();
     let directory = DirectoryLink::Local(account);
-    let node = Node::new(Mode::Account, crate::api::routes(), verifier, directory, BTreeMap::new(), remote, key, clock)?;
+    let mut node = Node::new(Mode::Account, crate::api::routes(), verifier, directory, BTreeMap::new(), remote, key, clock)?;
+    node.memory = Some(budget);
     load_taxonomy(&node, &args.data)?;
     Ok(with_auth(node, &args.auth))
 }
@@ -108,9 +115,11 @@ pub async fn build_cell(args: &CellArgs) -> Result<Node, BoxError> {
     let key = read_service_key(&args.service_key_file)?;
     let account = Upstream::new(&args.account, &key);
     let verifier = TokenVerifier::new(fetch_keys(&account).await?, clock.clone());
-    let cells = open_cells(&args.data, std::slice::from_ref(&args.name), &args.payments, &args.caches, &clock)?;
+    let (budget, shares) = divide_memory(&args.memory, 1)?;
+    let cells = open_cells(&args.data, std::slice::from_ref(&args.name), &args.payments, &args.caches, &shares.cell, &clock)?;
     let directory = DirectoryLink::remote(account);
-    let node = Node::new(Mode::Cell, crate::api::routes(), verifier, directory, cells, BTreeMap::new(), key, clock)?;
+    let mut node = Node::new(Mode::Cell, crate::api::routes(), verifier, directory, cells, BTreeMap::new(), key, clock)?;
+    node.memory = Some(budget);
     load_taxonomy(&node, &args.data)?;
     Ok(node)
 }
@@ -135,9 +144,19 @@ fn plans(path: Option<&Path>) -> Result<crate::account::plans::Catalogue, BoxErr
     }
 }
 
+/// The `--memory` budget (or the machine's default) divided among the account service and
+/// `cells` cells, printed with where it came from.
+fn divide_memory(args: &MemoryArgs, cells: usize) -> Result<(Budget, Shares), BoxError> {
+    let budget = Budget::choose(args.memory.as_deref())?;
+    let shares = budget.divide(cells)?;
+    let per_cell = if cells > 0 { format!(", {} per cell", human(shares.cell.total())) } else { String::new() };
+    println!("shopcell memory budget {} ({}){per_cell}", human(budget.bytes), budget.origin);
+    Ok((budget, shares))
+}
+
 /// Opens the account service with its social sign-in configuration.
-fn open_account(data: &Path, auth: &AuthArgs, clock: &Clock) -> Result<AccountService, BoxError> {
-    let mut account = AccountService::open(&account_dir(data), clock.clone())?;
+fn open_account(data: &Path, auth: &AuthArgs, shares: &Shares, clock: &Clock) -> Result<AccountService, BoxError> {
+    let mut account = AccountService::open(&account_dir(data), clock.clone(), &shares.account)?;
     account.social = Social::load(auth.oidc_config.as_deref())?;
     Ok(account)
 }

@@ -144,6 +144,7 @@ async fn measure_server(answer_cache: bool) -> Vec<Figure> {
         auth: Default::default(),
         payments: Default::default(),
         caches: CacheArgs { answer_cache },
+        memory: Default::default(),
     };
     let server = serve(&args).await;
     let mut client = Client::connect(server.addr).await;

@@ -28,6 +28,7 @@ use crate::account::keys::SigningKey;
 use crate::clock::Clock;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::auth::{ACCESS_TTL_SECS, AUDIENCE, Claims, ISSUER};
+use crate::memory::AccountShares;
 use crate::storage::codec::{decode, encode};
 use crate::storage::tables::*;
 use crate::storage::writer::{Writer, WriterThread};
@@ -54,15 +55,30 @@ pub struct AccountService {
     admissions: admission::Admissions,
     /// The process's clock: record times, new ids, token issue and expiry, what has expired.
     pub clock: Clock,
+    /// The shares of the memory budget its caches keep within.
+    memory: AccountShares,
+}
+
+impl AccountService {
+    /// Every cache of the directory with its share and what it holds, for `/metrics`.
+    pub fn caches(&self) -> Vec<(&'static str, crate::memory::CacheStats)> {
+        vec![("redb", crate::memory::redb_stats(&self.db, self.memory.redb)), ("admissions", self.admissions.meter.stats())]
+    }
 }
 
 impl AccountService {
     /// Opens the directory in `dir` (`account.redb`, the signing key, the service key); every
     /// "now" of the service is read from `clock`.
-    pub fn open(dir: &Path, clock: Clock) -> Result<AccountService, Box<dyn std::error::Error + Send + Sync>> {
+    /// Its caches keep within `memory`.
+    pub fn open(
+        dir: &Path,
+        clock: Clock,
+        memory: &AccountShares,
+    ) -> Result<AccountService, Box<dyn std::error::Error + Send + Sync>> {
         std::fs::create_dir_all(dir)?;
-        let db = Arc::new(storage::open(&dir.join("account.redb"), DbKind::Account)?);
-        let (writer, thread) = Writer::start(db.clone(), "account")?;
+        let db = Arc::new(storage::open(&dir.join("account.redb"), DbKind::Account, memory.redb)?);
+        // The directory keeps no product rows and no list orders: its writer caches nothing.
+        let (writer, thread) = Writer::start(db.clone(), "account", 0, 0)?;
         let key = SigningKey::load_or_create(dir)?;
         let service_key = keys::load_or_create_service_key(dir)?;
         let dummy_hash = hash_password("shopcell-timing-equalizer")?;
@@ -76,7 +92,8 @@ impl AccountService {
             touched: Mutex::new(HashMap::new()),
             social: oidc::Social::default(),
             plans: Arc::new(plans::Catalogue::default()),
-            admissions: admission::Admissions::default(),
+            admissions: admission::Admissions::new(memory.entries),
+            memory: *memory,
             clock,
         })
     }

@@ -168,7 +168,12 @@ mod tests {
     #[tokio::test]
     async fn use_writes_last_active_at_most_once_per_interval() {
         let dir = tempfile::tempdir().unwrap();
-        let a = AccountService::open(dir.path(), crate::clock::Clock::system()).unwrap();
+        let a = AccountService::open(
+            dir.path(),
+            crate::clock::Clock::system(),
+            &crate::memory::Shares::of_one_cell(256 << 20).account,
+        )
+        .unwrap();
         let r = Register { email: "touch@example.com".into(), password: "correct horse battery".into(), name: "T".into() };
         let (user, _, _) = a.register(r, "test".into()).await.unwrap();
         let last = |a: &AccountService| a.sessions_of(user.id).unwrap()[0].last_active;

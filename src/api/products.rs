@@ -106,7 +106,7 @@ async fn list(cx: Ctx, q: ProductList) -> ApiResult<Rendered<Page<ProductView<'s
     if let Some(body) = s.cell.pages.get(&key, tag) {
         return Ok(Rendered::new(body));
     }
-    let (views, total) = s.cell.list_product_views(s.id, status, &paging)?;
+    let (views, total) = s.cell.list_product_views(s.id, status, &paging).await?;
     let body = bytes::Bytes::from(page_body(&views, total, paging.page, paging.limit));
     s.cell.pages.put(key, tag, body.clone());
     Ok(Rendered::new(body))

@@ -12,6 +12,7 @@ use crate::http::context::Ctx;
 use crate::http::openapi::OpenApi;
 use crate::http::reply::{Json, PrometheusText, Raw};
 use crate::http::route::{Access, Route, Service};
+use crate::memory::CacheStats;
 
 pub fn routes() -> Vec<Route> {
     use Access::Public;
@@ -63,7 +64,53 @@ async fn metrics(cx: Ctx) -> ApiResult<Raw<PrometheusText>> {
     for (name, cell) in &cx.node.cells {
         out.push_str(&format!("shopcell_cell_stores{{cell=\"{name}\"}} {}\n", cell.store_count()));
     }
+    memory(&cx, &mut out);
     Ok(Raw::new(out))
+}
+
+/// The memory budget, each cache's share and what it holds, and the process's anonymous memory.
+fn memory(cx: &Ctx, out: &mut String) {
+    use std::fmt::Write;
+    let mut caches: Vec<(String, &'static str, CacheStats)> = Vec::new();
+    if let Some(account) = &cx.node.account {
+        caches.extend(account.caches().into_iter().map(|(cache, s)| ("account".to_string(), cache, s)));
+    }
+    for (name, cell) in &cx.node.cells {
+        caches.extend(cell.caches().into_iter().map(|(cache, s)| (name.clone(), cache, s)));
+    }
+    if let Some(budget) = &cx.node.memory {
+        let _ = write!(
+            out,
+            "# HELP shopcell_memory_budget_bytes The memory budget the caches share (--memory).\n\
+             # TYPE shopcell_memory_budget_bytes gauge\nshopcell_memory_budget_bytes {}\n",
+            budget.bytes
+        );
+    }
+    /// A metric family: name, type, help, and the figure it reads.
+    type Family = (&'static str, &'static str, &'static str, fn(&CacheStats) -> u64);
+    let families: [Family; 5] = [
+        ("shopcell_cache_budget_bytes", "gauge", "The cache's share of the memory budget.", |s| s.budget),
+        ("shopcell_cache_bytes", "gauge", "Bytes the cache holds.", |s| s.bytes),
+        ("shopcell_cache_entries", "gauge", "Entries the cache holds.", |s| s.entries),
+        ("shopcell_cache_hits_total", "counter", "Lookups the cache answered.", |s| s.hits),
+        ("shopcell_cache_misses_total", "counter", "Lookups the cache could not answer.", |s| s.misses),
+    ];
+    for (family, kind, help, value) in families {
+        let _ = write!(out, "# HELP {family} {help}\n# TYPE {family} {kind}\n");
+        for (owner, cache, stats) in &caches {
+            let _ = writeln!(out, "{family}{{owner=\"{owner}\",cache=\"{cache}\"}} {}", value(stats));
+        }
+    }
+    if let Some((now, peak)) = crate::memory::anonymous() {
+        let _ = write!(
+            out,
+            "# HELP shopcell_process_anonymous_bytes Anonymous resident memory of the process (RssAnon); \
+             mapped files are the page cache's.\n# TYPE shopcell_process_anonymous_bytes gauge\n\
+             shopcell_process_anonymous_bytes {now}\n\
+             # HELP shopcell_process_anonymous_peak_bytes The highest anonymous memory seen.\n\
+             # TYPE shopcell_process_anonymous_peak_bytes gauge\nshopcell_process_anonymous_peak_bytes {peak}\n"
+        );
+    }
 }
 
 async fn openapi(cx: Ctx) -> ApiResult<Json<OpenApi>> {

@@ -4,6 +4,7 @@
 
 use std::cell::OnceCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use redb::{ReadOnlyTable, ReadTransaction};
@@ -23,6 +24,7 @@ use crate::domain::pricing::shipping::{Address, ShippingZone, rate_for};
 use crate::domain::pricing::tax::{TaxRate, TaxSettings};
 use crate::domain::product::{Product, Status};
 use crate::error::{ApiError, ApiResult, Check};
+use crate::memory::Meter;
 use crate::storage::codec::decode;
 use crate::storage::keys::{Key, prefix_range, trailing_id};
 use crate::storage::read;
@@ -243,6 +245,8 @@ type CodeKey = (String, Option<String>);
 #[derive(Default)]
 struct StorePricing {
     generation: u64,
+    /// What its rows are estimated to cost (see [`PricingCache`]).
+    bytes: AtomicU64,
     variants: RwLock<HashMap<Uuid, Option<VariantRow>>>,
     collections: RwLock<HashMap<Uuid, Arc<Vec<Uuid>>>>,
     tax_rates: OnceLock<Arc<Vec<TaxRate>>>,
@@ -253,34 +257,70 @@ struct StorePricing {
     automatic: RwLock<HashMap<Option<String>, Arc<Vec<ResolvedDiscount>>>>,
 }
 
-/// A cell's [`StorePricing`] per store. Entries are read from a transaction begun after the
-/// generation they are tagged with was read, so an entry is never older than its tag, and one
-/// whose tag is not the store's current generation is never used.
-#[derive(Default)]
-pub struct PricingCache(Mutex<HashMap<Uuid, Arc<StorePricing>>>);
+/// A cell's [`StorePricing`] per store, within a byte budget (the cell's share of the memory
+/// budget). Entries are read from a transaction begun after the generation they are tagged with
+/// was read, so an entry is never older than its tag, and one whose tag is not the store's
+/// current generation is never used. Row sizes are estimated from their types (a map slot, the
+/// row, the heap parts of its kind), so the meter's bytes are close to, not exactly, what is held.
+pub struct PricingCache {
+    stores: Mutex<HashMap<Uuid, Arc<StorePricing>>>,
+    pub meter: Meter,
+}
 
 impl PricingCache {
+    pub fn new(budget: u64) -> PricingCache {
+        PricingCache { stores: Mutex::default(), meter: Meter::new(budget) }
+    }
+
     /// The store's entry for `generation`, a new empty one when the kept one is of another.
     fn at(&self, store: Uuid, generation: u64) -> Arc<StorePricing> {
-        let Ok(mut stores) = self.0.lock() else { return Arc::new(StorePricing { generation, ..StorePricing::default() }) };
+        let Ok(mut stores) = self.stores.lock() else { return Arc::new(StorePricing { generation, ..StorePricing::default() }) };
         if let Some(p) = stores.get(&store)
             && p.generation == generation
         {
+            self.meter.hit();
             return p.clone();
         }
-        if stores.len() >= PRICING_STORES_MAX && !stores.contains_key(&store) {
+        self.meter.miss();
+        if let Some(old) = stores.remove(&store) {
+            self.meter.change(-(old.bytes.load(Ordering::Relaxed) as i64), -1);
+        }
+        if stores.len() >= PRICING_STORES_MAX {
             stores.clear();
+            self.meter.holds(0, 0);
         }
         let fresh = Arc::new(StorePricing { generation, ..StorePricing::default() });
         stores.insert(store, fresh.clone());
+        self.meter.change(0, 1);
         fresh
     }
+
+    /// Whether a row of `cost` bytes may join `p`: it must still be its store's entry and the
+    /// row must fit the budget; counted when it does.
+    fn admit(&self, store: Uuid, p: &Arc<StorePricing>, cost: usize) -> bool {
+        let Ok(stores) = self.stores.lock() else { return false };
+        let current = stores.get(&store).is_some_and(|q| Arc::ptr_eq(q, p));
+        if !current || self.meter.stats().bytes + cost as u64 > self.meter.budget() {
+            return false;
+        }
+        p.bytes.fetch_add(cost as u64, Ordering::Relaxed);
+        self.meter.change(cost as i64, 0);
+        true
+    }
 }
+
+/// What a cached row of `K → V` costs, with `heap` bytes it owns besides.
+fn row_cost<K, V>(heap: usize) -> usize {
+    std::mem::size_of::<(K, V)>() + 16 + heap
+}
+
+/// A discount's heap parts (codes, conditions, entitled ids), estimated.
+const DISCOUNT_HEAP: usize = 256;
 
 fn remember<K: std::hash::Hash + Eq, V>(map: &RwLock<HashMap<K, V>>, key: K, value: V) {
     if let Ok(mut m) = map.write() {
         if m.len() >= PRICING_ROWS_MAX {
-            m.clear();
+            return;
         }
         m.insert(key, value);
     }
@@ -308,6 +348,11 @@ fn open(txn: &ReadTransaction, t: StoreTable) -> ApiResult<Table> {
 }
 
 impl<'c> Snapshot<'c> {
+    /// Whether a row of `cost` bytes may be kept in the store's cached rows.
+    fn keep(&self, cost: usize) -> bool {
+        self.cell.pricing.admit(self.store, &self.cache, cost)
+    }
+
     /// `cache` must be taken before this snapshot's transaction begins (see [`PricingCache`]).
     fn new(cell: &'c Cell, store: Uuid, cache: Arc<StorePricing>) -> Snapshot<'c> {
         Snapshot {
@@ -347,7 +392,9 @@ impl<'c> Snapshot<'c> {
             return Ok(row);
         }
         let row = self.read_variant(id)?;
-        remember(&self.cache.variants, id, row);
+        if self.keep(row_cost::<Uuid, Option<VariantRow>>(0)) {
+            remember(&self.cache.variants, id, row);
+        }
         Ok(row)
     }
 
@@ -373,6 +420,9 @@ impl<'c> Snapshot<'c> {
             return Ok(rates.clone());
         }
         let rates = Arc::new(all(self.txn()?, TAX_RATES, self.store)?);
+        if !self.keep(rates.len() * (std::mem::size_of::<TaxRate>() + 64)) {
+            return Ok(rates);
+        }
         Ok(self.cache.tax_rates.get_or_init(|| rates).clone())
     }
 
@@ -382,6 +432,9 @@ impl<'c> Snapshot<'c> {
             return Ok(zones.clone());
         }
         let zones = Arc::new(all(self.txn()?, SHIPPING_ZONES, self.store)?);
+        if !self.keep(zones.len() * (std::mem::size_of::<ShippingZone>() + 512)) {
+            return Ok(zones);
+        }
         Ok(self.cache.zones.get_or_init(|| zones).clone())
     }
 
@@ -411,7 +464,9 @@ impl<'c> Snapshot<'c> {
             ids.extend(trailing_id(k));
             Ok(())
         })?;
-        remember(&self.cache.collections, product, Arc::new(ids.clone()));
+        if self.keep(row_cost::<Uuid, Arc<Vec<Uuid>>>(32 + 16 * ids.len())) {
+            remember(&self.cache.collections, product, Arc::new(ids.clone()));
+        }
         Ok(ids)
     }
 
@@ -443,7 +498,9 @@ impl<'c> Snapshot<'c> {
             return Ok(found);
         }
         let found = self.find_code(code)?.map(|d| self.resolve(d, customer)).transpose()?;
-        remember(&self.cache.codes, key, found.clone());
+        if self.keep(row_cost::<CodeKey, Option<ResolvedDiscount>>(key.0.len() + DISCOUNT_HEAP)) {
+            remember(&self.cache.codes, key, found.clone());
+        }
         Ok(found)
     }
 
@@ -466,7 +523,10 @@ impl<'c> Snapshot<'c> {
             }
         }
         let all = Arc::new(all);
-        remember(&self.cache.automatic, key, all.clone());
+        let heap = all.len() * (std::mem::size_of::<ResolvedDiscount>() + DISCOUNT_HEAP);
+        if self.keep(row_cost::<Option<String>, Arc<Vec<ResolvedDiscount>>>(heap)) {
+            remember(&self.cache.automatic, key, all.clone());
+        }
         Ok(all)
     }
 }

@@ -182,7 +182,9 @@ mod tests {
     #[tokio::test]
     async fn a_discount_s_comments_are_counted_per_discount_and_go_with_it() {
         let dir = tempfile::tempdir().unwrap();
-        let cell = Cell::open("test", dir.path(), crate::clock::Clock::system()).unwrap();
+        let cell =
+            Cell::open("test", dir.path(), crate::clock::Clock::system(), &crate::memory::Shares::of_one_cell(256 << 20).cell)
+                .unwrap();
         let store = cell.clock.new_id();
         let input = |title: &str| -> DiscountInput {
             serde_json::from_value(serde_json::json!({"title": title, "valueType": "percentage", "value": 500})).unwrap()

@@ -216,7 +216,9 @@ mod tests {
     /// A cell in a temp dir holding one card of `balance`, written straight through the writer.
     async fn cell_with_card(balance: i64) -> (tempfile::TempDir, Cell, Uuid, GiftCard) {
         let dir = tempfile::tempdir().unwrap();
-        let cell = Cell::open("test", dir.path(), crate::clock::Clock::system()).unwrap();
+        let cell =
+            Cell::open("test", dir.path(), crate::clock::Clock::system(), &crate::memory::Shares::of_one_cell(256 << 20).cell)
+                .unwrap();
         let store = cell.clock.new_id();
         let new = NewGiftCard { initial_value: usd(balance), code: None, expiry: None, note: None, customer_id: None };
         let card = GiftCard::issue(store, &new, "GIFT2026ABCD", cell.clock.new_id(), cell.clock.now_ms());

@@ -34,6 +34,7 @@ use uuid::Uuid;
 
 use crate::clock::Clock;
 use crate::error::ApiResult;
+use crate::memory::{CacheStats, CellShares};
 use crate::storage::keys::Key;
 use crate::storage::list::{self, ListQuery, Listed};
 use crate::storage::record::{self, Record};
@@ -81,15 +82,23 @@ pub struct Cell {
     /// Variants, tax rates, zones and discounts of recent calculations, current while their store's generation is.
     pub pricing: calculate::PricingCache,
     states: RwLock<HashMap<Uuid, StoreState>>,
+    /// The shares of the memory budget its caches keep within.
+    memory: CellShares,
 }
 
 impl Cell {
     /// Opens the cell in `dir` (`cell.redb`). Leftovers of an interrupted move are discarded: an
     /// incoming copy that never completed, and the move log of an unfinished hand-over (the
     /// move is started again from the beginning). Every "now" of the cell is read from `clock`.
-    pub fn open(name: &str, dir: &Path, clock: Clock) -> Result<Cell, Box<dyn std::error::Error + Send + Sync>> {
+    /// Its caches keep within `memory`.
+    pub fn open(
+        name: &str,
+        dir: &Path,
+        clock: Clock,
+        memory: &CellShares,
+    ) -> Result<Cell, Box<dyn std::error::Error + Send + Sync>> {
         std::fs::create_dir_all(dir)?;
-        let db = Arc::new(storage::open(&dir.join("cell.redb"), DbKind::Cell)?);
+        let db = Arc::new(storage::open(&dir.join("cell.redb"), DbKind::Cell, memory.redb)?);
         let mut states = HashMap::new();
         let mut stale = Vec::new();
         {
@@ -128,7 +137,7 @@ impl Cell {
         }
         txn.open_table(MOVE_LOG)?.retain(|_, _| false)?;
         txn.commit()?;
-        let (writer, thread) = Writer::start(db.clone(), name)?;
+        let (writer, thread) = Writer::start(db.clone(), name, memory.rows, memory.lists)?;
         let search = crate::search::Search::start(&dir.join("search"), db.clone(), writer.clone(), name)?;
         let publisher = publisher::Publisher::start(db.clone(), writer.clone(), name, clock.clone())?;
         Ok(Cell {
@@ -141,10 +150,23 @@ impl Cell {
             publisher,
             payments: crate::payments::Providers::default(),
             pages: crate::search::cache::AnswerCache::default(),
-            settings: stores::SettingsCache::default(),
-            pricing: calculate::PricingCache::default(),
+            // Settings are few and small: a quarter of the share is plenty.
+            settings: stores::SettingsCache::new(memory.pricing / 4),
+            pricing: calculate::PricingCache::new(memory.pricing - memory.pricing / 4),
             states: RwLock::new(states),
+            memory: *memory,
         })
+    }
+
+    /// Every cache of the cell with its share and what it holds, for `/metrics`.
+    pub fn caches(&self) -> Vec<(&'static str, CacheStats)> {
+        vec![
+            ("redb", crate::memory::redb_stats(&self.db, self.memory.redb)),
+            ("rows", self.writer.rows.meter.stats()),
+            ("lists", self.writer.orders.meter.stats()),
+            ("pricing", self.pricing.meter.stats()),
+            ("settings", self.settings.meter.stats()),
+        ]
     }
 
     /// Whether this cell serves `store`.

@@ -240,19 +240,29 @@ impl Cell {
     }
 
     /// A page of products (their rendered JSON views) in the requested order, with the total,
-    /// from the store's in-memory list orders.
-    pub fn list_product_views(&self, store: Uuid, status: Option<Status>, paging: &Paging) -> ApiResult<(Vec<ViewRow>, u64)> {
+    /// from the store's in-memory list orders (built off the async workers when not held).
+    pub async fn list_product_views(
+        &self,
+        store: Uuid,
+        status: Option<Status>,
+        paging: &Paging,
+    ) -> ApiResult<(Vec<ViewRow>, u64)> {
         let field = SORT_FIELDS.iter().position(|f| *f == paging.sort_by).unwrap_or(0) as u8;
         let which = list(field, status.map(bucket).unwrap_or(ANY));
-        let (offset, limit) = (paging.offset(), paging.limit as usize);
-        let (ids, total) = self.writer.orders.read(
-            store,
-            || stored_order_keys(&self.read()?, store),
-            |lists| {
-                let (keys, total) = lists.page(which, paging.desc, offset, limit);
-                (keys.into_iter().filter_map(trailing_id).collect::<Vec<_>>(), total)
-            },
-        )?;
+        let (offset, limit, desc) = (paging.offset(), paging.limit as usize, paging.desc);
+        let db = self.db.clone();
+        let (ids, total) = self
+            .writer
+            .orders
+            .read(
+                store,
+                move || stored_order_keys(&redb::ReadableDatabase::begin_read(&*db)?, store),
+                move |lists| {
+                    let (keys, total) = lists.page(which, desc, offset, limit);
+                    (keys.into_iter().filter_map(trailing_id).collect::<Vec<_>>(), total)
+                },
+            )
+            .await?;
         // Read after the page: the orders hold only committed writes, so every id of the page
         // has its row unless its product was deleted meanwhile.
         let views = self.view_rows(store, &ids)?.into_iter().flatten().map(ViewRow).collect();

@@ -8,37 +8,52 @@ use uuid::Uuid;
 use crate::cells::{Cell, StoreState};
 use crate::domain::store::{StoreSettings, UpdateStore, apply_update};
 use crate::error::{ApiError, ApiResult, Code};
+use crate::memory::Meter;
 use crate::storage::codec::encode;
 use crate::storage::keys::Key;
 use crate::storage::read;
 use crate::storage::tables::{STORE_STATE, STORES};
 
-/// Stores whose settings are kept in [`SettingsCache`]; the cache is emptied when full.
-const SETTINGS_CACHE_MAX: usize = 10_000;
+/// What one kept store's settings cost: the map slot, the settings and their strings
+/// (name, address), estimated.
+const SETTINGS_COST: usize =
+    std::mem::size_of::<(Uuid, (u64, Arc<StoreSettings>))>() + std::mem::size_of::<StoreSettings>() + 256;
 
 /// Recently read store settings, each tagged with the store's write generation at the time of
 /// the read: hot paths (product creates, calculations) skip a read transaction and a decode
-/// while nothing has written the store since.
-#[derive(Default)]
-pub struct SettingsCache(RwLock<HashMap<Uuid, (u64, Arc<StoreSettings>)>>);
+/// while nothing has written the store since. Within a byte budget: emptied when full.
+pub struct SettingsCache {
+    map: RwLock<HashMap<Uuid, (u64, Arc<StoreSettings>)>>,
+    pub meter: Meter,
+}
+
+impl SettingsCache {
+    pub fn new(budget: u64) -> SettingsCache {
+        SettingsCache { map: RwLock::default(), meter: Meter::new(budget) }
+    }
+}
 
 impl Cell {
     /// A store's settings, from the cache while the store's write generation is unchanged.
     pub fn store_settings_cached(&self, store: Uuid) -> ApiResult<Arc<StoreSettings>> {
         // Read before the transaction begins: a cached copy is never older than its tag.
         let generation = self.writer.generations.get(store);
-        let cached = self.settings.0.read().ok().and_then(|m| m.get(&store).cloned());
+        let cache = &self.settings;
+        let cached = cache.map.read().ok().and_then(|m| m.get(&store).cloned());
         if let Some((tag, settings)) = cached
             && tag == generation
         {
+            cache.meter.hit();
             return Ok(settings);
         }
+        cache.meter.miss();
         let settings = Arc::new(self.store_settings(store)?);
-        if let Ok(mut m) = self.settings.0.write() {
-            if m.len() >= SETTINGS_CACHE_MAX && !m.contains_key(&store) {
+        if let Ok(mut m) = cache.map.write() {
+            if (m.len() + 1) * SETTINGS_COST > cache.meter.budget() as usize && !m.contains_key(&store) {
                 m.clear();
             }
             m.insert(store, (generation, settings.clone()));
+            cache.meter.holds((m.len() * SETTINGS_COST) as u64, m.len() as u64);
         }
         Ok(settings)
     }

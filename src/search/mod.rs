@@ -298,7 +298,7 @@ fn seed_outbox_seq(db: &Database) -> Result<(), BoxError> {
 /// index is built beside the old one and swapped in by renames.
 pub fn reindex_offline(cell_dir: &Path) -> Result<u64, BoxError> {
     let path = cell_dir.join("cell.redb");
-    let db = crate::storage::open(&path, crate::storage::DbKind::Cell)
+    let db = crate::storage::open(&path, crate::storage::DbKind::Cell, crate::storage::ONE_OFF_CACHE)
         .map_err(|e| format!("{}: {e} (a running shopcell serving this cell holds it: stop it first)", path.display()))?;
     let target = cell_dir.join("search");
     let fresh: PathBuf = cell_dir.join("search.new");

@@ -17,14 +17,18 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
+use tokio::sync::{Semaphore, watch};
 use uuid::Uuid;
 
 use crate::error::{ApiError, ApiResult};
+use crate::memory::Meter;
 use crate::storage::ranked::Ranked;
 
-/// Most keys held over all stores (about 50 bytes each); the least recently read stores are
-/// dropped to make room and built again when next read.
-const KEY_BUDGET: usize = 4_000_000;
+/// What one key costs besides its bytes: its pointer in the chunk and the allocation's header.
+const KEY_OVERHEAD: usize = 32;
+/// Builds running at once, each on a blocking thread: a build reads a whole store, and the
+/// async workers (two on a small machine) must stay free for every other request.
+const BUILDERS: usize = 2;
 
 /// One list change recorded by a write job.
 pub struct Change {
@@ -35,28 +39,40 @@ pub struct Change {
     pub insert: bool,
 }
 
-/// The lists of one store, by list number.
+fn key_cost(key: &[u8]) -> usize {
+    key.len() + KEY_OVERHEAD
+}
+
+/// The lists of one store, by list number, and what they cost.
 #[derive(Default)]
 pub struct StoreLists {
     lists: HashMap<u16, Ranked>,
+    bytes: usize,
 }
 
 impl StoreLists {
     /// Lists built from `(list, key)` pairs.
     fn build(rows: Vec<(u16, Box<[u8]>)>) -> StoreLists {
+        let bytes = rows.iter().map(|(_, k)| key_cost(k)).sum();
         let mut by_list: HashMap<u16, Vec<Box<[u8]>>> = HashMap::new();
         for (list, key) in rows {
             by_list.entry(list).or_default().push(key);
         }
-        StoreLists { lists: by_list.into_iter().map(|(list, keys)| (list, Ranked::from_keys(keys))).collect() }
+        let lists = by_list.into_iter().map(|(list, keys)| (list, Ranked::from_keys(keys))).collect();
+        StoreLists { lists, bytes }
     }
 
-    fn apply(&mut self, c: Change) {
-        if c.insert {
-            self.lists.entry(c.list).or_default().insert(c.key);
-        } else if let Some(l) = self.lists.get_mut(&c.list) {
-            l.remove(&c.key);
-        }
+    /// Applies `c`; answers how the lists' cost changed.
+    fn apply(&mut self, c: Change) -> i64 {
+        let cost = key_cost(&c.key) as i64;
+        let changed = if c.insert {
+            self.lists.entry(c.list).or_default().insert(c.key).then_some(cost)
+        } else {
+            self.lists.get_mut(&c.list).and_then(|l| l.remove(&c.key).then_some(-cost))
+        };
+        let delta = changed.unwrap_or(0);
+        self.bytes = (self.bytes as i64 + delta).max(0) as usize;
+        delta
     }
 
     /// Up to `limit` keys of `list` from rank `offset` (see [`Ranked::page`]) and the list's length.
@@ -78,19 +94,45 @@ struct Loaded {
     used: AtomicU64,
 }
 
+/// A build under way: the changes committed meanwhile, and a signal for readers waiting on it.
+struct Loading {
+    queue: Mutex<Vec<Change>>,
+    done: watch::Sender<bool>,
+}
+
 enum Slot {
-    /// Being built; changes committed meanwhile wait here.
-    Loading(Arc<Mutex<Vec<Change>>>),
+    Loading(Arc<Loading>),
     Loaded(Arc<Loaded>),
 }
 
-/// The in-memory list orders of every store of one database.
-#[derive(Default)]
+/// Ends a build, however it ends: a slot still loading (the build failed or was abandoned) is
+/// removed, and readers waiting on it look again.
+struct BuildGuard {
+    orders: Arc<ListOrders>,
+    store: Uuid,
+    loading: Arc<Loading>,
+}
+
+impl Drop for BuildGuard {
+    fn drop(&mut self) {
+        if let Ok(mut stores) = self.orders.stores.write()
+            && matches!(stores.get(&self.store), Some(Slot::Loading(l)) if Arc::ptr_eq(l, &self.loading))
+        {
+            stores.remove(&self.store);
+        }
+        self.loading.done.send_replace(true);
+    }
+}
+
+/// The in-memory list orders of every store of one database, within a byte budget (the cell's
+/// share of the memory budget): the least recently read stores are dropped to make room and
+/// built again when next read; a store whose lists alone pass the budget answers its read from
+/// a build and keeps nothing (slower, never wrong).
 pub struct ListOrders {
     stores: RwLock<HashMap<Uuid, Slot>>,
-    /// One build at a time: builds are rare, and two of the same store would do the work twice.
-    building: Mutex<()>,
+    builders: Arc<Semaphore>,
     clock: AtomicU64,
+    pub meter: Meter,
 }
 
 fn poisoned() -> ApiError {
@@ -98,107 +140,173 @@ fn poisoned() -> ApiError {
 }
 
 impl ListOrders {
-    /// Applies the changes of a committed transaction, in the order they were recorded.
+    pub fn new(budget: u64) -> ListOrders {
+        ListOrders {
+            stores: RwLock::default(),
+            builders: Arc::new(Semaphore::new(BUILDERS)),
+            clock: AtomicU64::new(0),
+            meter: Meter::new(budget),
+        }
+    }
+
+    /// Applies the changes of a committed transaction, in the order they were recorded, then
+    /// keeps the lists within the budget.
     pub fn apply(&self, changes: Vec<Change>) {
         if changes.is_empty() {
             return;
         }
-        let Ok(stores) = self.stores.read() else { return };
-        for c in changes {
-            match stores.get(&c.store) {
-                Some(Slot::Loaded(l)) => {
-                    if let Ok(mut lists) = l.lists.write() {
-                        lists.apply(c);
+        {
+            let Ok(stores) = self.stores.read() else { return };
+            for c in changes {
+                match stores.get(&c.store) {
+                    Some(Slot::Loaded(l)) => {
+                        if let Ok(mut lists) = l.lists.write() {
+                            self.meter.change(lists.apply(c), 0);
+                        }
                     }
-                }
-                Some(Slot::Loading(queue)) => {
-                    if let Ok(mut q) = queue.lock() {
-                        q.push(c);
+                    Some(Slot::Loading(b)) => {
+                        if let Ok(mut q) = b.queue.lock() {
+                            q.push(c);
+                        }
                     }
+                    // Not in memory: the next build reads the committed records.
+                    None => {}
                 }
-                // Not in memory: the next build reads the committed records.
-                None => {}
             }
+        }
+        if self.meter.stats().bytes > self.meter.budget()
+            && let Ok(mut stores) = self.stores.write()
+        {
+            self.evict_for(&mut stores, 0, None);
         }
     }
 
     /// Runs `read` on the lists of `store`, building them first with `build` (which must read
     /// the store's committed records in a snapshot it takes when called) if they are not held.
-    pub fn read<T>(
+    /// Builds run on the blocking pool, at most [`BUILDERS`] at once; a second reader of a store
+    /// being built waits for that build instead of starting its own.
+    pub async fn read<T>(
+        self: &Arc<Self>,
+        store: Uuid,
+        build: impl FnOnce() -> ApiResult<Vec<(u16, Box<[u8]>)>> + Send + 'static,
+        read: impl FnOnce(&StoreLists) -> T + Send + 'static,
+    ) -> ApiResult<T>
+    where
+        T: Send + 'static,
+    {
+        let tick = self.clock.fetch_add(1, Ordering::Relaxed);
+        loop {
+            let waiting = match self.stores.read().map_err(|_| poisoned())?.get(&store) {
+                Some(Slot::Loaded(l)) => {
+                    self.meter.hit();
+                    l.used.store(tick, Ordering::Relaxed);
+                    return Ok(read(&*l.lists.read().map_err(|_| poisoned())?));
+                }
+                Some(Slot::Loading(b)) => Some(b.done.subscribe()),
+                None => None,
+            };
+            match waiting {
+                Some(mut done) => {
+                    // The build publishes or gives up; either way, look again.
+                    let _ = done.wait_for(|d| *d).await;
+                }
+                None => break,
+            }
+        }
+        self.meter.miss();
+        let loading = Arc::new(Loading { queue: Mutex::default(), done: watch::channel(false).0 });
+        let taken = {
+            let mut stores = self.stores.write().map_err(|_| poisoned())?;
+            let taken = stores.contains_key(&store);
+            if !taken {
+                stores.insert(store, Slot::Loading(loading.clone()));
+            }
+            taken
+        };
+        if taken {
+            // Another reader started a build between the look and the lock: wait for it.
+            return Box::pin(self.read(store, build, read)).await;
+        }
+        // From here the slot is released however this ends: built, failed or abandoned.
+        let guard = BuildGuard { orders: self.clone(), store, loading };
+        let permit = self.builders.clone().acquire_owned().await.map_err(ApiError::internal)?;
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            guard.orders.build(store, &guard.loading, tick, build, read)
+        })
+        .await
+        .map_err(ApiError::internal)?
+    }
+
+    /// Builds the lists of `store` from `build`, replays the changes committed meanwhile, keeps
+    /// them if they fit, and answers `read` from them.
+    fn build<T>(
         &self,
         store: Uuid,
+        loading: &Arc<Loading>,
+        tick: u64,
         build: impl FnOnce() -> ApiResult<Vec<(u16, Box<[u8]>)>>,
         read: impl FnOnce(&StoreLists) -> T,
     ) -> ApiResult<T> {
-        let tick = self.clock.fetch_add(1, Ordering::Relaxed);
-        if let Some(l) = self.loaded(store)? {
-            l.used.store(tick, Ordering::Relaxed);
-            return Ok(read(&*l.lists.read().map_err(|_| poisoned())?));
-        }
-        let _building = self.building.lock().map_err(|_| poisoned())?;
-        if let Some(l) = self.loaded(store)? {
-            return Ok(read(&*l.lists.read().map_err(|_| poisoned())?));
-        }
-        let queue = Arc::new(Mutex::new(Vec::new()));
-        self.stores.write().map_err(|_| poisoned())?.insert(store, Slot::Loading(queue.clone()));
         let started = std::time::Instant::now();
-        let rows = match build() {
-            Ok(rows) => rows,
-            Err(e) => {
-                self.stores.write().map_err(|_| poisoned())?.remove(&store);
-                return Err(e);
-            }
-        };
+        let rows = build()?;
         let mut lists = StoreLists::build(rows);
         // The map's write lock keeps `apply` out between draining the queue and publishing.
         let mut stores = self.stores.write().map_err(|_| poisoned())?;
-        for c in std::mem::take(&mut *queue.lock().map_err(|_| poisoned())?) {
+        for c in std::mem::take(&mut *loading.queue.lock().map_err(|_| poisoned())?) {
             lists.apply(c);
         }
         tracing::info!(%store, keys = lists.keys(), ms = started.elapsed().as_millis() as u64, "list orders built");
         let answer = read(&lists);
-        // Forgotten while building (its rows were replaced wholesale): answer this read from
-        // the snapshot, keep nothing.
-        if matches!(stores.get(&store), Some(Slot::Loading(q)) if Arc::ptr_eq(q, &queue)) {
-            evict_for(&mut stores, lists.keys());
+        let ours = matches!(stores.get(&store), Some(Slot::Loading(l)) if Arc::ptr_eq(l, loading));
+        if ours {
+            stores.remove(&store);
+        }
+        // Kept when it fits the budget and was not forgotten while building (its rows were
+        // replaced wholesale): otherwise this read is answered from the build alone.
+        if ours && lists.bytes as u64 <= self.meter.budget() {
+            let bytes = lists.bytes;
+            self.evict_for(&mut stores, bytes, Some(store));
+            self.meter.change(bytes as i64, 1);
             stores.insert(store, Slot::Loaded(Arc::new(Loaded { lists: RwLock::new(lists), used: AtomicU64::new(tick) })));
         }
         Ok(answer)
     }
 
-    fn loaded(&self, store: Uuid) -> ApiResult<Option<Arc<Loaded>>> {
-        Ok(match self.stores.read().map_err(|_| poisoned())?.get(&store) {
-            Some(Slot::Loaded(l)) => Some(l.clone()),
-            _ => None,
-        })
-    }
-
     /// Drops the lists of `store`: its rows were written other than through recorded changes
     /// (a store copied in or deleted by a move). They are built again when next read.
     pub fn forget(&self, store: Uuid) {
-        if let Ok(mut stores) = self.stores.write() {
-            stores.remove(&store);
+        if let Ok(mut stores) = self.stores.write()
+            && let Some(Slot::Loaded(l)) = stores.remove(&store)
+        {
+            self.meter.change(-(l.lists.read().map(|x| x.bytes).unwrap_or(0) as i64), -1);
         }
     }
-}
 
-/// Drops the least recently read stores until `incoming` more keys fit the budget.
-fn evict_for(stores: &mut HashMap<Uuid, Slot>, incoming: usize) {
-    let mut loaded: Vec<(u64, Uuid, usize)> = stores
-        .iter()
-        .filter_map(|(id, slot)| match slot {
-            Slot::Loaded(l) => Some((l.used.load(Ordering::Relaxed), *id, l.lists.read().map(|x| x.keys()).unwrap_or(0))),
-            Slot::Loading(_) => None,
-        })
-        .collect();
-    let mut held: usize = loaded.iter().map(|(_, _, n)| n).sum();
-    loaded.sort_unstable();
-    for (_, id, n) in loaded {
-        if held + incoming <= KEY_BUDGET {
-            break;
+    /// Drops the least recently read stores (but `keep`) until `incoming` more bytes fit.
+    fn evict_for(&self, stores: &mut HashMap<Uuid, Slot>, incoming: usize, keep: Option<Uuid>) {
+        let budget = self.meter.budget() as usize;
+        let mut held = self.meter.stats().bytes as usize;
+        if held + incoming <= budget {
+            return;
         }
-        stores.remove(&id);
-        held -= n;
+        let mut loaded: Vec<(u64, Uuid, usize)> = stores
+            .iter()
+            .filter(|(id, _)| Some(**id) != keep)
+            .filter_map(|(id, slot)| match slot {
+                Slot::Loaded(l) => Some((l.used.load(Ordering::Relaxed), *id, l.lists.read().map(|x| x.bytes).unwrap_or(0))),
+                Slot::Loading(_) => None,
+            })
+            .collect();
+        loaded.sort_unstable();
+        for (_, id, bytes) in loaded {
+            if held + incoming <= budget {
+                break;
+            }
+            stores.remove(&id);
+            self.meter.change(-(bytes as i64), -1);
+            held = held.saturating_sub(bytes);
+        }
     }
 }
 
@@ -214,55 +322,99 @@ mod tests {
         Change { store, list: 1, key: key(n), insert }
     }
 
-    fn keys(orders: &ListOrders, store: Uuid, build: Vec<u8>) -> Vec<u8> {
+    fn orders(budget: u64) -> Arc<ListOrders> {
+        Arc::new(ListOrders::new(budget))
+    }
+
+    async fn keys(orders: &Arc<ListOrders>, store: Uuid, build: Vec<u8>) -> Vec<u8> {
         orders
-            .read(store, || Ok(build.into_iter().map(|n| (1, key(n))).collect()), |l| l.page(1, false, 0, 100).0.concat())
+            .read(store, move || Ok(build.into_iter().map(|n| (1, key(n))).collect()), |l| l.page(1, false, 0, 100).0.concat())
+            .await
             .unwrap()
     }
 
-    #[test]
-    fn changes_reach_loaded_stores_and_skip_others() {
-        let orders = ListOrders::default();
+    #[tokio::test]
+    async fn changes_reach_loaded_stores_and_skip_others() {
+        let orders = orders(1 << 20);
         let (a, b) = (Uuid::from_u128(1), Uuid::from_u128(2));
-        assert_eq!(keys(&orders, a, vec![3, 1]), vec![1, 3]);
+        assert_eq!(keys(&orders, a, vec![3, 1]).await, vec![1, 3]);
         orders.apply(vec![change(a, 2, true), change(a, 3, false), change(b, 9, true)]);
-        assert_eq!(keys(&orders, a, vec![]), vec![1, 2], "held lists are not built again");
-        assert_eq!(keys(&orders, b, vec![5]), vec![5], "a store not held is built from its records");
+        assert_eq!(keys(&orders, a, vec![]).await, vec![1, 2], "held lists are not built again");
+        assert_eq!(keys(&orders, b, vec![5]).await, vec![5], "a store not held is built from its records");
+        let stats = orders.meter.stats();
+        assert_eq!((stats.entries, stats.bytes), (2, 3 * key_cost(&[0]) as u64), "two stores, three keys");
+        assert_eq!((stats.hits, stats.misses), (1, 2));
     }
 
-    #[test]
-    fn changes_committed_during_a_build_are_replayed_over_it() {
-        let orders = ListOrders::default();
+    #[tokio::test]
+    async fn changes_committed_during_a_build_are_replayed_over_it() {
+        let orders = orders(1 << 20);
         let a = Uuid::from_u128(1);
+        let during = orders.clone();
         let got = orders
             .read(
                 a,
-                || {
+                move || {
                     // Committed while the snapshot is read: one change it holds, one it misses.
-                    orders.apply(vec![change(a, 1, false), change(a, 2, true), change(a, 4, true)]);
+                    during.apply(vec![change(a, 1, false), change(a, 2, true), change(a, 4, true)]);
                     Ok(vec![(1, key(2)), (1, key(3))])
                 },
                 |l| l.page(1, false, 0, 100).0.concat(),
             )
+            .await
             .unwrap();
         assert_eq!(got, vec![2, 3, 4]);
     }
 
-    #[test]
-    fn a_store_forgotten_during_its_build_is_not_kept() {
-        let orders = ListOrders::default();
+    #[tokio::test]
+    async fn a_store_forgotten_during_its_build_is_not_kept() {
+        let orders = orders(1 << 20);
         let a = Uuid::from_u128(1);
+        let during = orders.clone();
         let got = orders
             .read(
                 a,
-                || {
-                    orders.forget(a);
+                move || {
+                    during.forget(a);
                     Ok(vec![(1, key(7))])
                 },
                 |l| l.page(1, false, 0, 100).0.concat(),
             )
+            .await
             .unwrap();
         assert_eq!(got, vec![7]);
-        assert_eq!(keys(&orders, a, vec![8]), vec![8]);
+        assert_eq!(keys(&orders, a, vec![8]).await, vec![8]);
+    }
+
+    #[tokio::test]
+    async fn the_budget_drops_the_least_recently_read_stores_and_keeps_no_store_larger_than_itself() {
+        // Room for four keys.
+        let orders = orders(4 * key_cost(&[0]) as u64);
+        let (a, b, c) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
+        keys(&orders, a, vec![1, 2]).await;
+        keys(&orders, b, vec![3, 4]).await;
+        keys(&orders, a, vec![]).await;
+        // c needs room: b, read longest ago, goes.
+        keys(&orders, c, vec![5, 6]).await;
+        assert_eq!(keys(&orders, a, vec![]).await, vec![1, 2], "a is still held");
+        assert_eq!(keys(&orders, b, vec![9]).await, vec![9], "b was dropped and is built again");
+        assert!(orders.meter.stats().bytes <= orders.meter.budget());
+        // Writes that grow a held store past the budget drop another store.
+        orders.apply(vec![change(b, 10, true), change(b, 11, true), change(b, 12, true)]);
+        let stats = orders.meter.stats();
+        assert!(stats.bytes <= stats.budget, "{stats:?}");
+        // A store larger than the whole budget is answered, never kept.
+        let big = Uuid::from_u128(4);
+        assert_eq!(keys(&orders, big, vec![1, 2, 3, 4, 5, 6]).await, vec![1, 2, 3, 4, 5, 6]);
+        assert_eq!(keys(&orders, big, vec![7]).await, vec![7], "built again: nothing was kept");
+    }
+
+    #[tokio::test]
+    async fn a_failed_build_leaves_nothing_behind() {
+        let orders = orders(1 << 20);
+        let a = Uuid::from_u128(1);
+        let failed = orders.read(a, || Err(ApiError::internal("disk")), |l| l.keys()).await;
+        assert!(failed.is_err());
+        assert_eq!(keys(&orders, a, vec![1]).await, vec![1], "the next read builds again");
     }
 }

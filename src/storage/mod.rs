@@ -64,13 +64,18 @@ fn io<E: std::fmt::Display>(e: E) -> OpenError {
     OpenError::Io(e.to_string())
 }
 
-/// Opens (or creates) a database of `kind`: checks kind and format version, runs the migration
-/// steps from an older version, and makes sure every table exists so readers never miss one.
-pub fn open(path: &Path, kind: DbKind) -> Result<Database, OpenError> {
+/// redb's page cache of a database opened for a one-off job (a migration check, an admin
+/// command): small, as such a job reads each page once.
+pub const ONE_OFF_CACHE: u64 = 16 << 20;
+
+/// Opens (or creates) a database of `kind` with a page cache of `cache` bytes (its share of the
+/// memory budget): checks kind and format version, runs the migration steps from an older
+/// version, and makes sure every table exists so readers never miss one.
+pub fn open(path: &Path, kind: DbKind, cache: u64) -> Result<Database, OpenError> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(io)?;
     }
-    let db = Database::create(path).map_err(io)?;
+    let db = Database::builder().set_cache_size(cache as usize).create(path).map_err(io)?;
     let (found_kind, found_version) = read_meta(&db)?;
     match found_kind {
         Some(k) if k != kind.name() => return Err(OpenError::WrongKind { found: k, expected: kind.name() }),
@@ -159,9 +164,9 @@ mod tests {
     fn a_newer_format_is_refused_and_left_untouched() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cell.redb");
-        drop(open(&path, DbKind::Cell).unwrap());
+        drop(open(&path, DbKind::Cell, ONE_OFF_CACHE).unwrap());
         set_version(&path, FORMAT_VERSION + 1);
-        match open(&path, DbKind::Cell) {
+        match open(&path, DbKind::Cell, ONE_OFF_CACHE) {
             Err(OpenError::NewerFormat { found, supported }) => {
                 assert_eq!((found, supported), (FORMAT_VERSION + 1, FORMAT_VERSION))
             }
@@ -177,14 +182,14 @@ mod tests {
     fn a_database_of_the_other_kind_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.redb");
-        drop(open(&path, DbKind::Account).unwrap());
-        assert!(matches!(open(&path, DbKind::Cell), Err(OpenError::WrongKind { .. })));
+        drop(open(&path, DbKind::Account, ONE_OFF_CACHE).unwrap());
+        assert!(matches!(open(&path, DbKind::Cell, ONE_OFF_CACHE), Err(OpenError::WrongKind { .. })));
     }
 
     #[test]
     fn every_table_exists_after_open() {
         let dir = tempfile::tempdir().unwrap();
-        let db = open(&dir.path().join("c.redb"), DbKind::Cell).unwrap();
+        let db = open(&dir.path().join("c.redb"), DbKind::Cell, ONE_OFF_CACHE).unwrap();
         let names = table_names(&db).unwrap();
         for t in STORE_TABLES {
             assert!(names.iter().any(|n| n == t.def.name()), "{} missing", t.def.name());

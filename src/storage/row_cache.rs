@@ -14,11 +14,13 @@ use std::sync::{Arc, Mutex};
 
 use uuid::Uuid;
 
+use crate::memory::Meter;
+
 /// Independent locks: readers of different rows rarely meet.
 const SHARDS: usize = 64;
-/// Bytes of rows held per cell (a 100,000-product catalog's views fit); past it a shard drops
-/// its oldest rows to make room.
-const BUDGET: usize = 256 << 20;
+/// What holding one row costs besides its bytes: the key in the map and in the fill order, the
+/// map's slot and the shared allocation's header.
+const ENTRY_OVERHEAD: usize = 96;
 
 type RowKey = (Uuid, Uuid);
 
@@ -55,22 +57,36 @@ struct Shard {
 }
 
 impl Shard {
-    fn remove(&mut self, key: &RowKey) {
+    fn remove(&mut self, key: &RowKey, meter: &Meter) {
         if let Some(old) = self.rows.remove(key) {
-            self.bytes -= old.len();
+            self.bytes -= cost(&old);
+            meter.change(-(cost(&old) as i64), -1);
         }
     }
 }
 
-/// The cached rows of one table of one database.
+/// The cached rows of one table of one database, within a byte budget (the cell's share of the
+/// memory budget): past it a shard drops its oldest rows to make room.
 pub struct RowCache {
     shards: Vec<Mutex<Shard>>,
+    /// Bytes each shard may hold.
+    shard_budget: usize,
+    pub meter: Meter,
 }
 
-impl Default for RowCache {
-    fn default() -> Self {
-        RowCache { shards: (0..SHARDS).map(|_| Mutex::default()).collect() }
+impl RowCache {
+    pub fn new(budget: u64) -> RowCache {
+        RowCache {
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            shard_budget: budget as usize / SHARDS,
+            meter: Meter::new(budget),
+        }
     }
+}
+
+/// What a row costs the budget.
+fn cost(row: &[u8]) -> usize {
+    row.len() + ENTRY_OVERHEAD
 }
 
 /// What a lookup found: the row, or the epoch to fill it at after reading it.
@@ -91,8 +107,14 @@ impl RowCache {
         let key = (store, id);
         match self.shard(&key).lock() {
             Ok(s) => match s.rows.get(&key) {
-                Some(row) => Cached::Hit(row.clone()),
-                None => Cached::Miss(s.epoch),
+                Some(row) => {
+                    self.meter.hit();
+                    Cached::Hit(row.clone())
+                }
+                None => {
+                    self.meter.miss();
+                    Cached::Miss(s.epoch)
+                }
             },
             // A poisoned shard only caches nothing: the epoch never matches.
             Err(_) => Cached::Miss(u64::MAX),
@@ -104,15 +126,16 @@ impl RowCache {
     pub fn fill(&self, store: Uuid, id: Uuid, epoch: u64, row: Arc<[u8]>) {
         let key = (store, id);
         let Ok(mut s) = self.shard(&key).lock() else { return };
-        if s.epoch != epoch || row.len() > BUDGET / SHARDS {
+        if s.epoch != epoch || cost(&row) > self.shard_budget {
             return;
         }
-        s.remove(&key);
-        while s.bytes + row.len() > BUDGET / SHARDS {
+        s.remove(&key, &self.meter);
+        while s.bytes + cost(&row) > self.shard_budget {
             let Some(oldest) = s.order.pop_front() else { break };
-            s.remove(&oldest);
+            s.remove(&oldest, &self.meter);
         }
-        s.bytes += row.len();
+        s.bytes += cost(&row);
+        self.meter.change(cost(&row) as i64, 1);
         s.rows.insert(key, row);
         s.order.push_back(key);
         // Keys of dropped rows linger in the order until they come up; keep them few.
@@ -127,7 +150,7 @@ impl RowCache {
         let key = (store, id);
         if let Ok(mut s) = self.shard(&key).lock() {
             s.epoch += 1;
-            s.remove(&key);
+            s.remove(&key, &self.meter);
         }
     }
 
@@ -140,7 +163,8 @@ impl RowCache {
                 rows.retain(|(st, _), row| {
                     let keep = *st != store;
                     if !keep {
-                        *bytes -= row.len();
+                        *bytes -= cost(row);
+                        self.meter.change(-(cost(row) as i64), -1);
                     }
                     keep
                 });
@@ -153,6 +177,8 @@ impl RowCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const BUDGET: u64 = 64 << 20;
 
     fn row(s: &str) -> Arc<[u8]> {
         Arc::from(s.as_bytes())
@@ -167,7 +193,7 @@ mod tests {
 
     #[test]
     fn a_fill_read_before_a_drop_is_refused() {
-        let c = RowCache::default();
+        let c = RowCache::new(BUDGET);
         let (s, id) = (Uuid::from_u128(1), Uuid::from_u128(2));
         let Cached::Miss(epoch) = c.get(s, id) else { panic!("empty cache hit") };
         // The writer commits a new version and drops the row while the old one is being read.
@@ -183,7 +209,7 @@ mod tests {
 
     #[test]
     fn a_store_is_dropped_whole_and_others_stay() {
-        let c = RowCache::default();
+        let c = RowCache::new(BUDGET);
         let (a, b) = (Uuid::from_u128(1), Uuid::from_u128(2));
         for (store, id) in [(a, 10), (a, 11), (b, 12)] {
             let id = Uuid::from_u128(id);
@@ -198,9 +224,9 @@ mod tests {
 
     #[test]
     fn a_full_shard_makes_room() {
-        let c = RowCache::default();
+        let c = RowCache::new(BUDGET);
         let store = Uuid::from_u128(1);
-        let big: Arc<[u8]> = Arc::from(vec![0u8; BUDGET / SHARDS / 2 + 1]);
+        let big: Arc<[u8]> = Arc::from(vec![0u8; c.shard_budget / 2 + 1 - ENTRY_OVERHEAD]);
         let mut held = 0;
         for n in 0..(SHARDS * 8) as u128 {
             let id = Uuid::from_u128(n);
@@ -209,11 +235,15 @@ mod tests {
         }
         for s in &c.shards {
             let s = s.lock().unwrap();
-            assert!(s.bytes <= BUDGET / SHARDS && s.rows.len() <= 1);
-            assert_eq!(s.bytes, s.rows.values().map(|r| r.len()).sum::<usize>());
+            assert!(s.bytes <= c.shard_budget && s.rows.len() <= 1);
+            assert_eq!(s.bytes, s.rows.values().map(|r| cost(r)).sum::<usize>());
             held += s.rows.len();
         }
         assert!(held > 0);
+        let stats = c.meter.stats();
+        assert_eq!((stats.entries, stats.bytes), (held as u64, held as u64 * cost(&big) as u64), "the meter counts what is held");
+        assert_eq!(stats.misses, (SHARDS * 8) as u64);
+        assert!(stats.bytes <= stats.budget);
         // The newest fill of a shard is the one it keeps.
         let last = Uuid::from_u128((SHARDS * 8 - 1) as u128);
         assert_eq!(hit(&c, store, last).map(|r| r.len()), Some(big.len()));

@@ -143,7 +143,8 @@ impl WriterThread {
 
 impl Writer {
     /// Starts the writer thread of `db`.
-    pub fn start(db: Arc<Database>, name: &str) -> std::io::Result<(Writer, WriterThread)> {
+    /// `rows` and `lists` are the byte budgets of its row cache and list orders.
+    pub fn start(db: Arc<Database>, name: &str, rows: u64, lists: u64) -> std::io::Result<(Writer, WriterThread)> {
         let (sender, receiver) = mpsc::channel::<Msg>();
         let gate = Arc::new(MoveGate::default());
         let thread_gate = gate.clone();
@@ -151,8 +152,8 @@ impl Writer {
         let thread_committed = committed.clone();
         let generations = Arc::new(Generations::default());
         let thread_generations = generations.clone();
-        let orders = Arc::new(ListOrders::default());
-        let rows = Arc::new(RowCache::default());
+        let orders = Arc::new(ListOrders::new(lists));
+        let rows = Arc::new(RowCache::new(rows));
         let (thread_orders, thread_rows) = (orders.clone(), rows.clone());
         let handle = std::thread::Builder::new().name(format!("writer-{name}")).spawn(move || {
             let derived = Derived {
@@ -536,8 +537,8 @@ mod tests {
     #[tokio::test]
     async fn counters_of_a_batch_are_read_back_written_once_and_dropped_with_a_failed_job() {
         let dir = tempfile::tempdir().unwrap();
-        let db = Arc::new(open(&dir.path().join("cell.redb"), DbKind::Cell).unwrap());
-        let (writer, thread) = Writer::start(db.clone(), "test").unwrap();
+        let db = Arc::new(open(&dir.path().join("cell.redb"), DbKind::Cell, crate::storage::ONE_OFF_CACHE).unwrap());
+        let (writer, thread) = Writer::start(db.clone(), "test", 1 << 20, 1 << 20).unwrap();
         let key = Key::store(Uuid::from_u128(1)).str("things").into_vec();
         // Many concurrent jobs land in few batches; each sees the counts of the jobs before it.
         let jobs: Vec<_> = (0..50)

@@ -71,7 +71,7 @@ fn documented_tables(doc: &str, heading: &str) -> BTreeMap<String, Vec<String>> 
 /// The tables a freshly opened database of `kind` holds.
 fn tables_of_fresh(kind: DbKind) -> BTreeSet<String> {
     let dir = tempfile::tempdir().unwrap();
-    let db = storage::open(&dir.path().join("fresh.redb"), kind).unwrap();
+    let db = storage::open(&dir.path().join("fresh.redb"), kind, shopcell::storage::ONE_OFF_CACHE).unwrap();
     storage::table_names(&db).unwrap().into_iter().collect()
 }
 

@@ -412,7 +412,7 @@ async fn writes_are_searchable_within_a_second() {
 /// `queue`, appends an outbox entry as the product writer would have.
 fn retitle_offline(cell_db: &std::path::Path, store: Uuid, id: Uuid, title: &str, queue: bool) {
     use redb::ReadableTable;
-    let db = storage::open(cell_db, DbKind::Cell).expect("open the stopped cell");
+    let db = storage::open(cell_db, DbKind::Cell, shopcell::storage::ONE_OFF_CACHE).expect("open the stopped cell");
     let txn = db.begin_write().expect("write");
     {
         let mut products = txn.open_table(PRODUCTS.def).expect("products");
@@ -431,7 +431,7 @@ fn retitle_offline(cell_db: &std::path::Path, store: Uuid, id: Uuid, title: &str
 
 fn outbox_len(cell_db: &std::path::Path) -> u64 {
     use redb::{ReadableDatabase, ReadableTableMetadata};
-    let db = storage::open(cell_db, DbKind::Cell).expect("open the stopped cell");
+    let db = storage::open(cell_db, DbKind::Cell, shopcell::storage::ONE_OFF_CACHE).expect("open the stopped cell");
     db.begin_read().expect("read").open_table(OUTBOX).expect("outbox").len().expect("len")
 }
 

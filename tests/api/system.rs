@@ -73,3 +73,52 @@ async fn the_signing_key_survives_a_restart() {
     // A token issued before the restart still verifies.
     again.client.get("/api/v1/auth/me", Some(&u.token)).await.expect(200);
 }
+
+/// `name{owner="…",cache="…"} value` lines of one family, as `(owner, cache) → value`.
+fn family(text: &str, name: &str) -> std::collections::BTreeMap<(String, String), u64> {
+    let mut out = std::collections::BTreeMap::new();
+    for line in text.lines().filter(|l| l.starts_with(&format!("{name}{{"))) {
+        let (labels, value) = line[name.len() + 1..].split_once("} ").expect("labels and a value");
+        let label =
+            |key: &str| labels.split(',').find_map(|l| l.strip_prefix(&format!("{key}=\""))).unwrap().trim_end_matches('"');
+        out.insert((label("owner").to_string(), label("cache").to_string()), value.parse().expect("an integer"));
+    }
+    out
+}
+
+#[tokio::test]
+async fn metrics_show_every_cache_within_its_share_of_the_budget() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let u = create_user(c).await;
+    let store = create_store(c, &u).await;
+    for i in 0..3 {
+        create_product(c, &u, &store, &format!("Lamp {i}"), 1000 + i).await;
+    }
+    let page = c.get(&format!("/api/v1/stores/{store}/products?sortBy=title&sortOrder=asc"), Some(&u.token)).await.expect(200);
+    assert_eq!(page.body["total"], 3);
+    let text = String::from_utf8_lossy(&c.get("/metrics", None).await.expect(200).raw).into_owned();
+    let budget: u64 =
+        text.lines().find_map(|l| l.strip_prefix("shopcell_memory_budget_bytes ")).expect("the budget is shown").parse().unwrap();
+    let shares = family(&text, "shopcell_cache_budget_bytes");
+    let held = family(&text, "shopcell_cache_bytes");
+    let entries = family(&text, "shopcell_cache_entries");
+    let misses = family(&text, "shopcell_cache_misses_total");
+    let cell = app.server.as_ref().unwrap().node.cells.keys().next().unwrap().clone();
+    for cache in ["redb", "rows", "lists", "pricing", "settings"] {
+        assert!(shares.contains_key(&(cell.clone(), cache.into())), "the cell's {cache} cache is shown: {text}");
+    }
+    assert!(shares.contains_key(&("account".into(), "admissions".into())));
+    assert!(shares.values().sum::<u64>() <= budget, "the shares fit the budget");
+    for (key, bytes) in &held {
+        assert!(*bytes <= shares[key], "{key:?} holds {bytes} of its {}", shares[key]);
+    }
+    let lists = (cell.clone(), "lists".to_string());
+    assert_eq!(entries[&lists], 1, "one store's lists are held");
+    assert_eq!(misses[&lists], 1, "built once");
+    // 3 products × 10 lists, each key a sort value and an id.
+    assert!(held[&lists] >= 30 * 16, "{}", held[&lists]);
+    let rows = (cell.clone(), "rows".to_string());
+    assert_eq!(entries[&rows], 3, "the page's three views are cached");
+    assert!(text.contains("shopcell_process_anonymous_bytes "), "{text}");
+}

@@ -55,7 +55,7 @@ mod tests {
         let rates = [rate("CA", "GST", 1), rate("US", "NY", 2), rate("CA", "PST", 3)];
         {
             // A format-2 cell: tax rate rows only, no order rows, no counters.
-            let db = open(&path, DbKind::Cell).unwrap();
+            let db = open(&path, DbKind::Cell, crate::storage::ONE_OFF_CACHE).unwrap();
             let txn = db.begin_write().unwrap();
             let mut t = txn.open_table(TAX_RATES.def).unwrap();
             for r in &rates {
@@ -65,7 +65,7 @@ mod tests {
             txn.open_table(META).unwrap().insert("format_version", 2u32.to_le_bytes().as_slice()).unwrap();
             txn.commit().unwrap();
         }
-        let db = open(&path, DbKind::Cell).unwrap();
+        let db = open(&path, DbKind::Cell, crate::storage::ONE_OFF_CACHE).unwrap();
         let txn = db.begin_read().unwrap();
         let q = ListQuery { sort: "name", limit: 2, ..Default::default() };
         let first = page::<TaxRate>(&txn, store, &q, 0).unwrap();

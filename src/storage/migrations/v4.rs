@@ -43,7 +43,7 @@ mod tests {
         gone.deleted_at = Some(4);
         {
             // A format-3 cell: collection rows only (its old list rows are dropped by the step).
-            let db = open(&path, DbKind::Cell).unwrap();
+            let db = open(&path, DbKind::Cell, crate::storage::ONE_OFF_CACHE).unwrap();
             let txn = db.begin_write().unwrap();
             let mut t = txn.open_table(COLLECTIONS.def).unwrap();
             for c in [&root, &child, &gone] {
@@ -53,7 +53,7 @@ mod tests {
             txn.open_table(META).unwrap().insert("format_version", 3u32.to_le_bytes().as_slice()).unwrap();
             txn.commit().unwrap();
         }
-        let db = open(&path, DbKind::Cell).unwrap();
+        let db = open(&path, DbKind::Cell, crate::storage::ONE_OFF_CACHE).unwrap();
         let txn = db.begin_read().unwrap();
         let titles = |q: &ListQuery| -> (u64, Vec<String>) {
             let listed = page::<Collection>(&txn, store, q, 0).unwrap();
