@@ -129,7 +129,12 @@ impl Cell {
         txn.open_table(MOVE_LOG)?.retain(|_, _| false)?;
         txn.commit()?;
         let (writer, thread) = Writer::start(db.clone(), name)?;
-        let search = crate::search::Search::start(&dir.join("search"), db.clone(), writer.clone(), name)?;
+        // Until the process's budget reaches the cells, a cell takes the shares of a 1 GiB budget.
+        let memory = match (crate::memory::Budget { bytes: 1 << 30, origin: String::new() }).divide(1) {
+            Ok(shares) => shares.cell,
+            Err(e) => return Err(e.into()),
+        };
+        let search = crate::search::Search::start(&dir.join("search"), db.clone(), writer.clone(), name, &memory)?;
         let publisher = publisher::Publisher::start(db.clone(), writer.clone(), name, clock.clone())?;
         Ok(Cell {
             name: name.to_string(),
@@ -140,7 +145,7 @@ impl Cell {
             search,
             publisher,
             payments: crate::payments::Providers::default(),
-            pages: crate::search::cache::AnswerCache::default(),
+            pages: crate::search::cache::AnswerCache::new(memory.answers),
             settings: stores::SettingsCache::default(),
             pricing: calculate::PricingCache::default(),
             states: RwLock::new(states),
