@@ -138,7 +138,7 @@ impl Cell {
         txn.open_table(MOVE_LOG)?.retain(|_, _| false)?;
         txn.commit()?;
         let (writer, thread) = Writer::start(db.clone(), name, memory.rows, memory.lists)?;
-        let search = crate::search::Search::start(&dir.join("search"), db.clone(), writer.clone(), name)?;
+        let search = crate::search::Search::start(&dir.join("search"), db.clone(), writer.clone(), name, memory)?;
         let publisher = publisher::Publisher::start(db.clone(), writer.clone(), name, clock.clone())?;
         Ok(Cell {
             name: name.to_string(),
@@ -149,7 +149,7 @@ impl Cell {
             search,
             publisher,
             payments: crate::payments::Providers::default(),
-            pages: crate::search::cache::AnswerCache::default(),
+            pages: crate::search::cache::AnswerCache::new(memory.answers),
             // Settings are few and small: a quarter of the share is plenty.
             settings: stores::SettingsCache::new(memory.pricing / 4),
             pricing: calculate::PricingCache::new(memory.pricing - memory.pricing / 4),
@@ -166,7 +166,11 @@ impl Cell {
             ("lists", self.writer.orders.meter.stats()),
             ("pricing", self.pricing.meter.stats()),
             ("settings", self.settings.meter.stats()),
+            ("pages", self.pages.stats()),
         ]
+        .into_iter()
+        .chain(self.search.caches())
+        .collect()
     }
 
     /// Whether this cell serves `store`.

@@ -12,21 +12,24 @@
 //! store unusable at once, and a product stays searchable within the indexer's delay. A list page
 //! depends on the rows alone and is tagged with the store's write generation only.
 //!
-//! The cache is bounded by entries and bytes; when full, it drops an arbitrary quarter of its
-//! entries (the map's own order), which keeps most of the often-repeated answers in place.
+//! The cache keeps within a budget of bytes, counting every entry's key, body and slot; when a
+//! new answer would pass it, it drops an arbitrary quarter of its entries (the map's own order),
+//! as often as needed, which keeps most of the often-repeated answers in place.
 
 use std::collections::HashMap;
+use std::mem::size_of;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 
-/// Most entries kept per cell.
-const MAX_ENTRIES: usize = 4096;
-/// Most body bytes kept per cell.
-const MAX_BYTES: usize = 32 << 20;
-/// Bodies larger than this are not kept (a 250-hit page of big products).
+use crate::memory::{CacheStats, Meter};
+
+/// Bodies larger than this are never kept (a 250-hit page of big products), whatever the budget.
 const MAX_BODY: usize = 512 << 10;
+/// A body larger than this part of the budget is not kept either: one answer must not push out
+/// the many small ones that make a cache worth having.
+const BODY_PART: usize = 64;
 
 /// The versions an answer was computed from: (store write generation, index generation or 0).
 pub type Tag = (u64, u64);
@@ -36,31 +39,62 @@ struct Entry {
     body: Bytes,
 }
 
+/// What an entry holds besides its key and body: the map's slot (the key's and the body's
+/// handles, the tag, a control byte).
+const ENTRY_OVERHEAD: usize = size_of::<(String, Entry)>() + 1;
+
+fn cost(key: &str, body: &Bytes) -> usize {
+    key.len() + body.len() + ENTRY_OVERHEAD
+}
+
 #[derive(Default)]
 struct Map {
     entries: HashMap<String, Entry>,
+    /// The [`cost`] of every entry.
     bytes: usize,
+}
+
+impl Map {
+    fn remove(&mut self, key: &str) {
+        if let Some((k, e)) = self.entries.remove_entry(key) {
+            self.bytes -= cost(&k, &e.body);
+        }
+    }
 }
 
 /// Answers by request key, each with its [`Tag`].
 pub struct AnswerCache {
     map: Mutex<Map>,
     enabled: AtomicBool,
-}
-
-impl Default for AnswerCache {
-    fn default() -> Self {
-        AnswerCache { map: Mutex::default(), enabled: AtomicBool::new(true) }
-    }
+    budget: usize,
+    max_body: usize,
+    meter: Meter,
 }
 
 impl AnswerCache {
+    pub fn new(budget_bytes: u64) -> AnswerCache {
+        let budget = usize::try_from(budget_bytes).unwrap_or(usize::MAX);
+        AnswerCache {
+            map: Mutex::default(),
+            enabled: AtomicBool::new(true),
+            budget,
+            max_body: (budget / BODY_PART).min(MAX_BODY),
+            meter: Meter::new(budget_bytes),
+        }
+    }
+
+    /// Answers served (hits) and not found at their tag (misses), and the bytes and answers kept.
+    pub fn stats(&self) -> CacheStats {
+        self.meter.stats()
+    }
+
     /// Turns the cache off (every answer computed afresh, nothing kept) or back on; the catalog
     /// benchmark measures both.
     pub fn set_enabled(&self, on: bool) {
         self.enabled.store(on, Ordering::Relaxed);
         if !on && let Ok(mut map) = self.map.lock() {
             *map = Map::default();
+            self.meter.holds(0, 0);
         }
     }
 
@@ -70,29 +104,32 @@ impl AnswerCache {
             return None;
         }
         let map = self.map.lock().ok()?;
-        map.entries.get(key).filter(|e| e.tag == tag).map(|e| e.body.clone())
+        let found = map.entries.get(key).filter(|e| e.tag == tag).map(|e| e.body.clone());
+        match found {
+            Some(_) => self.meter.hit(),
+            None => self.meter.miss(),
+        }
+        found
     }
 
     /// Keeps `body` as the answer of `key` at `tag`, replacing an older one.
     pub fn put(&self, key: String, tag: Tag, body: Bytes) {
-        if body.len() > MAX_BODY || !self.enabled.load(Ordering::Relaxed) {
+        let size = cost(&key, &body);
+        if body.len() > self.max_body || size > self.budget || !self.enabled.load(Ordering::Relaxed) {
             return;
         }
         let Ok(mut map) = self.map.lock() else { return };
-        if let Some(old) = map.entries.remove(&key) {
-            map.bytes -= old.body.len();
-        }
-        if map.entries.len() >= MAX_ENTRIES || map.bytes + body.len() > MAX_BYTES {
+        map.remove(&key);
+        while map.bytes + size > self.budget && !map.entries.is_empty() {
             let drop = map.entries.len().div_ceil(4);
             let victims: Vec<String> = map.entries.keys().take(drop).cloned().collect();
             for k in victims {
-                if let Some(e) = map.entries.remove(&k) {
-                    map.bytes -= e.body.len();
-                }
+                map.remove(&k);
             }
         }
-        map.bytes += body.len();
+        map.bytes += size;
         map.entries.insert(key, Entry { tag, body });
+        self.meter.holds(map.bytes as u64, map.entries.len() as u64);
     }
 
     /// Entries kept (for tests and metrics).
@@ -111,7 +148,7 @@ mod tests {
 
     #[test]
     fn answers_are_served_only_at_their_tag() {
-        let c = AnswerCache::default();
+        let c = AnswerCache::new(1 << 20);
         c.put("q".into(), (1, 1), Bytes::from_static(b"a"));
         assert_eq!(c.get("q", (1, 1)).as_deref(), Some(&b"a"[..]));
         assert!(c.get("q", (2, 1)).is_none(), "a write to the store");
@@ -120,27 +157,55 @@ mod tests {
         c.put("q".into(), (2, 1), Bytes::from_static(b"b"));
         assert_eq!(c.get("q", (2, 1)).as_deref(), Some(&b"b"[..]));
         assert_eq!(c.len(), 1);
+        let one = (1 + 1 + ENTRY_OVERHEAD) as u64;
+        assert_eq!(c.stats(), CacheStats { budget: 1 << 20, bytes: one, entries: 1, hits: 2, misses: 3 });
         c.set_enabled(false);
         assert!(c.is_empty() && c.get("q", (2, 1)).is_none());
         c.put("q".into(), (2, 1), Bytes::from_static(b"b"));
         assert!(c.is_empty());
+        assert_eq!(c.stats(), CacheStats { budget: 1 << 20, bytes: 0, entries: 0, hits: 2, misses: 3 });
     }
 
     #[test]
-    fn it_stays_within_its_bounds() {
-        let c = AnswerCache::default();
-        for i in 0..MAX_ENTRIES * 2 {
-            c.put(format!("q{i}"), (0, 0), Bytes::from_static(b"x"));
+    fn it_stays_within_its_budget() {
+        let budget = 64 << 10;
+        let c = AnswerCache::new(budget as u64);
+        // Key and body bytes both count.
+        let each = "q000".len() + 100 + ENTRY_OVERHEAD;
+        let fit = budget / each;
+        for i in 0..fit {
+            c.put(format!("q{i:03}"), (0, 0), Bytes::from(vec![0u8; 100]));
         }
-        assert!(c.len() <= MAX_ENTRIES);
-        c.put("big".into(), (0, 0), Bytes::from(vec![0u8; MAX_BODY + 1]));
-        assert!(c.get("big", (0, 0)).is_none());
-        let body = Bytes::from(vec![0u8; MAX_BODY]);
-        for i in 0..(MAX_BYTES / MAX_BODY) * 2 {
-            c.put(format!("b{i}"), (0, 0), body.clone());
+        assert_eq!(c.stats().entries, fit as u64, "nothing dropped before the budget is reached");
+        assert_eq!(c.stats().bytes, (fit * each) as u64);
+        // One more passes the budget: a quarter goes.
+        c.put("q999".into(), (0, 0), Bytes::from(vec![0u8; 100]));
+        let left = fit - fit.div_ceil(4) + 1;
+        assert_eq!(c.stats().entries, left as u64);
+        assert_eq!(c.stats().bytes, (left * each) as u64);
+        assert!(c.get("q999", (0, 0)).is_some());
+        for i in 0..fit * 3 {
+            c.put(format!("r{i:03}"), (0, 0), Bytes::from(vec![0u8; 100 + i % 50]));
+            assert!(c.stats().bytes <= budget as u64);
         }
         let map = c.map.lock().unwrap();
-        assert!(map.bytes <= MAX_BYTES);
-        assert_eq!(map.bytes, map.entries.values().map(|e| e.body.len()).sum::<usize>());
+        let held: usize = map.entries.iter().map(|(k, e)| cost(k, &e.body)).sum();
+        assert_eq!((map.bytes, map.entries.len() as u64), (held, c.stats().entries));
+        assert_eq!(c.stats().bytes, held as u64);
+    }
+
+    #[test]
+    fn bodies_past_a_64th_of_the_budget_are_not_kept() {
+        let c = AnswerCache::new(64 << 10);
+        c.put("big".into(), (0, 0), Bytes::from(vec![0u8; (1 << 10) + 1]));
+        assert!(c.get("big", (0, 0)).is_none());
+        c.put("fits".into(), (0, 0), Bytes::from(vec![0u8; 1 << 10]));
+        assert!(c.get("fits", (0, 0)).is_some());
+        assert_eq!(c.stats().entries, 1);
+        // However large the budget, a body past 512 KiB is not kept.
+        let large = AnswerCache::new(1 << 30);
+        large.put("big".into(), (0, 0), Bytes::from(vec![0u8; MAX_BODY + 1]));
+        large.put("fits".into(), (0, 0), Bytes::from(vec![0u8; MAX_BODY]));
+        assert_eq!((large.len(), large.stats().bytes), (1, (4 + MAX_BODY + ENTRY_OVERHEAD) as u64));
     }
 }

@@ -12,6 +12,7 @@
 //! product is searchable well within a second of its 2xx.
 
 pub mod cache;
+pub mod columns;
 pub mod indexer;
 pub mod query;
 pub mod schema;
@@ -33,7 +34,9 @@ use uuid::Uuid;
 use crate::cells::products::ViewRow;
 use crate::domain::product::Product;
 use crate::error::{ApiError, ApiResult};
-use crate::search::query::{ColumnCache, Hits, PageCollector, QueryBuilder, SearchRequest, page_of};
+use crate::memory::{CacheStats, CellShares};
+use crate::search::columns::ColumnCache;
+use crate::search::query::{Hits, PageCollector, QueryBuilder, SearchRequest, page_of};
 use crate::search::schema::Fields;
 use crate::storage::codec::decode;
 use crate::storage::keys::{Key, leading_store, prefix_range, trailing_id};
@@ -42,8 +45,9 @@ use crate::storage::writer::{Tx, Writer};
 
 /// The longest the indexer sleeps when no commit wakes it.
 pub const TICK: Duration = Duration::from_millis(250);
-/// Memory tantivy may buffer before it flushes a segment.
-const WRITER_MEMORY: usize = 64 << 20;
+/// Memory tantivy may buffer before it flushes a segment in an offline rebuild, which runs
+/// alone in its process (a cell's writer takes its share of the budget).
+const OFFLINE_WRITER_MEMORY: u64 = 64 << 20;
 /// Hits collected before a page when paging by number; deeper pages need the cursor.
 pub const MAX_OFFSET: usize = 10_000;
 
@@ -88,6 +92,8 @@ pub struct Search {
     /// The documents of each word searched for, per segment.
     lists: Arc<words::WordCache>,
     writer: Mutex<Option<IndexWriter<TantivyDocument>>>,
+    /// The memory tantivy's writer may buffer before it flushes a segment.
+    writer_memory: u64,
     /// Poked by the cell writer after every commit.
     wake: Arc<Notify>,
     stopping: AtomicBool,
@@ -112,19 +118,24 @@ fn open_index(dir: &Path) -> Result<(Index, bool), BoxError> {
 }
 
 impl Search {
-    fn new(index: Index, wake: Arc<Notify>) -> Result<Search, BoxError> {
+    /// The index with its caches and writer, each within its share of `memory`.
+    fn new(index: Index, wake: Arc<Notify>, memory: &CellShares) -> Result<Search, BoxError> {
         schema::register_analyzers(&index);
         let (_, fields) = schema::build();
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
-        let writer = index.writer_with_num_threads(1, WRITER_MEMORY)?;
+        // One indexing thread: tantivy refuses less than its minimum, so a smaller share (which
+        // `Budget::divide` never gives) is raised to it rather than failing the cell.
+        let writer_memory = memory.search_writer.max(crate::memory::SEARCH_WRITER_MIN);
+        let writer = index.writer_with_num_threads(1, usize::try_from(writer_memory)?)?;
         Ok(Search {
             index,
             fields,
             reader,
-            answers: cache::AnswerCache::default(),
-            columns: Arc::default(),
-            lists: Arc::default(),
+            answers: cache::AnswerCache::new(memory.answers),
+            columns: Arc::new(ColumnCache::new(memory.columns)),
+            lists: Arc::new(words::WordCache::new(memory.words)),
             writer: Mutex::new(Some(writer)),
+            writer_memory,
             wake,
             stopping: AtomicBool::new(false),
             thread: Mutex::new(None),
@@ -132,10 +143,17 @@ impl Search {
     }
 
     /// Opens the index of a cell and starts its indexer, which first fills a new index from redb
-    /// and replays what is left in the outbox. `wake` is the cell writer's commit signal.
-    pub fn start(dir: &Path, db: Arc<Database>, writer: Writer, cell: &str) -> Result<Arc<Search>, BoxError> {
+    /// and replays what is left in the outbox. `writer`'s commit signal wakes the indexer. The
+    /// word lists, columns, answers and tantivy's writer take their shares of `memory`.
+    pub fn start(
+        dir: &Path,
+        db: Arc<Database>,
+        writer: Writer,
+        cell: &str,
+        memory: &CellShares,
+    ) -> Result<Arc<Search>, BoxError> {
         let (index, fresh) = open_index(dir)?;
-        let search = Arc::new(Search::new(index, writer.committed.clone())?);
+        let search = Arc::new(Search::new(index, writer.committed.clone(), memory)?);
         seed_outbox_seq(&db)?;
         let handle = {
             let search = search.clone();
@@ -147,6 +165,19 @@ impl Search {
             *t = Some(handle);
         }
         Ok(search)
+    }
+
+    /// What the search caches hold and how they fare, by the name `/metrics` shows. tantivy's
+    /// writer fills its arena up to its share between flushes and keeps the pages it took, so
+    /// the share is reported as held.
+    pub fn caches(&self) -> Vec<(&'static str, CacheStats)> {
+        let writer = CacheStats { budget: self.writer_memory, bytes: self.writer_memory, ..CacheStats::default() };
+        vec![
+            ("search_words", self.lists.stats()),
+            ("search_columns", self.columns.stats()),
+            ("search_answers", self.answers.stats()),
+            ("search_writer", writer),
+        ]
     }
 
     /// Asks the indexer to run now (it also wakes on every commit and every [`TICK`]).
@@ -307,7 +338,18 @@ pub fn reindex_offline(cell_dir: &Path) -> Result<u64, BoxError> {
     }
     std::fs::create_dir_all(&fresh)?;
     let (schema, _) = schema::build();
-    let search = Search::new(Index::create_in_dir(&fresh, schema)?, Arc::new(Notify::new()))?;
+    // A rebuild never searches: its caches get nothing.
+    let memory = CellShares {
+        redb: 0,
+        rows: 0,
+        lists: 0,
+        words: 0,
+        columns: 0,
+        answers: 0,
+        pricing: 0,
+        search_writer: OFFLINE_WRITER_MEMORY,
+    };
+    let search = Search::new(Index::create_in_dir(&fresh, schema)?, Arc::new(Notify::new()), &memory)?;
     let n = fill_from(&search, &db)?;
     search.stop();
     drop(search);
@@ -324,9 +366,8 @@ fn outbox_store(key: &[u8]) -> Option<Uuid> {
 }
 
 impl crate::cells::Cell {
-    /// One page of a product search, with the products read from redb. A hit whose row is gone
-    /// (deleted, its document not yet dropped) is left out.
-    /// The hits of a search with their product records, in hit order.
+    /// One page of a product search, with the products read from redb in hit order. A hit whose
+    /// row is gone (deleted, its document not yet dropped) is left out.
     pub fn search_products(&self, req: &SearchRequest, fingerprint: u32) -> ApiResult<(Vec<Product>, Hits)> {
         let hits = self.search.search(req, fingerprint)?;
         let txn = self.read()?;
@@ -360,12 +401,18 @@ impl crate::cells::Cell {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
+
+    fn shares() -> CellShares {
+        crate::memory::Budget { bytes: 1 << 30, origin: "test".into() }.divide(1).unwrap().cell
+    }
 
     #[test]
     fn the_index_version_follows_content_not_reloads() {
         let (schema, _) = schema::build();
-        let search = Search::new(Index::create_in_ram(schema), Arc::new(Notify::new())).unwrap();
+        let search = Search::new(Index::create_in_ram(schema), Arc::new(Notify::new()), &shares()).unwrap();
         let empty = search.generation();
         search.reader.reload().unwrap();
         assert_eq!(search.generation(), empty, "an idle reload changes nothing searches see");
@@ -406,7 +453,7 @@ mod tests {
     #[test]
     fn every_word_must_match_and_any_word_when_none_has_all() {
         let (schema, _) = schema::build();
-        let search = Search::new(Index::create_in_ram(schema), Arc::new(Notify::new())).unwrap();
+        let search = Search::new(Index::create_in_ram(schema), Arc::new(Notify::new()), &shares()).unwrap();
         let (store, other) = (Uuid::from_u128(1), Uuid::from_u128(2));
         let add = |products: &[(Uuid, u64, &str)]| {
             search
@@ -435,5 +482,37 @@ mod tests {
         add(&[(other, 4, "Red Mug")]);
         assert_eq!(sorted(found(&search, store, "red mug")), [2, 3], "never another store's products");
         assert_eq!(found(&search, other, "red mug"), [4]);
+    }
+
+    #[test]
+    fn the_caches_report_their_shares_and_what_searches_left_in_them() {
+        let (schema, _) = schema::build();
+        let memory = shares();
+        let search = Search::new(Index::create_in_ram(schema), Arc::new(Notify::new()), &memory).unwrap();
+        let store = Uuid::from_u128(1);
+        search
+            .write(|w, f| {
+                w.add_document(tantivy::doc!(
+                    f.store => schema::store_term(store), f.id_hi => 0u64, f.id_lo => 7u64, f.title => "Blue Mug"
+                ))?;
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(found(&search, store, "mug"), [7]);
+        assert_eq!(found(&search, store, "mug"), [7]);
+        let caches: HashMap<&str, CacheStats> = search.caches().into_iter().collect();
+        let names: HashSet<&str> = caches.keys().copied().collect();
+        assert_eq!(names, HashSet::from(["search_words", "search_columns", "search_answers", "search_writer"]));
+        let words = caches["search_words"];
+        // One word (its typo and completion variants in one list), read once, then found.
+        assert_eq!((words.budget, words.entries, words.hits, words.misses), (memory.words, 1, 1, 1));
+        assert!(words.bytes > 0 && words.bytes <= words.budget);
+        let columns = caches["search_columns"];
+        assert_eq!((columns.budget, columns.entries, columns.hits, columns.misses), (memory.columns, 1, 1, 1));
+        assert!(columns.bytes >= 2 * 8, "one document's two id halves at least");
+        // The answers are kept by the API, not by `search`.
+        assert_eq!(caches["search_answers"], CacheStats { budget: memory.answers, ..CacheStats::default() });
+        let writer = memory.search_writer;
+        assert_eq!(caches["search_writer"], CacheStats { budget: writer, bytes: writer, ..CacheStats::default() });
     }
 }

@@ -9,15 +9,14 @@
 //! usual price of relevance paging.
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashSet};
 use std::ops::Bound;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Column, StrColumn};
-use tantivy::index::SegmentId;
 use tantivy::query::{
     AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, EmptyQuery, InvertedIndexRangeQuery, Occur, Query, TermQuery,
 };
@@ -28,6 +27,7 @@ use uuid::Uuid;
 
 use crate::domain::product::Status;
 use crate::error::{ApiError, ApiResult};
+use crate::search::columns::ColumnCache;
 use crate::search::schema::{Fields, code_text, store_term};
 use crate::search::words::{WordCache, WordSpec, WordsQuery, prefix_successor};
 
@@ -455,64 +455,6 @@ impl QueryBuilder<'_> {
 }
 
 // ---- collecting ----------------------------------------------------------------------------
-
-/// The fast-field columns a page is sorted and settled by, of one segment. Opening a column
-/// decodes its block index, which cost more than collecting a typical query's hits; segments
-/// never change, so their columns are opened once ([`ColumnCache`]). The product ids, read for
-/// nearly every match (they settle ties), are decoded once into plain arrays by document.
-#[derive(Clone)]
-struct SegmentColumns {
-    id_hi: Arc<[u64]>,
-    id_lo: Arc<[u64]>,
-    price: Option<Column<i64>>,
-    created: Option<Column<i64>>,
-    title: Option<StrColumn>,
-}
-
-impl SegmentColumns {
-    fn open(segment: &SegmentReader) -> tantivy::Result<SegmentColumns> {
-        let ff = segment.fast_fields();
-        Ok(SegmentColumns {
-            id_hi: by_doc(&ff.u64("id_hi")?, segment.max_doc()),
-            id_lo: by_doc(&ff.u64("id_lo")?, segment.max_doc()),
-            price: ff.column_opt("price")?,
-            created: ff.column_opt("created")?,
-            title: ff.str("title_sort")?,
-        })
-    }
-}
-
-/// A column's value of every document (0 where it has none).
-fn by_doc(column: &Column<u64>, max_doc: DocId) -> Arc<[u64]> {
-    (0..max_doc).map(|doc| column.first(doc).unwrap_or(0)).collect()
-}
-
-/// The opened columns of the index's segments, by segment.
-#[derive(Default)]
-pub struct ColumnCache(Mutex<HashMap<SegmentId, SegmentColumns>>);
-
-impl ColumnCache {
-    fn of(&self, segment: &SegmentReader) -> tantivy::Result<SegmentColumns> {
-        let id = segment.segment_id();
-        if let Some(c) = self.0.lock().ok().and_then(|m| m.get(&id).cloned()) {
-            return Ok(c);
-        }
-        let columns = SegmentColumns::open(segment)?;
-        if let Ok(mut m) = self.0.lock() {
-            m.insert(id, columns.clone());
-        }
-        Ok(columns)
-    }
-
-    /// Forgets the segments `searcher` no longer has (merged away), once there are some.
-    pub fn retain_segments_of(&self, searcher: &Searcher) {
-        let Ok(mut m) = self.0.lock() else { return };
-        if m.len() > searcher.segment_readers().len() {
-            let live: HashSet<SegmentId> = searcher.segment_readers().iter().map(SegmentReader::segment_id).collect();
-            m.retain(|id, _| live.contains(id));
-        }
-    }
-}
 
 /// Sorts, pages and counts in one pass over the matching documents.
 pub struct PageCollector {

@@ -12,6 +12,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::mem::size_of;
 use std::sync::{Arc, Mutex};
 
 use tantivy::index::SegmentId;
@@ -20,10 +21,10 @@ use tantivy::query::{EnableScoring, Explanation, FuzzyTermQuery, Query, Scorer, 
 use tantivy::schema::{Field, IndexRecordOption, Term};
 use tantivy::{COLLECT_BLOCK_BUFFER_LEN, DocId, DocSet, Score, Searcher, SegmentReader, TERMINATED, TantivyError};
 
+use crate::memory::{CacheStats, Meter};
+
 /// A word is kept as a bitset when more than one document in this many has it.
 const DENSE: u64 = 32;
-/// Bytes of lists kept per index; past it the cache starts afresh (a list is one read away).
-const BUDGET: usize = 64 << 20;
 
 /// One word of a query as it matches one field.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -165,35 +166,71 @@ fn intersect(lists: &mut [Arc<DocList>]) -> Vec<DocId> {
 
 type CacheKey = (SegmentId, WordSpec);
 
+/// What a kept list costs besides its documents and its word: the map's slot (key, pointer and
+/// control byte) and the list's shared allocation (counts and the list's header).
+const ENTRY_OVERHEAD: usize = size_of::<(CacheKey, Arc<DocList>)>() + 1 + 2 * size_of::<usize>() + size_of::<DocList>();
+
+/// The bytes a kept list holds: its documents, its word and its entry.
+fn cost(spec: &WordSpec, list: &DocList) -> usize {
+    list.bytes() + spec.word.len() + ENTRY_OVERHEAD
+}
+
 #[derive(Default)]
 struct Lists {
     map: HashMap<CacheKey, Arc<DocList>>,
+    /// The [`cost`] of every kept list.
     bytes: usize,
     /// The segments some list is of.
     segments: HashSet<SegmentId>,
 }
 
-/// The word lists of an index's segments.
-#[derive(Default)]
-pub struct WordCache(Mutex<Lists>);
+/// The word lists of an index's segments, within a budget of bytes: past it the cache starts
+/// afresh (a list is one read away, and the words shoppers repeat are soon read again).
+pub struct WordCache {
+    lists: Mutex<Lists>,
+    budget: usize,
+    /// Lists found (hits) and read (misses), and what is kept.
+    meter: Meter,
+}
 
 impl WordCache {
+    pub fn new(budget_bytes: u64) -> WordCache {
+        WordCache {
+            lists: Mutex::default(),
+            budget: usize::try_from(budget_bytes).unwrap_or(usize::MAX),
+            meter: Meter::new(budget_bytes),
+        }
+    }
+
+    /// Lists found (hits) and read (misses), and the bytes and lists kept.
+    pub fn stats(&self) -> CacheStats {
+        self.meter.stats()
+    }
+
     fn list(&self, segment: &SegmentReader, spec: &WordSpec) -> tantivy::Result<Arc<DocList>> {
         let key = (segment.segment_id(), spec.clone());
-        if let Some(list) = self.0.lock().ok().and_then(|m| m.map.get(&key).cloned()) {
+        if let Some(list) = self.lists.lock().ok().and_then(|m| m.map.get(&key).cloned()) {
+            self.meter.hit();
             return Ok(list);
         }
+        self.meter.miss();
         // Read outside the lock: another query may read the same list meanwhile, which is harmless.
         let list = Arc::new(DocList::read(segment, spec)?);
-        if let Ok(mut m) = self.0.lock() {
-            if m.bytes + list.bytes() > BUDGET {
+        let size = cost(spec, &list);
+        // A list larger than the whole budget serves this query only.
+        if size <= self.budget
+            && let Ok(mut m) = self.lists.lock()
+        {
+            if let Some(old) = m.map.remove(&key) {
+                m.bytes -= cost(&key.1, &old);
+            }
+            if m.bytes + size > self.budget {
                 *m = Lists::default();
             }
-            m.bytes += list.bytes();
+            m.bytes += size;
             m.segments.insert(key.0);
-            if let Some(old) = m.map.insert(key, list.clone()) {
-                m.bytes -= old.bytes();
-            }
+            m.map.insert(key, list.clone());
+            self.meter.holds(m.bytes as u64, m.map.len() as u64);
         }
         Ok(list)
     }
@@ -202,19 +239,20 @@ impl WordCache {
     pub fn retain_segments_of(&self, searcher: &Searcher) {
         let readers = searcher.segment_readers();
         let live = |segment: &SegmentId| readers.iter().any(|r| r.segment_id() == *segment);
-        let Ok(mut m) = self.0.lock() else { return };
+        let Ok(mut m) = self.lists.lock() else { return };
         if m.segments.iter().all(live) {
             return;
         }
         let Lists { map, bytes, segments } = &mut *m;
         segments.retain(live);
-        map.retain(|(segment, _), list| {
-            let keep = segments.contains(segment);
+        map.retain(|key, list| {
+            let keep = segments.contains(&key.0);
             if !keep {
-                *bytes -= list.bytes();
+                *bytes -= cost(&key.1, list);
             }
             keep
         });
+        self.meter.holds(*bytes as u64, map.len() as u64);
     }
 }
 
@@ -346,6 +384,79 @@ mod tests {
         assert_eq!(many.fill_buffer(&mut buffer), 21);
         assert_eq!((buffer[20], many.doc()), (298, TERMINATED));
         assert_eq!(many.fill_buffer(&mut buffer), 0);
+    }
+
+    /// One segment of `texts`, one document each, in a field of plain words.
+    fn segment(texts: &[&str]) -> (tantivy::IndexReader, Field) {
+        let mut schema = tantivy::schema::Schema::builder();
+        let field = schema.add_text_field("w", tantivy::schema::TEXT);
+        let index = tantivy::Index::create_in_ram(schema.build());
+        let mut writer: tantivy::IndexWriter = index.writer_with_num_threads(1, 15 << 20).unwrap();
+        for t in texts {
+            writer.add_document(tantivy::doc!(field => *t)).unwrap();
+        }
+        writer.commit().unwrap();
+        (index.reader().unwrap(), field)
+    }
+
+    fn exact(field: Field, word: &str) -> WordSpec {
+        WordSpec { field, word: word.into(), distance: 0, prefix: false }
+    }
+
+    #[test]
+    fn word_lists_keep_within_their_budget_and_report_it() {
+        // 100 documents, each with a word of its own and the word "common".
+        let texts: Vec<String> = (0..100).map(|i| format!("w{i:02} common")).collect();
+        let (reader, field) = segment(&texts.iter().map(String::as_str).collect::<Vec<_>>());
+        let searcher = reader.searcher();
+        let seg = &searcher.segment_readers()[0];
+        // A rare word is one sorted document id (4 bytes).
+        let one = 4 + "w00".len() + ENTRY_OVERHEAD;
+        let budget = 3 * one + one / 2;
+        let cache = WordCache::new(budget as u64);
+
+        for (i, word) in ["w00", "w01", "w02"].into_iter().enumerate() {
+            let list = cache.list(seg, &exact(field, word)).unwrap();
+            assert_eq!(list.len(), 1);
+            assert!(list.contains(i as DocId) && !list.contains(i as DocId + 1));
+        }
+        assert_eq!(cache.stats(), CacheStats { budget: budget as u64, bytes: 3 * one as u64, entries: 3, hits: 0, misses: 3 });
+        assert_eq!(cache.list(seg, &exact(field, "w00")).unwrap().len(), 1);
+        assert_eq!(cache.stats().hits, 1);
+
+        // The fourth would pass the budget: the cache starts afresh with it.
+        cache.list(seg, &exact(field, "w03")).unwrap();
+        assert_eq!((cache.stats().bytes, cache.stats().entries), (one as u64, 1));
+        cache.list(seg, &exact(field, "w00")).unwrap();
+        cache.list(seg, &exact(field, "w03")).unwrap();
+        assert_eq!(cache.stats(), CacheStats { budget: budget as u64, bytes: 2 * one as u64, entries: 2, hits: 2, misses: 5 });
+
+        // A word of every document is a bitset: two words of 64 documents.
+        let common = cache.list(seg, &exact(field, "common")).unwrap();
+        assert_eq!((common.len(), common.bytes()), (100, 16));
+        let dense = 16 + "common".len() + ENTRY_OVERHEAD;
+        assert_eq!(cache.stats().bytes, (2 * one + dense) as u64);
+        assert!(cache.stats().bytes <= budget as u64);
+        {
+            let m = cache.lists.lock().unwrap();
+            assert_eq!(m.bytes, m.map.iter().map(|(k, l)| cost(&k.1, l)).sum::<usize>());
+        }
+
+        // Segments merged away take their lists with them.
+        let (other, _) = segment(&["x"]);
+        cache.retain_segments_of(&other.searcher());
+        assert_eq!((cache.stats().bytes, cache.stats().entries), (0, 0));
+    }
+
+    #[test]
+    fn a_list_larger_than_the_budget_is_used_but_not_kept() {
+        let (reader, field) = segment(&["mug", "lamp mug"]);
+        let searcher = reader.searcher();
+        let seg = &searcher.segment_readers()[0];
+        let cache = WordCache::new(ENTRY_OVERHEAD as u64);
+        assert_eq!(cache.list(seg, &exact(field, "mug")).unwrap().len(), 2);
+        assert_eq!(cache.list(seg, &exact(field, "mug")).unwrap().len(), 2);
+        assert_eq!(cache.stats(), CacheStats { budget: ENTRY_OVERHEAD as u64, bytes: 0, entries: 0, hits: 0, misses: 2 });
     }
 
     #[test]

@@ -105,7 +105,18 @@ async fn metrics_show_every_cache_within_its_share_of_the_budget() {
     let entries = family(&text, "shopcell_cache_entries");
     let misses = family(&text, "shopcell_cache_misses_total");
     let cell = app.server.as_ref().unwrap().node.cells.keys().next().unwrap().clone();
-    for cache in ["redb", "rows", "lists", "pricing", "settings"] {
+    for cache in [
+        "redb",
+        "rows",
+        "lists",
+        "pricing",
+        "settings",
+        "pages",
+        "search_words",
+        "search_columns",
+        "search_answers",
+        "search_writer",
+    ] {
         assert!(shares.contains_key(&(cell.clone(), cache.into())), "the cell's {cache} cache is shown: {text}");
     }
     assert!(shares.contains_key(&("account".into(), "admissions".into())));
