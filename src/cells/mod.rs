@@ -18,6 +18,7 @@ pub mod markets;
 pub mod moves;
 pub mod orders;
 pub mod payments;
+pub mod product_search;
 pub mod products;
 pub mod publisher;
 pub mod shipping;
