@@ -49,7 +49,10 @@ fn open_cells(
         let cell = Cell::open(name, &cell_dir(data, name), clock.clone(), memory)?.with_payments(providers.clone());
         cell.search.answers.set_enabled(caches.answer_cache);
         cell.pages.set_enabled(caches.answer_cache);
-        cells.insert(name.clone(), Arc::new(cell));
+        let cell = Arc::new(cell);
+        // In the background: readiness does not wait for the warm-up.
+        cell.warm();
+        cells.insert(name.clone(), cell);
     }
     Ok(cells)
 }

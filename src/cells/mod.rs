@@ -25,9 +25,10 @@ pub mod shipping;
 pub mod storefront;
 pub mod stores;
 pub mod taxes;
+mod warm;
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
 use redb::{Database, ReadableDatabase, ReadableTable};
@@ -85,6 +86,10 @@ pub struct Cell {
     states: RwLock<HashMap<Uuid, StoreState>>,
     /// The shares of the memory budget its caches keep within.
     memory: CellShares,
+    /// Where the cell keeps its files.
+    dir: PathBuf,
+    /// The stores to warm after this start (see `warm`), taken by the first `warm`.
+    warm_hint: Mutex<Vec<Uuid>>,
 }
 
 impl Cell {
@@ -156,6 +161,8 @@ impl Cell {
             pricing: calculate::PricingCache::new(memory.pricing - memory.pricing / 4),
             states: RwLock::new(states),
             memory: *memory,
+            dir: dir.to_path_buf(),
+            warm_hint: Mutex::new(warm::read_hint(dir)),
         })
     }
 
@@ -210,6 +217,7 @@ impl Cell {
 
     /// Stops the writer after the queued jobs and waits for it.
     pub fn close(&self) {
+        self.save_hottest();
         // The indexer first: its last pass deletes drained outbox entries through the writer.
         self.search.stop();
         // Before the writer: a publish under way still commits.

@@ -14,6 +14,7 @@ use crate::error::{ApiError, ApiResult, Code};
 use crate::http::query::Paging;
 use crate::storage::codec::{decode, encode};
 use crate::storage::keys::{Key, trailing_id};
+use crate::storage::list_orders::StoreLists;
 use crate::storage::read;
 use crate::storage::row_cache::Cached;
 use crate::storage::tables::{PRODUCT_HANDLES, PRODUCT_VIEWS, PRODUCTS, VARIANTS};
@@ -257,7 +258,7 @@ impl Cell {
             .read(
                 store,
                 move || stored_order_keys(&redb::ReadableDatabase::begin_read(&*db)?, store),
-                move |lists| {
+                move |lists: &StoreLists| {
                     let (keys, total) = lists.page(which, desc, offset, limit);
                     (keys.into_iter().filter_map(trailing_id).collect::<Vec<_>>(), total)
                 },
@@ -267,6 +268,12 @@ impl Cell {
         // has its row unless its product was deleted meanwhile.
         let views = self.view_rows(store, &ids)?.into_iter().flatten().map(ViewRow).collect();
         Ok((views, total as u64))
+    }
+
+    /// Builds the product lists of `store` if they are not held (a restart's warm-up).
+    pub async fn warm_product_lists(&self, store: Uuid) -> ApiResult<()> {
+        let db = self.db.clone();
+        self.writer.orders.read(store, move || stored_order_keys(&redb::ReadableDatabase::begin_read(&*db)?, store), |_| ()).await
     }
 
     /// The stored view rows of `ids` (in order; `None` for a product that does not exist),

@@ -273,6 +273,20 @@ impl ListOrders {
         Ok(answer)
     }
 
+    /// The stores held, the most recently read first, at most `n`: what to warm after a restart.
+    pub fn hottest(&self, n: usize) -> Vec<Uuid> {
+        let Ok(stores) = self.stores.read() else { return Vec::new() };
+        let mut held: Vec<(u64, Uuid)> = stores
+            .iter()
+            .filter_map(|(id, slot)| match slot {
+                Slot::Loaded(l) => Some((l.used.load(Ordering::Relaxed), *id)),
+                Slot::Loading(_) => None,
+            })
+            .collect();
+        held.sort_unstable_by(|a, b| b.cmp(a));
+        held.into_iter().take(n).map(|(_, id)| id).collect()
+    }
+
     /// Drops the lists of `store`: its rows were written other than through recorded changes
     /// (a store copied in or deleted by a move). They are built again when next read.
     pub fn forget(&self, store: Uuid) {
@@ -407,6 +421,17 @@ mod tests {
         let big = Uuid::from_u128(4);
         assert_eq!(keys(&orders, big, vec![1, 2, 3, 4, 5, 6]).await, vec![1, 2, 3, 4, 5, 6]);
         assert_eq!(keys(&orders, big, vec![7]).await, vec![7], "built again: nothing was kept");
+    }
+
+    #[tokio::test]
+    async fn the_hottest_stores_are_the_most_recently_read() {
+        let orders = orders(1 << 20);
+        let (a, b, c) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
+        for s in [a, b, c] {
+            keys(&orders, s, vec![1]).await;
+        }
+        keys(&orders, a, vec![]).await;
+        assert_eq!(orders.hottest(2), vec![a, c]);
     }
 
     #[tokio::test]

@@ -133,3 +133,35 @@ async fn metrics_show_every_cache_within_its_share_of_the_budget() {
     assert_eq!(entries[&rows], 3, "the page's three views are cached");
     assert!(text.contains("shopcell_process_anonymous_bytes "), "{text}");
 }
+
+#[tokio::test]
+async fn stores_listed_before_a_restart_are_warmed_after_it_without_being_asked() {
+    let mut app = spawn_app().await;
+    let u = create_user(&app.client).await;
+    let store = create_store(&app.client, &u).await;
+    create_product(&app.client, &u, &store, "Lamp", 1000).await;
+    let list = format!("/api/v1/stores/{store}/products");
+    app.client.get(&list, Some(&u.token)).await.expect(200);
+    app.stop().await;
+
+    let again = spawn_app_in(app.dir.path()).await;
+    let cell = again.server.as_ref().unwrap().node.cells.keys().next().unwrap().clone();
+    let lists = (cell, "lists".to_string());
+    // The warm-up runs in the background: wait for it (it is one small store).
+    let mut held = 0;
+    for _ in 0..200 {
+        let text = String::from_utf8_lossy(&again.client.get("/metrics", None).await.expect(200).raw).into_owned();
+        held = family(&text, "shopcell_cache_entries").get(&lists).copied().unwrap_or(0);
+        if held == 1 {
+            break;
+        }
+        tokio::task::yield_now().await;
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(held, 1, "the store's lists were built without a list request");
+    let page = again.client.get(&list, Some(&u.token)).await.expect(200);
+    assert_eq!(page.body["data"][0]["title"], "Lamp");
+    let text = String::from_utf8_lossy(&again.client.get("/metrics", None).await.expect(200).raw).into_owned();
+    assert_eq!(family(&text, "shopcell_cache_hits_total")[&lists], 1, "the first list after the restart is a hit");
+    assert_eq!(family(&text, "shopcell_cache_misses_total")[&lists], 1, "the warm-up's build, and no other");
+}
