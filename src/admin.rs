@@ -21,6 +21,7 @@ pub async fn run(cmd: AdminCommand) -> Result<(), BoxError> {
         }
         AdminCommand::Check { data } => check(&data),
         AdminCommand::Reindex { data, cell } => reindex(&data, cell.as_deref()),
+        AdminCommand::Compact { data, cell } => compact(&data, cell.as_deref()),
         AdminCommand::Taxonomy(TaxonomyCommand::Import { file, data }) => {
             let n = crate::domain::taxonomy::files::import(&file, &data)?;
             let path = crate::domain::taxonomy::files::taxonomy_path(&data);
@@ -49,13 +50,13 @@ fn check(data: &std::path::Path) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// Rebuilds the search index of each cell under `data` (or of `only`) from its `cell.redb`.
-fn reindex(data: &std::path::Path, only: Option<&str>) -> Result<(), BoxError> {
+/// The cells under `data` (or `only`, which must exist), by name.
+fn cell_names(data: &std::path::Path, only: Option<&str>) -> Result<Vec<String>, BoxError> {
+    let cells = data.join("cells");
     let names: Vec<String> = match only {
         Some(name) => vec![name.to_string()],
         None => {
             let mut names = Vec::new();
-            let cells = data.join("cells");
             if cells.exists() {
                 for entry in std::fs::read_dir(&cells)? {
                     let entry = entry?;
@@ -69,15 +70,46 @@ fn reindex(data: &std::path::Path, only: Option<&str>) -> Result<(), BoxError> {
         }
     };
     if names.is_empty() {
-        return Err(format!("no cells under {}", data.join("cells").display()).into());
+        return Err(format!("no cells under {}", cells.display()).into());
     }
-    for name in names {
-        let dir = crate::run::cell_dir(data, &name);
-        if !dir.join("cell.redb").exists() {
-            return Err(format!("no cell {name:?} under {}", data.join("cells").display()).into());
+    for name in &names {
+        if !crate::run::cell_dir(data, name).join("cell.redb").exists() {
+            return Err(format!("no cell {name:?} under {}", cells.display()).into());
         }
+    }
+    Ok(names)
+}
+
+/// Rebuilds the search index of each cell under `data` (or of `only`) from its `cell.redb`.
+fn reindex(data: &std::path::Path, only: Option<&str>) -> Result<(), BoxError> {
+    for name in cell_names(data, only)? {
+        let dir = crate::run::cell_dir(data, &name);
         let n = crate::search::reindex_offline(&dir)?;
         println!("{name}: search index rebuilt, {n} products");
+    }
+    Ok(())
+}
+
+/// Compacts the account database (unless one cell is named) and each cell's database, printing
+/// each file's size before and after.
+fn compact(data: &std::path::Path, only: Option<&str>) -> Result<(), BoxError> {
+    let mut files = Vec::new();
+    let account = account_dir(data).join("account.redb");
+    if only.is_none() && account.exists() {
+        files.push((account, DbKind::Account));
+    }
+    for name in cell_names(data, only)? {
+        files.push((crate::run::cell_dir(data, &name).join("cell.redb"), DbKind::Cell));
+    }
+    for (path, kind) in files {
+        let before = std::fs::metadata(&path)?.len();
+        let mut db = storage::open(&path, kind, crate::storage::ONE_OFF_CACHE)
+            .map_err(|e| format!("{}: {e} (is a process serving it? stop it first)", path.display()))?;
+        // Each pass moves pages towards the start of the file; repeat until nothing moves.
+        while db.compact().map_err(|e| format!("{}: {e}", path.display()))? {}
+        drop(db);
+        let after = std::fs::metadata(&path)?.len();
+        println!("{}: {} → {}", path.display(), crate::memory::human(before), crate::memory::human(after));
     }
     Ok(())
 }

@@ -243,6 +243,15 @@ pub enum AdminCommand {
         #[arg(long)]
         cell: Option<String>,
     },
+    /// Gives back the unused space of the account database and of every cell (or of one): redb
+    /// files never shrink by themselves. Offline: stop the process that serves them first.
+    Compact {
+        #[arg(long, default_value = "./shopcell-data")]
+        data: PathBuf,
+        /// Only this cell (and not the account database).
+        #[arg(long)]
+        cell: Option<String>,
+    },
     /// The global product-category taxonomy.
     #[command(subcommand)]
     Taxonomy(TaxonomyCommand),

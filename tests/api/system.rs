@@ -1,4 +1,4 @@
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::support::*;
 
@@ -164,4 +164,53 @@ async fn stores_listed_before_a_restart_are_warmed_after_it_without_being_asked(
     let text = String::from_utf8_lossy(&again.client.get("/metrics", None).await.expect(200).raw).into_owned();
     assert_eq!(family(&text, "shopcell_cache_hits_total")[&lists], 1, "the first list after the restart is a hit");
     assert_eq!(family(&text, "shopcell_cache_misses_total")[&lists], 1, "the warm-up's build, and no other");
+}
+
+#[tokio::test]
+async fn compact_gives_back_the_space_of_deleted_rows_and_keeps_the_rest() {
+    let mut app = spawn_app().await;
+    let (c, u) = (&app.client, create_user(&app.client).await);
+    let store = create_store(c, &u).await;
+    let products = format!("/api/v1/stores/{store}/products");
+    let text = "x".repeat(60_000);
+    let mut ids = Vec::new();
+    for i in 0..150 {
+        let body = json!({"title": format!("Poster {i}"), "description": text, "price": {"amount": 100, "currency": "USD"}});
+        ids.push(c.post(&products, Some(&u.token), body).await.expect(201).body["id"].as_str().unwrap().to_string());
+    }
+    let kept = ids.pop().unwrap();
+    for id in &ids {
+        c.delete(&format!("{products}/{id}"), Some(&u.token)).await.expect(204);
+    }
+    app.stop().await;
+
+    let cell_db = std::fs::read_dir(app.dir.path().join("cells")).unwrap().next().unwrap().unwrap().path().join("cell.redb");
+    let before = std::fs::metadata(&cell_db).unwrap().len();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_shopcell"))
+        .args(["admin", "compact", "--data", app.dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("cell.redb"), "{}", String::from_utf8_lossy(&out.stdout));
+    let after = std::fs::metadata(&cell_db).unwrap().len();
+    assert!(after < before / 2, "{before} bytes before, {after} after");
+
+    let again = spawn_app_in(app.dir.path()).await;
+    let page = again.client.get(&products, Some(&u.token)).await.expect(200).body;
+    assert_eq!(page["total"], 1);
+    assert_eq!(page["data"][0]["id"], kept.as_str());
+    assert_eq!(page["data"][0]["description"].as_str().map(str::len), Some(60_000));
+}
+
+#[test]
+fn a_budget_too_small_to_run_is_refused_naming_the_smallest() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_shopcell"))
+        .args(["serve", "--data", dir.path().to_str().unwrap(), "--listen", "127.0.0.1:0", "--memory", "1MB"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("too small") && err.contains("the smallest that works is"), "{err}");
+    assert!(!dir.path().join("cells").exists(), "nothing was opened");
 }
