@@ -41,8 +41,13 @@ impl Key {
 
     /// A string that may be followed by more components: `0x00` is escaped as `0x00 0xFF` and the
     /// string ends with `0x00 0x01`, so no string is a prefix of another and order is kept.
-    pub fn str(mut self, s: &str) -> Self {
-        for &b in s.as_bytes() {
+    pub fn str(self, s: &str) -> Self {
+        self.raw(s.as_bytes())
+    }
+
+    /// Bytes that may be followed by more components, escaped and ended as [`Key::str`] does.
+    pub fn raw(mut self, bytes: &[u8]) -> Self {
+        for &b in bytes {
             self.0.push(b);
             if b == 0 {
                 self.0.push(0xFF);

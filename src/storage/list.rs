@@ -2,10 +2,12 @@
 //! name, order, filters, ranges, text, window) over a record's declaration, and answers the
 //! page's records with the number matching.
 //!
-//! How lists are kept lives behind this seam: today a record's order rows in redb, walked from the
-//! page's offset; the `total` of an unfiltered list, or of one filtered on a single field, is a
-//! counter read. Combined filters, ranges and text walk the order rows (reading summaries, never
-//! records) and count as they go.
+//! How lists are kept lives behind this seam: today a record's order rows in redb, read from the
+//! page's offset. The `total` of an unfiltered list, or of one filtered on a single field, is a
+//! counter read. A list filtered on one value of a counted filter, in its default order, reads
+//! that value's partition (its records alone), so its cost does not grow with the store; other
+//! filtered lists, ranges and text walk the order rows (reading summaries, never records) and
+//! count as they go.
 
 use redb::ReadTransaction;
 use uuid::Uuid;
@@ -14,7 +16,7 @@ use crate::error::ApiResult;
 use crate::storage::codec::decode;
 use crate::storage::keys::trailing_id;
 use crate::storage::read;
-use crate::storage::record::{self, FilterKind, Record, Summary, order_prefix, times_of, total_key, value_key};
+use crate::storage::record::{self, FilterKind, Record, Summary, order_prefix, partition_prefix, times_of, total_key, value_key};
 use crate::storage::tables::COUNTERS;
 
 /// A list asked for.
@@ -88,7 +90,16 @@ impl ListQuery {
 pub fn page<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQuery, now: i64) -> ApiResult<Listed<R>> {
     let list = &R::LIST;
     let Some(order) = list.order else { return Ok(Listed { items: Vec::new(), total: 0 }) };
-    let tag = list.sort(q.sort).or_else(|| list.sort(list.default_sort)).map(|s| s.tag).unwrap_or(0);
+    let sort = list.sort(q.sort).or_else(|| list.sort(list.default_sort));
+    if sort.is_some_and(|s| s.name == list.default_sort)
+        && let Some((i, value, count)) = smallest_partition::<R>(txn, store, q)?
+    {
+        // The partition holds exactly the records with this value, in the default order.
+        let prefix = partition_prefix(store, q.scope, i, value);
+        let rest = ListQuery { filters: q.filters.iter().filter(|(j, _)| *j != i).cloned().collect(), ..q.clone() };
+        return walk::<R>(txn, store, order, &prefix, &rest, Some(count).filter(|_| rest.is_plain()), now);
+    }
+    let tag = sort.map(|s| s.tag).unwrap_or(0);
     let prefix = order_prefix(store, q.scope, tag);
     // The total, when counters hold it: no filter, or one filter field with any of its values.
     let counted = match q.filters.as_slice() {
@@ -104,9 +115,46 @@ pub fn page<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQuery, now: i
         }
         _ => None,
     };
+    walk::<R>(txn, store, order, &prefix, q, counted, now)
+}
+
+/// Of the filters asked with one value, the counted one whose partition is smallest: its
+/// position, value and size.
+fn smallest_partition<'q, R: Record>(
+    txn: &ReadTransaction,
+    store: Uuid,
+    q: &'q ListQuery,
+) -> ApiResult<Option<(usize, &'q [u8], u64)>> {
+    let list = &R::LIST;
+    let mut best: Option<(usize, &[u8], u64)> = None;
+    for (i, values) in &q.filters {
+        let (Some(f), [value]) = (list.filters.get(*i), values.as_slice()) else { continue };
+        if !f.counted() {
+            continue;
+        }
+        let n = read::counter(txn, COUNTERS, &value_key::<R>(store, q.scope, f.name, value))?;
+        if best.is_none_or(|(_, _, m)| n < m) {
+            best = Some((*i, value.as_slice(), n));
+        }
+    }
+    Ok(best)
+}
+
+/// The page of `q` among the order rows under `prefix`: read from its offset when `q` is plain,
+/// else walked, each row's summary checked. `counted` is the total when known (a plain walk
+/// needs it; a filtered one then stops at the page's end).
+fn walk<R: Record>(
+    txn: &ReadTransaction,
+    store: Uuid,
+    order: crate::storage::tables::StoreTable,
+    prefix: &[u8],
+    q: &ListQuery,
+    counted: Option<u64>,
+    now: i64,
+) -> ApiResult<Listed<R>> {
     let mut ids = Vec::with_capacity(q.limit);
     let total = if q.is_plain() {
-        read::scan(txn, order, &prefix, q.desc, q.offset, q.limit, |k, _| {
+        read::scan(txn, order, prefix, q.desc, q.offset, q.limit, |k, _| {
             ids.extend(trailing_id(k));
             Ok(())
         })?;
@@ -116,7 +164,7 @@ pub fn page<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQuery, now: i
         let mut kept = 0u64;
         // With the total known, the walk stops once the page is full.
         let stop_at = if counted.is_some() { window.end } else { u64::MAX };
-        read::walk(txn, order, &prefix, q.desc, |k, v| {
+        read::walk(txn, order, prefix, q.desc, |k, v| {
             if q.accepts::<R>(&decode(v)?, store, now) {
                 if window.contains(&kept) {
                     ids.extend(trailing_id(k));

@@ -346,13 +346,36 @@ pub(crate) fn value_key<R: Record>(store: Uuid, scope: Option<Uuid>, filter: &st
     k
 }
 
+/// The tag of partition rows: sort tags stay below it.
+pub(crate) const PARTITION: u8 = 0xF0;
+
+/// Where the partition of filter `filter` (by position) with `value` starts: its records in the
+/// default order.
+pub(crate) fn partition_prefix(store: Uuid, scope: Option<Uuid>, filter: usize, value: &[u8]) -> Vec<u8> {
+    partition(store, scope, filter, value).into_vec()
+}
+
+fn partition(store: Uuid, scope: Option<Uuid>, filter: usize, value: &[u8]) -> Key {
+    base(store, scope).u8(PARTITION).u8(filter as u8).raw(value)
+}
+
+/// A record's order rows: one per sortable field, and one in the partition of each counted
+/// filter value it has, in the default order — so a list filtered on one value in its default
+/// order is read from its partition, whatever the size of the whole list.
 fn order_rows<R: Record>(store: Uuid, r: &R) -> ApiResult<Rows> {
+    let list = &R::LIST;
     let value = summary(r)?;
-    Ok(R::LIST
-        .sorts
-        .iter()
-        .map(|s| ((s.key)(r, base(store, r.scope()).u8(s.tag)).id(r.id()).into_vec(), value.clone()))
-        .collect())
+    let mut rows: Rows =
+        list.sorts.iter().map(|s| ((s.key)(r, base(store, r.scope()).u8(s.tag)).id(r.id()).into_vec(), value.clone())).collect();
+    if let Some(sort) = list.sort(list.default_sort) {
+        for (i, f) in list.filters.iter().enumerate().filter(|(_, f)| f.counted()) {
+            if let Some(v) = (f.value)(r) {
+                let at = partition(store, r.scope(), i, &v.bytes());
+                rows.push(((sort.key)(r, at).id(r.id()).into_vec(), value.clone()));
+            }
+        }
+    }
+    Ok(rows)
 }
 
 /// The counters a record adds to: the filter values it has.
