@@ -88,8 +88,8 @@ pub struct Cell {
     memory: CellShares,
     /// Where the cell keeps its files.
     dir: PathBuf,
-    /// The stores to warm after this start (see `warm`), taken by the first `warm`.
-    warm_hint: Mutex<Vec<Uuid>>,
+    /// The lists to warm after this start (see `warm`), taken by the first `warm`.
+    warm_hint: Mutex<Vec<crate::storage::list_orders::ListId>>,
 }
 
 impl Cell {

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::cells::Cell;
@@ -14,10 +15,10 @@ use crate::error::{ApiError, ApiResult, Code};
 use crate::http::query::Paging;
 use crate::storage::codec::{decode, encode};
 use crate::storage::keys::{Key, trailing_id};
-use crate::storage::list_orders::StoreLists;
+use crate::storage::list_orders::HeldList;
 use crate::storage::read;
 use crate::storage::row_cache::Cached;
-use crate::storage::tables::{PRODUCT_HANDLES, PRODUCT_VIEWS, PRODUCTS, VARIANTS};
+use crate::storage::tables::{PRODUCT_HANDLES, PRODUCT_SORTS, PRODUCT_VIEWS, PRODUCTS, VARIANTS};
 use crate::storage::writer::Tx;
 
 /// The sortable fields of the product list (spec §7), in index-id order.
@@ -48,32 +49,68 @@ pub(crate) fn title_key(title: &str) -> String {
     lower[..end].to_string()
 }
 
+/// What a product's lists sort it by, kept apart from the record (`product_sorts`) so that
+/// building a list reads these few fields, not every product whole.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProductSorts {
+    pub created_at: i64,
+    pub updated_at: i64,
+    /// [`title_key`] of the title.
+    pub title: String,
+    pub price: i64,
+    pub inventory: i64,
+    pub status: Status,
+}
+
+impl ProductSorts {
+    pub fn of(p: &Product) -> ProductSorts {
+        ProductSorts {
+            created_at: p.created_at,
+            updated_at: p.updated_at,
+            title: title_key(&p.title),
+            price: p.price(),
+            inventory: p.inventory(),
+            status: p.status,
+        }
+    }
+
+    /// The key of product `id` in the lists sorted by `field`: sort value ‖ id.
+    fn key(&self, field: u8, id: Uuid) -> Box<[u8]> {
+        let value = match field {
+            0 => Key::default().i64(self.created_at),
+            1 => Key::default().i64(self.updated_at),
+            2 => Key::default().str(&self.title),
+            3 => Key::default().i64(self.price),
+            _ => Key::default().i64(self.inventory),
+        };
+        value.id(id).into_vec().into_boxed_slice()
+    }
+}
+
 /// Every list-order key of a product: `(list, sort value ‖ id)` for each sort field, in the
 /// list of every product and in the list of its status.
 fn order_keys(p: &Product) -> Vec<(u16, Box<[u8]>)> {
-    let values = [
-        Key::default().i64(p.created_at),
-        Key::default().i64(p.updated_at),
-        Key::default().str(&title_key(&p.title)),
-        Key::default().i64(p.price()),
-        Key::default().i64(p.inventory()),
-    ];
-    let mut keys = Vec::with_capacity(values.len() * 2);
-    for (field, value) in values.into_iter().enumerate() {
-        let key: Box<[u8]> = value.id(p.id).into_vec().into_boxed_slice();
-        keys.push((list(field as u8, bucket(p.status)), key.clone()));
-        keys.push((list(field as u8, ANY), key));
+    let sorts = ProductSorts::of(p);
+    let mut keys = Vec::with_capacity(SORT_FIELDS.len() * 2);
+    for field in 0..SORT_FIELDS.len() as u8 {
+        let key = sorts.key(field, p.id);
+        keys.push((list(field, bucket(p.status)), key.clone()));
+        keys.push((list(field, ANY), key));
     }
     keys
 }
 
-/// The list-order keys of every product of `store`, read from its committed rows.
-fn stored_order_keys(txn: &redb::ReadTransaction, store: Uuid) -> ApiResult<Vec<(u16, Box<[u8]>)>> {
+/// The keys of list `which` of `store`, read from its committed `product_sorts` rows.
+fn stored_list_keys(txn: &redb::ReadTransaction, store: Uuid, which: u16) -> ApiResult<Vec<Box<[u8]>>> {
+    let (field, wanted) = ((which >> 8) as u8, (which & 0xFF) as u8);
     let mut keys = Vec::new();
-    read::scan(txn, PRODUCTS, Key::store(store).bytes(), false, 0, usize::MAX, |_, v| {
-        // A row that does not decode is logged by the codec and left out of the lists.
-        if let Ok(p) = decode::<Product>(v) {
-            keys.extend(order_keys(&p));
+    read::scan(txn, PRODUCT_SORTS, Key::store(store).bytes(), false, 0, usize::MAX, |k, v| {
+        let (Some(id), Ok(sorts)) = (trailing_id(k), decode::<ProductSorts>(v)) else {
+            // A row that does not decode is logged by the codec and left out of the lists.
+            return Ok(());
+        };
+        if wanted == ANY || wanted == bucket(sorts.status) {
+            keys.push(sorts.key(field, id));
         }
         Ok(())
     })?;
@@ -154,11 +191,16 @@ fn write_rendered(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Option<(
                 tx.put(VARIANTS, Key::store(store).id(v.id).bytes(), n.id.as_bytes())?;
             }
             let r = rendered.ok_or_else(|| ApiError::internal("a written product is rendered"))?;
+            let sorts = ProductSorts::of(n);
+            if old.is_none_or(|o| ProductSorts::of(o) != sorts) {
+                tx.put(PRODUCT_SORTS, Key::store(store).id(n.id).bytes(), &encode(&sorts)?)?;
+            }
             tx.put(PRODUCT_VIEWS, Key::store(store).id(n.id).bytes(), &r.view)?;
             tx.put(PRODUCTS, Key::store(store).id(n.id).bytes(), &r.record)
         }
         None => match old {
             Some(o) => {
+                tx.delete(PRODUCT_SORTS, Key::store(store).id(o.id).bytes())?;
                 tx.delete(PRODUCT_VIEWS, Key::store(store).id(o.id).bytes())?;
                 tx.delete(PRODUCTS, Key::store(store).id(o.id).bytes())
             }
@@ -256,10 +298,10 @@ impl Cell {
             .writer
             .orders
             .read(
-                store,
-                move || stored_order_keys(&redb::ReadableDatabase::begin_read(&*db)?, store),
-                move |lists: &StoreLists| {
-                    let (keys, total) = lists.page(which, desc, offset, limit);
+                (store, which),
+                move || stored_list_keys(&redb::ReadableDatabase::begin_read(&*db)?, store, which),
+                move |held: &HeldList| {
+                    let (keys, total) = held.page(desc, offset, limit);
                     (keys.into_iter().filter_map(trailing_id).collect::<Vec<_>>(), total)
                 },
             )
@@ -270,10 +312,13 @@ impl Cell {
         Ok((views, total as u64))
     }
 
-    /// Builds the product lists of `store` if they are not held (a restart's warm-up).
-    pub async fn warm_product_lists(&self, store: Uuid) -> ApiResult<()> {
+    /// Builds list `which` of `store` if it is not held (a restart's warm-up).
+    pub async fn warm_product_list(&self, store: Uuid, which: u16) -> ApiResult<()> {
         let db = self.db.clone();
-        self.writer.orders.read(store, move || stored_order_keys(&redb::ReadableDatabase::begin_read(&*db)?, store), |_| ()).await
+        self.writer
+            .orders
+            .read((store, which), move || stored_list_keys(&redb::ReadableDatabase::begin_read(&*db)?, store, which), |_| ())
+            .await
     }
 
     /// The stored view rows of `ids` (in order; `None` for a product that does not exist),

@@ -1,9 +1,10 @@
-//! Warming after a restart: the stores whose product lists were held when the cell closed are
-//! built again in the background, the most recently read first, so their first list after the
-//! restart is answered from memory. Readiness does not wait for it.
+//! Warming after a restart: the product lists held when the cell closed are built again in the
+//! background, the most recently read first, so their first read after the restart is answered
+//! from memory. Readiness does not wait for it.
 //!
-//! The list is `<cell dir>/hot-stores`: store ids, 16 bytes each. It is a hint, not data: a
-//! missing or damaged file warms nothing, a store since moved away is skipped.
+//! The hint is `<cell dir>/hot-lists`: a store id (16 bytes) and a list number (u16 big-endian)
+//! per list. It is a hint, not data: a missing or damaged file warms nothing, a store since
+//! moved away is skipped.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,25 +12,31 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::cells::Cell;
+use crate::storage::list_orders::ListId;
 
-/// Stores warmed at most: beyond these, the budget would be spent on stores nobody asked for yet.
-const WARM_MAX: usize = 100;
+/// Lists warmed at most: beyond these, the budget would be spent on lists nobody asked for yet.
+const WARM_MAX: usize = 200;
 
 fn hint_path(dir: &Path) -> PathBuf {
-    dir.join("hot-stores")
+    dir.join("hot-lists")
 }
 
-/// The stores the hint names, in its order.
-pub(super) fn read_hint(dir: &Path) -> Vec<Uuid> {
+/// The lists the hint names, in its order.
+pub(super) fn read_hint(dir: &Path) -> Vec<ListId> {
     let bytes = std::fs::read(hint_path(dir)).unwrap_or_default();
-    bytes.chunks_exact(16).filter_map(|c| Uuid::from_slice(c).ok()).take(WARM_MAX).collect()
+    bytes
+        .chunks_exact(18)
+        .filter_map(|c| Some((Uuid::from_slice(&c[..16]).ok()?, u16::from_be_bytes([c[16], c[17]]))))
+        .take(WARM_MAX)
+        .collect()
 }
 
 impl Cell {
-    /// Writes the hint: the stores whose lists are held, the most recently read first.
+    /// Writes the hint: the lists held, the most recently read first.
     pub(super) fn save_hottest(&self) {
         let hot = self.writer.orders.hottest(WARM_MAX);
-        let bytes: Vec<u8> = hot.iter().flat_map(|id| *id.as_bytes()).collect();
+        let bytes: Vec<u8> =
+            hot.iter().flat_map(|(store, list)| [store.as_bytes().as_slice(), &list.to_be_bytes()].concat()).collect();
         let path = hint_path(&self.dir);
         let tmp = path.with_extension("tmp");
         // Written aside and renamed, so a crash leaves the old hint or the new one.
@@ -38,33 +45,33 @@ impl Cell {
         }
     }
 
-    /// Builds, one at a time in the background, the lists of the stores held when the cell last
-    /// closed; stops early when the lists' share is mostly used.
+    /// Builds, one at a time in the background, the lists held when the cell last closed; stops
+    /// early when the lists' share is mostly used.
     pub fn warm(self: &Arc<Self>) {
-        let stores = std::mem::take(&mut *self.warm_hint.lock().unwrap_or_else(|e| e.into_inner()));
+        let lists = std::mem::take(&mut *self.warm_hint.lock().unwrap_or_else(|e| e.into_inner()));
         // Outside a runtime (a tool opening the cell) there is nobody to serve: nothing to warm.
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        if stores.is_empty() {
+        if lists.is_empty() {
             return;
         }
         let cell = self.clone();
         runtime.spawn(async move {
             let started = std::time::Instant::now();
             let mut warmed = 0;
-            for store in stores {
-                let lists = cell.writer.orders.meter.stats();
-                if lists.bytes >= lists.budget / 10 * 8 {
+            for (store, list) in lists {
+                let held = cell.writer.orders.meter.stats();
+                if held.bytes >= held.budget / 10 * 8 {
                     break;
                 }
                 if !cell.holds(store) {
                     continue;
                 }
-                match cell.warm_product_lists(store).await {
+                match cell.warm_product_list(store, list).await {
                     Ok(()) => warmed += 1,
-                    Err(e) => tracing::warn!(cell = %cell.name, %store, error = %e, "warming a store's lists failed"),
+                    Err(e) => tracing::warn!(cell = %cell.name, %store, list, error = %e, "warming a list failed"),
                 }
             }
-            tracing::info!(cell = %cell.name, stores = warmed, ms = started.elapsed().as_millis() as u64, "lists warmed");
+            tracing::info!(cell = %cell.name, lists = warmed, ms = started.elapsed().as_millis() as u64, "lists warmed");
         });
     }
 }

@@ -3,15 +3,17 @@
 //! A list sorted by title or price needs an index row whose key is placed at random among the
 //! store's others; in redb every such row costs the copy-on-write of a whole leaf page, and a
 //! product carried ten of them, which made random index rows most of a durable create's cost.
-//! These orders are derived data: each store's lists are built from its records the first time
-//! they are read, and kept in step afterwards by the changes write jobs record in their
-//! transaction ([`crate::storage::writer::Tx::order_insert`]), applied once it has committed and
-//! before its writers are answered, so nobody reads an order older than their own write.
+//! These orders are derived data: each list of a store (one sort, over every product or one
+//! status) is built the first time it is read, from rows that carry the sort values alone
+//! (`product_sorts`: no record is decoded), and kept in step afterwards by the changes write
+//! jobs record in their transaction ([`crate::storage::writer::Tx::order_insert`]), applied once
+//! it has committed and before its writers are answered, so nobody reads an order older than
+//! their own write.
 //!
-//! Building a store's lists and committing writes to it may overlap: the store is marked as
-//! loading before the build's snapshot is taken, and changes committed from then on are queued
-//! and replayed over the built lists. Replaying a change the snapshot already holds is harmless:
-//! the changes of one row are replayed in commit order, each removing the previous one's key.
+//! Building a list and committing writes to it may overlap: the list is marked as loading
+//! before the build's snapshot is taken, and changes committed from then on are queued and
+//! replayed over the built list. Replaying a change the snapshot already holds is harmless: the
+//! changes of one row are replayed in commit order, each removing the previous one's key.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,6 +32,9 @@ const KEY_OVERHEAD: usize = 32;
 /// async workers (two on a small machine) must stay free for every other request.
 const BUILDERS: usize = 2;
 
+/// One list of one store: the store and the owner's number for the list.
+pub type ListId = (Uuid, u16);
+
 /// One list change recorded by a write job.
 pub struct Change {
     pub store: Uuid,
@@ -43,54 +48,44 @@ fn key_cost(key: &[u8]) -> usize {
     key.len() + KEY_OVERHEAD
 }
 
-/// The lists of one store, by list number, and what they cost.
-#[derive(Default)]
-pub struct StoreLists {
-    lists: HashMap<u16, Ranked>,
+/// A list held, and what it costs.
+pub struct HeldList {
+    keys: Ranked,
     bytes: usize,
 }
 
-impl StoreLists {
-    /// Lists built from `(list, key)` pairs.
-    fn build(rows: Vec<(u16, Box<[u8]>)>) -> StoreLists {
-        let bytes = rows.iter().map(|(_, k)| key_cost(k)).sum();
-        let mut by_list: HashMap<u16, Vec<Box<[u8]>>> = HashMap::new();
-        for (list, key) in rows {
-            by_list.entry(list).or_default().push(key);
-        }
-        let lists = by_list.into_iter().map(|(list, keys)| (list, Ranked::from_keys(keys))).collect();
-        StoreLists { lists, bytes }
+impl HeldList {
+    fn build(keys: Vec<Box<[u8]>>) -> HeldList {
+        let bytes = keys.iter().map(|k| key_cost(k)).sum();
+        HeldList { keys: Ranked::from_keys(keys), bytes }
     }
 
-    /// Applies `c`; answers how the lists' cost changed.
+    /// Applies `c`; answers how the list's cost changed.
     fn apply(&mut self, c: Change) -> i64 {
         let cost = key_cost(&c.key) as i64;
-        let changed = if c.insert {
-            self.lists.entry(c.list).or_default().insert(c.key).then_some(cost)
-        } else {
-            self.lists.get_mut(&c.list).and_then(|l| l.remove(&c.key).then_some(-cost))
-        };
+        let changed = if c.insert { self.keys.insert(c.key).then_some(cost) } else { self.keys.remove(&c.key).then_some(-cost) };
         let delta = changed.unwrap_or(0);
         self.bytes = (self.bytes as i64 + delta).max(0) as usize;
         delta
     }
 
-    /// Up to `limit` keys of `list` from rank `offset` (see [`Ranked::page`]) and the list's length.
-    pub fn page(&self, list: u16, desc: bool, offset: usize, limit: usize) -> (Vec<&[u8]>, usize) {
-        match self.lists.get(&list) {
-            Some(l) => (l.page(desc, offset, limit), l.len()),
-            None => (Vec::new(), 0),
-        }
+    /// Up to `limit` keys from rank `offset` (see [`Ranked::page`]) and the list's length.
+    pub fn page(&self, desc: bool, offset: usize, limit: usize) -> (Vec<&[u8]>, usize) {
+        (self.keys.page(desc, offset, limit), self.keys.len())
     }
 
-    fn keys(&self) -> usize {
-        self.lists.values().map(Ranked::len).sum()
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
     }
 }
 
 struct Loaded {
-    lists: RwLock<StoreLists>,
-    /// When the store was last read, on [`ListOrders::clock`].
+    list: RwLock<HeldList>,
+    /// When the list was last read, on [`ListOrders::clock`].
     used: AtomicU64,
 }
 
@@ -109,27 +104,27 @@ enum Slot {
 /// removed, and readers waiting on it look again.
 struct BuildGuard {
     orders: Arc<ListOrders>,
-    store: Uuid,
+    id: ListId,
     loading: Arc<Loading>,
 }
 
 impl Drop for BuildGuard {
     fn drop(&mut self) {
-        if let Ok(mut stores) = self.orders.stores.write()
-            && matches!(stores.get(&self.store), Some(Slot::Loading(l)) if Arc::ptr_eq(l, &self.loading))
+        if let Ok(mut lists) = self.orders.lists.write()
+            && matches!(lists.get(&self.id), Some(Slot::Loading(l)) if Arc::ptr_eq(l, &self.loading))
         {
-            stores.remove(&self.store);
+            lists.remove(&self.id);
         }
         self.loading.done.send_replace(true);
     }
 }
 
 /// The in-memory list orders of every store of one database, within a byte budget (the cell's
-/// share of the memory budget): the least recently read stores are dropped to make room and
-/// built again when next read; a store whose lists alone pass the budget answers its read from
-/// a build and keeps nothing (slower, never wrong).
+/// share of the memory budget): the least recently read lists are dropped to make room and
+/// built again when next read; a list larger than the whole budget answers its read from a
+/// build and is not kept (slower, never wrong).
 pub struct ListOrders {
-    stores: RwLock<HashMap<Uuid, Slot>>,
+    lists: RwLock<HashMap<ListId, Slot>>,
     builders: Arc<Semaphore>,
     clock: AtomicU64,
     pub meter: Meter,
@@ -142,7 +137,7 @@ fn poisoned() -> ApiError {
 impl ListOrders {
     pub fn new(budget: u64) -> ListOrders {
         ListOrders {
-            stores: RwLock::default(),
+            lists: RwLock::default(),
             builders: Arc::new(Semaphore::new(BUILDERS)),
             clock: AtomicU64::new(0),
             meter: Meter::new(budget),
@@ -156,12 +151,12 @@ impl ListOrders {
             return;
         }
         {
-            let Ok(stores) = self.stores.read() else { return };
+            let Ok(lists) = self.lists.read() else { return };
             for c in changes {
-                match stores.get(&c.store) {
+                match lists.get(&(c.store, c.list)) {
                     Some(Slot::Loaded(l)) => {
-                        if let Ok(mut lists) = l.lists.write() {
-                            self.meter.change(lists.apply(c), 0);
+                        if let Ok(mut list) = l.list.write() {
+                            self.meter.change(list.apply(c), 0);
                         }
                     }
                     Some(Slot::Loading(b)) => {
@@ -169,38 +164,38 @@ impl ListOrders {
                             q.push(c);
                         }
                     }
-                    // Not in memory: the next build reads the committed records.
+                    // Not in memory: the next build reads the committed rows.
                     None => {}
                 }
             }
         }
         if self.meter.stats().bytes > self.meter.budget()
-            && let Ok(mut stores) = self.stores.write()
+            && let Ok(mut lists) = self.lists.write()
         {
-            self.evict_for(&mut stores, 0, None);
+            self.evict_for(&mut lists, 0, None);
         }
     }
 
-    /// Runs `read` on the lists of `store`, building them first with `build` (which must read
-    /// the store's committed records in a snapshot it takes when called) if they are not held.
-    /// Builds run on the blocking pool, at most [`BUILDERS`] at once; a second reader of a store
-    /// being built waits for that build instead of starting its own.
+    /// Runs `read` on list `id`, building it first with `build` (which must read the store's
+    /// committed rows in a snapshot it takes when called) if it is not held. Builds run on the
+    /// blocking pool, at most [`BUILDERS`] at once; a second reader of a list being built waits
+    /// for that build instead of starting its own.
     pub async fn read<T>(
         self: &Arc<Self>,
-        store: Uuid,
-        build: impl FnOnce() -> ApiResult<Vec<(u16, Box<[u8]>)>> + Send + 'static,
-        read: impl FnOnce(&StoreLists) -> T + Send + 'static,
+        id: ListId,
+        build: impl FnOnce() -> ApiResult<Vec<Box<[u8]>>> + Send + 'static,
+        read: impl FnOnce(&HeldList) -> T + Send + 'static,
     ) -> ApiResult<T>
     where
         T: Send + 'static,
     {
         let tick = self.clock.fetch_add(1, Ordering::Relaxed);
         loop {
-            let waiting = match self.stores.read().map_err(|_| poisoned())?.get(&store) {
+            let waiting = match self.lists.read().map_err(|_| poisoned())?.get(&id) {
                 Some(Slot::Loaded(l)) => {
                     self.meter.hit();
                     l.used.store(tick, Ordering::Relaxed);
-                    return Ok(read(&*l.lists.read().map_err(|_| poisoned())?));
+                    return Ok(read(&*l.list.read().map_err(|_| poisoned())?));
                 }
                 Some(Slot::Loading(b)) => Some(b.done.subscribe()),
                 None => None,
@@ -216,67 +211,66 @@ impl ListOrders {
         self.meter.miss();
         let loading = Arc::new(Loading { queue: Mutex::default(), done: watch::channel(false).0 });
         let taken = {
-            let mut stores = self.stores.write().map_err(|_| poisoned())?;
-            let taken = stores.contains_key(&store);
+            let mut lists = self.lists.write().map_err(|_| poisoned())?;
+            let taken = lists.contains_key(&id);
             if !taken {
-                stores.insert(store, Slot::Loading(loading.clone()));
+                lists.insert(id, Slot::Loading(loading.clone()));
             }
             taken
         };
         if taken {
             // Another reader started a build between the look and the lock: wait for it.
-            return Box::pin(self.read(store, build, read)).await;
+            return Box::pin(self.read(id, build, read)).await;
         }
         // From here the slot is released however this ends: built, failed or abandoned.
-        let guard = BuildGuard { orders: self.clone(), store, loading };
+        let guard = BuildGuard { orders: self.clone(), id, loading };
         let permit = self.builders.clone().acquire_owned().await.map_err(ApiError::internal)?;
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            guard.orders.build(store, &guard.loading, tick, build, read)
+            guard.orders.build(id, &guard.loading, tick, build, read)
         })
         .await
         .map_err(ApiError::internal)?
     }
 
-    /// Builds the lists of `store` from `build`, replays the changes committed meanwhile, keeps
-    /// them if they fit, and answers `read` from them.
+    /// Builds list `id` from `build`, replays the changes committed meanwhile, keeps it if it
+    /// fits, and answers `read` from it.
     fn build<T>(
         &self,
-        store: Uuid,
+        id: ListId,
         loading: &Arc<Loading>,
         tick: u64,
-        build: impl FnOnce() -> ApiResult<Vec<(u16, Box<[u8]>)>>,
-        read: impl FnOnce(&StoreLists) -> T,
+        build: impl FnOnce() -> ApiResult<Vec<Box<[u8]>>>,
+        read: impl FnOnce(&HeldList) -> T,
     ) -> ApiResult<T> {
         let started = std::time::Instant::now();
-        let rows = build()?;
-        let mut lists = StoreLists::build(rows);
+        let mut list = HeldList::build(build()?);
         // The map's write lock keeps `apply` out between draining the queue and publishing.
-        let mut stores = self.stores.write().map_err(|_| poisoned())?;
+        let mut lists = self.lists.write().map_err(|_| poisoned())?;
         for c in std::mem::take(&mut *loading.queue.lock().map_err(|_| poisoned())?) {
-            lists.apply(c);
+            list.apply(c);
         }
-        tracing::info!(%store, keys = lists.keys(), ms = started.elapsed().as_millis() as u64, "list orders built");
-        let answer = read(&lists);
-        let ours = matches!(stores.get(&store), Some(Slot::Loading(l)) if Arc::ptr_eq(l, loading));
+        tracing::info!(store = %id.0, list = id.1, keys = list.len(), ms = started.elapsed().as_millis() as u64, "list order built");
+        let answer = read(&list);
+        let ours = matches!(lists.get(&id), Some(Slot::Loading(l)) if Arc::ptr_eq(l, loading));
         if ours {
-            stores.remove(&store);
+            lists.remove(&id);
         }
         // Kept when it fits the budget and was not forgotten while building (its rows were
         // replaced wholesale): otherwise this read is answered from the build alone.
-        if ours && lists.bytes as u64 <= self.meter.budget() {
-            let bytes = lists.bytes;
-            self.evict_for(&mut stores, bytes, Some(store));
+        if ours && list.bytes as u64 <= self.meter.budget() {
+            let bytes = list.bytes;
+            self.evict_for(&mut lists, bytes, Some(id));
             self.meter.change(bytes as i64, 1);
-            stores.insert(store, Slot::Loaded(Arc::new(Loaded { lists: RwLock::new(lists), used: AtomicU64::new(tick) })));
+            lists.insert(id, Slot::Loaded(Arc::new(Loaded { list: RwLock::new(list), used: AtomicU64::new(tick) })));
         }
         Ok(answer)
     }
 
-    /// The stores held, the most recently read first, at most `n`: what to warm after a restart.
-    pub fn hottest(&self, n: usize) -> Vec<Uuid> {
-        let Ok(stores) = self.stores.read() else { return Vec::new() };
-        let mut held: Vec<(u64, Uuid)> = stores
+    /// The lists held, the most recently read first, at most `n`: what to warm after a restart.
+    pub fn hottest(&self, n: usize) -> Vec<ListId> {
+        let Ok(lists) = self.lists.read() else { return Vec::new() };
+        let mut held: Vec<(u64, ListId)> = lists
             .iter()
             .filter_map(|(id, slot)| match slot {
                 Slot::Loaded(l) => Some((l.used.load(Ordering::Relaxed), *id)),
@@ -287,28 +281,33 @@ impl ListOrders {
         held.into_iter().take(n).map(|(_, id)| id).collect()
     }
 
-    /// Drops the lists of `store`: its rows were written other than through recorded changes
+    /// Drops every list of `store`: its rows were written other than through recorded changes
     /// (a store copied in or deleted by a move). They are built again when next read.
     pub fn forget(&self, store: Uuid) {
-        if let Ok(mut stores) = self.stores.write()
-            && let Some(Slot::Loaded(l)) = stores.remove(&store)
-        {
-            self.meter.change(-(l.lists.read().map(|x| x.bytes).unwrap_or(0) as i64), -1);
-        }
+        let Ok(mut lists) = self.lists.write() else { return };
+        lists.retain(|id, slot| {
+            if id.0 != store {
+                return true;
+            }
+            if let Slot::Loaded(l) = slot {
+                self.meter.change(-(l.list.read().map(|x| x.bytes).unwrap_or(0) as i64), -1);
+            }
+            false
+        });
     }
 
-    /// Drops the least recently read stores (but `keep`) until `incoming` more bytes fit.
-    fn evict_for(&self, stores: &mut HashMap<Uuid, Slot>, incoming: usize, keep: Option<Uuid>) {
+    /// Drops the least recently read lists (but `keep`) until `incoming` more bytes fit.
+    fn evict_for(&self, lists: &mut HashMap<ListId, Slot>, incoming: usize, keep: Option<ListId>) {
         let budget = self.meter.budget() as usize;
         let mut held = self.meter.stats().bytes as usize;
         if held + incoming <= budget {
             return;
         }
-        let mut loaded: Vec<(u64, Uuid, usize)> = stores
+        let mut loaded: Vec<(u64, ListId, usize)> = lists
             .iter()
             .filter(|(id, _)| Some(**id) != keep)
             .filter_map(|(id, slot)| match slot {
-                Slot::Loaded(l) => Some((l.used.load(Ordering::Relaxed), *id, l.lists.read().map(|x| x.bytes).unwrap_or(0))),
+                Slot::Loaded(l) => Some((l.used.load(Ordering::Relaxed), *id, l.list.read().map(|x| x.bytes).unwrap_or(0))),
                 Slot::Loading(_) => None,
             })
             .collect();
@@ -317,7 +316,7 @@ impl ListOrders {
             if held + incoming <= budget {
                 break;
             }
-            stores.remove(&id);
+            lists.remove(&id);
             self.meter.change(-(bytes as i64), -1);
             held = held.saturating_sub(bytes);
         }
@@ -342,21 +341,21 @@ mod tests {
 
     async fn keys(orders: &Arc<ListOrders>, store: Uuid, build: Vec<u8>) -> Vec<u8> {
         orders
-            .read(store, move || Ok(build.into_iter().map(|n| (1, key(n))).collect()), |l| l.page(1, false, 0, 100).0.concat())
+            .read((store, 1), move || Ok(build.into_iter().map(key).collect()), |l| l.page(false, 0, 100).0.concat())
             .await
             .unwrap()
     }
 
     #[tokio::test]
-    async fn changes_reach_loaded_stores_and_skip_others() {
+    async fn changes_reach_loaded_lists_and_skip_others() {
         let orders = orders(1 << 20);
         let (a, b) = (Uuid::from_u128(1), Uuid::from_u128(2));
         assert_eq!(keys(&orders, a, vec![3, 1]).await, vec![1, 3]);
         orders.apply(vec![change(a, 2, true), change(a, 3, false), change(b, 9, true)]);
         assert_eq!(keys(&orders, a, vec![]).await, vec![1, 2], "held lists are not built again");
-        assert_eq!(keys(&orders, b, vec![5]).await, vec![5], "a store not held is built from its records");
+        assert_eq!(keys(&orders, b, vec![5]).await, vec![5], "a list not held is built from its rows");
         let stats = orders.meter.stats();
-        assert_eq!((stats.entries, stats.bytes), (2, 3 * key_cost(&[0]) as u64), "two stores, three keys");
+        assert_eq!((stats.entries, stats.bytes), (2, 3 * key_cost(&[0]) as u64), "two lists, three keys");
         assert_eq!((stats.hits, stats.misses), (1, 2));
     }
 
@@ -367,13 +366,13 @@ mod tests {
         let during = orders.clone();
         let got = orders
             .read(
-                a,
+                (a, 1),
                 move || {
                     // Committed while the snapshot is read: one change it holds, one it misses.
                     during.apply(vec![change(a, 1, false), change(a, 2, true), change(a, 4, true)]);
-                    Ok(vec![(1, key(2)), (1, key(3))])
+                    Ok(vec![key(2), key(3)])
                 },
-                |l| l.page(1, false, 0, 100).0.concat(),
+                |l| l.page(false, 0, 100).0.concat(),
             )
             .await
             .unwrap();
@@ -387,12 +386,12 @@ mod tests {
         let during = orders.clone();
         let got = orders
             .read(
-                a,
+                (a, 1),
                 move || {
                     during.forget(a);
-                    Ok(vec![(1, key(7))])
+                    Ok(vec![key(7)])
                 },
-                |l| l.page(1, false, 0, 100).0.concat(),
+                |l| l.page(false, 0, 100).0.concat(),
             )
             .await
             .unwrap();
@@ -401,7 +400,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_budget_drops_the_least_recently_read_stores_and_keeps_no_store_larger_than_itself() {
+    async fn the_budget_drops_the_least_recently_read_lists_and_keeps_none_larger_than_itself() {
         // Room for four keys.
         let orders = orders(4 * key_cost(&[0]) as u64);
         let (a, b, c) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
@@ -413,32 +412,32 @@ mod tests {
         assert_eq!(keys(&orders, a, vec![]).await, vec![1, 2], "a is still held");
         assert_eq!(keys(&orders, b, vec![9]).await, vec![9], "b was dropped and is built again");
         assert!(orders.meter.stats().bytes <= orders.meter.budget());
-        // Writes that grow a held store past the budget drop another store.
+        // Writes that grow a held list past the budget drop another list.
         orders.apply(vec![change(b, 10, true), change(b, 11, true), change(b, 12, true)]);
         let stats = orders.meter.stats();
         assert!(stats.bytes <= stats.budget, "{stats:?}");
-        // A store larger than the whole budget is answered, never kept.
+        // A list larger than the whole budget is answered, never kept.
         let big = Uuid::from_u128(4);
         assert_eq!(keys(&orders, big, vec![1, 2, 3, 4, 5, 6]).await, vec![1, 2, 3, 4, 5, 6]);
         assert_eq!(keys(&orders, big, vec![7]).await, vec![7], "built again: nothing was kept");
     }
 
     #[tokio::test]
-    async fn the_hottest_stores_are_the_most_recently_read() {
+    async fn the_hottest_lists_are_the_most_recently_read() {
         let orders = orders(1 << 20);
         let (a, b, c) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
         for s in [a, b, c] {
             keys(&orders, s, vec![1]).await;
         }
         keys(&orders, a, vec![]).await;
-        assert_eq!(orders.hottest(2), vec![a, c]);
+        assert_eq!(orders.hottest(2), vec![(a, 1), (c, 1)]);
     }
 
     #[tokio::test]
     async fn a_failed_build_leaves_nothing_behind() {
         let orders = orders(1 << 20);
         let a = Uuid::from_u128(1);
-        let failed = orders.read(a, || Err(ApiError::internal("disk")), |l| l.keys()).await;
+        let failed = orders.read((a, 1), || Err(ApiError::internal("disk")), |l| l.len()).await;
         assert!(failed.is_err());
         assert_eq!(keys(&orders, a, vec![1]).await, vec![1], "the next read builds again");
     }

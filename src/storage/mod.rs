@@ -20,7 +20,7 @@ use redb::{Database, ReadableDatabase, TableHandle, WriteTransaction};
 use crate::storage::tables::*;
 
 /// The on-disk format version this build writes. See `data-format/README.md`, "Version changes".
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 
 /// Which database a file holds; recorded in it so a cell file is never opened as the directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -178,6 +178,9 @@ pub const DISCOUNT_COMMENT_ORDER: StoreTable = StoreTable::new(39, "discount_com
 /// `store ‖ parent id ‖ collection id → ()`: the live children of a collection, which move up
 /// when it is deleted.
 pub const COLLECTION_CHILDREN: StoreTable = StoreTable::new(40, "collection_children");
+/// `store ‖ product id → ProductSorts`: what a product's lists sort it by (created, updated,
+/// title key, price, inventory, status), read instead of whole products when a list is built.
+pub const PRODUCT_SORTS: StoreTable = StoreTable::new(41, "product_sorts");
 
 /// Every store-scoped table, in index order: exporting a store copies exactly these ranges.
 pub const STORE_TABLES: &[StoreTable] = &[
@@ -222,6 +225,7 @@ pub const STORE_TABLES: &[StoreTable] = &[
     TAX_RATE_ORDER,
     DISCOUNT_COMMENT_ORDER,
     COLLECTION_CHILDREN,
+    PRODUCT_SORTS,
 ];
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ mod v2;
 mod v3;
 mod v4;
 mod v5;
+mod v6;
 
 /// Every step, in order: each file names what its version changed.
 pub const STEPS: &[Step] = &[
@@ -26,6 +27,7 @@ pub const STEPS: &[Step] = &[
     Step { kind: DbKind::Cell, from: 2, run: v3::records_count_their_filters },
     Step { kind: DbKind::Cell, from: 3, run: v4::collections_are_records },
     Step { kind: DbKind::Cell, from: 4, run: v5::filters_have_partitions },
+    Step { kind: DbKind::Cell, from: 5, run: v6::product_sorts_apart },
 ];
 
 /// Runs every step of `kind` from `version` on, each in its own transaction that also records
