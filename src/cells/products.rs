@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::cells::Cell;
@@ -31,69 +30,29 @@ fn bucket(s: Status) -> u8 {
     s as u8 + 1
 }
 
-/// Sort keys longer than this are cut: order among such titles falls back to the id.
-const TITLE_KEY_BYTES: usize = 64;
-
 /// The number of the in-memory list holding sort field `field` of status bucket `bucket`.
 fn list(field: u8, bucket: u8) -> u16 {
     u16::from(field) << 8 | u16::from(bucket)
 }
 
-/// The leading bytes of a lower-cased title that sort it in a list key (products, collections).
-pub(crate) fn title_key(title: &str) -> String {
-    let lower = title.to_lowercase();
-    let mut end = lower.len().min(TITLE_KEY_BYTES);
-    while !lower.is_char_boundary(end) {
-        end -= 1;
-    }
-    lower[..end].to_string()
+/// The key of product `id` in the lists sorted by `field`: sort value ‖ id.
+fn sort_key(sorts: &ProductSorts, field: u8, id: Uuid) -> Box<[u8]> {
+    let value = match field {
+        0 => Key::default().i64(sorts.created_at),
+        1 => Key::default().i64(sorts.updated_at),
+        2 => Key::default().str(&sorts.title),
+        3 => Key::default().i64(sorts.price),
+        _ => Key::default().i64(sorts.inventory),
+    };
+    value.id(id).into_vec().into_boxed_slice()
 }
-
-/// What a product's lists sort it by, kept apart from the record (`product_sorts`) so that
-/// building a list reads these few fields, not every product whole.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProductSorts {
-    pub created_at: i64,
-    pub updated_at: i64,
-    /// [`title_key`] of the title.
-    pub title: String,
-    pub price: i64,
-    pub inventory: i64,
-    pub status: Status,
-}
-
-impl ProductSorts {
-    pub fn of(p: &Product) -> ProductSorts {
-        ProductSorts {
-            created_at: p.created_at,
-            updated_at: p.updated_at,
-            title: title_key(&p.title),
-            price: p.price(),
-            inventory: p.inventory(),
-            status: p.status,
-        }
-    }
-
-    /// The key of product `id` in the lists sorted by `field`: sort value ‖ id.
-    fn key(&self, field: u8, id: Uuid) -> Box<[u8]> {
-        let value = match field {
-            0 => Key::default().i64(self.created_at),
-            1 => Key::default().i64(self.updated_at),
-            2 => Key::default().str(&self.title),
-            3 => Key::default().i64(self.price),
-            _ => Key::default().i64(self.inventory),
-        };
-        value.id(id).into_vec().into_boxed_slice()
-    }
-}
-
 /// Every list-order key of a product: `(list, sort value ‖ id)` for each sort field, in the
 /// list of every product and in the list of its status.
 fn order_keys(p: &Product) -> Vec<(u16, Box<[u8]>)> {
     let sorts = ProductSorts::of(p);
     let mut keys = Vec::with_capacity(SORT_FIELDS.len() * 2);
     for field in 0..SORT_FIELDS.len() as u8 {
-        let key = sorts.key(field, p.id);
+        let key = sort_key(&sorts, field, p.id);
         keys.push((list(field, bucket(p.status)), key.clone()));
         keys.push((list(field, ANY), key));
     }
@@ -110,7 +69,7 @@ fn stored_list_keys(txn: &redb::ReadTransaction, store: Uuid, which: u16) -> Api
             return Ok(());
         };
         if wanted == ANY || wanted == bucket(sorts.status) {
-            keys.push(sorts.key(field, id));
+            keys.push(sort_key(&sorts, field, id));
         }
         Ok(())
     })?;

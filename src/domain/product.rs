@@ -202,6 +202,45 @@ pub fn valid_handle(h: &str) -> bool {
         && !h.contains("--")
 }
 
+/// Sort keys longer than this are cut: order among such titles falls back to the id.
+const TITLE_KEY_BYTES: usize = 64;
+
+/// The leading bytes of a lower-cased title that sort it in a list key (products, collections).
+pub fn title_key(title: &str) -> String {
+    let lower = title.to_lowercase();
+    let mut end = lower.len().min(TITLE_KEY_BYTES);
+    while !lower.is_char_boundary(end) {
+        end -= 1;
+    }
+    lower[..end].to_string()
+}
+
+/// What a product's lists sort it by, kept apart from the record (the cell's `product_sorts` rows) so that
+/// building a list reads these few fields, not every product whole.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProductSorts {
+    pub created_at: i64,
+    pub updated_at: i64,
+    /// [`title_key`] of the title.
+    pub title: String,
+    pub price: i64,
+    pub inventory: i64,
+    pub status: Status,
+}
+
+impl ProductSorts {
+    pub fn of(p: &Product) -> ProductSorts {
+        ProductSorts {
+            created_at: p.created_at,
+            updated_at: p.updated_at,
+            title: title_key(&p.title),
+            price: p.price(),
+            inventory: p.inventory(),
+            status: p.status,
+        }
+    }
+}
+
 /// A handle from a title: `Blue T-Shirt (XL)` → `blue-t-shirt-xl`.
 pub fn slugify(title: &str) -> String {
     let mut out = String::new();

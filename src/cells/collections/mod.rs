@@ -13,9 +13,8 @@ use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::cells::handles::{handle_key, resolve_handle};
-use crate::cells::products::title_key;
 use crate::domain::collection::*;
-use crate::domain::product::{Product, slugify};
+use crate::domain::product::{Product, slugify, title_key};
 use crate::error::{ApiError, ApiResult, Check, Code};
 use crate::storage::codec::{decode, encode};
 use crate::storage::keys::{Key, prefix_range, trailing_id};

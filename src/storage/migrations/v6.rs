@@ -4,8 +4,7 @@
 
 use redb::{ReadableTable, WriteTransaction};
 
-use crate::cells::products::ProductSorts;
-use crate::domain::product::Product;
+use crate::domain::product::{Product, ProductSorts};
 use crate::storage::codec::{decode, encode};
 use crate::storage::tables::{PRODUCT_SORTS, PRODUCTS};
 
