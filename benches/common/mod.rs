@@ -1,12 +1,15 @@
 //! Shared machinery for the load benchmarks: an HTTP/1.1 load generator, the two baselines every
 //! target is measured against (a bare hyper server and a one-fsync-per-transaction redb loop), a
-//! launcher for the real `shopcell serve` binary, and seeding through the public API.
+//! launcher for the real `shopcell serve` binary, seeding through the public API, and (in
+//! [`inspect`]) reading the server's `/metrics` and the size of its data.
 //!
 //! Machines are noisy, so a benchmark only ever reports ratios between figures taken in the same
 //! run; nothing in here asserts on a timing.
 
 // Each bench target compiles its own copy of this module and uses a subset of it.
 #![allow(dead_code)]
+
+pub mod inspect;
 
 use std::convert::Infallible;
 use std::fs::File;
@@ -533,7 +536,12 @@ impl ServerProcess {
     /// Starts `<binary> serve --data <tmp>/data --listen 127.0.0.1:0` and waits for the first
     /// stdout line containing `http://`; the address in it is where the server listens.
     pub fn spawn(binary: &str) -> Result<Self, BoxError> {
-        Self::start(binary, tempfile::Builder::new().prefix("shopcell-bench-").tempdir()?, &[])
+        Self::spawn_with(binary, &[])
+    }
+
+    /// [`ServerProcess::spawn`] with `flags` added to `serve`.
+    pub fn spawn_with(binary: &str, flags: &[&str]) -> Result<Self, BoxError> {
+        Self::start(binary, tempfile::Builder::new().prefix("shopcell-bench-").tempdir()?, flags)
     }
 
     /// Stops the server gracefully and starts it again on the same data with `flags` added.
@@ -553,7 +561,10 @@ impl ServerProcess {
         Ok(self.dir)
     }
 
-    fn start(binary: &str, dir: TempDir, flags: &[&str]) -> Result<Self, BoxError> {
+    /// Starts the server on `<dir>/data`, e.g. a directory [`ServerProcess::stop`] handed over: a
+    /// restart whose stop and start can be timed apart. `flags` are not remembered from an
+    /// earlier start.
+    pub fn start(binary: &str, dir: TempDir, flags: &[&str]) -> Result<Self, BoxError> {
         let data = dir.path().join("data");
         let mut child = Command::new(binary)
             .arg("serve")
@@ -666,8 +677,9 @@ pub struct Seeded {
     pub products_elapsed: Duration,
 }
 
-const ADJECTIVES: [&str; 8] = ["Red", "Blue", "Vintage", "Organic", "Classic", "Wireless", "Compact", "Linen"];
-const NOUNS: [&str; 8] = ["Mug", "Lamp", "Chair", "Shirt", "Headphones", "Backpack", "Notebook", "Bottle"];
+/// The words product titles are made of (see [`product_body`]).
+pub const ADJECTIVES: [&str; 8] = ["Red", "Blue", "Vintage", "Organic", "Classic", "Wireless", "Compact", "Linen"];
+pub const NOUNS: [&str; 8] = ["Mug", "Lamp", "Chair", "Shirt", "Headphones", "Backpack", "Notebook", "Bottle"];
 
 /// The create-product body for product number `n`: varied titles for search benchmarks and a
 /// spread of prices so sorting by price does real work.

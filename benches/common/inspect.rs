@@ -1,0 +1,97 @@
+//! What the server under test reports (`/metrics`) and what it leaves on disk.
+
+use std::path::Path;
+
+use hyper::StatusCode;
+
+use super::{BoxError, Client, Endpoint, describe_status};
+
+/// One sample of the Prometheus text format: `name{label="value",…} value`.
+#[derive(Clone, Debug)]
+pub struct MetricSample {
+    pub name: String,
+    pub labels: Vec<(String, String)>,
+    pub value: f64,
+}
+
+impl MetricSample {
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+}
+
+/// The samples of a Prometheus text exposition; comments and lines that do not parse are skipped,
+/// since a benchmark only reads the families it knows.
+pub fn parse_metrics(text: &str) -> Vec<MetricSample> {
+    text.lines().filter(|line| !line.starts_with('#')).filter_map(parse_sample).collect()
+}
+
+fn parse_sample(line: &str) -> Option<MetricSample> {
+    let line = line.trim();
+    let name_end = line.find(|c: char| c == '{' || c.is_whitespace())?;
+    let name = line[..name_end].to_string();
+    let mut rest = &line[name_end..];
+    let mut labels = Vec::new();
+    if let Some(inside) = rest.strip_prefix('{') {
+        let mut chars = inside.char_indices();
+        let mut key = String::new();
+        let close = loop {
+            let (i, c) = chars.next()?;
+            match c {
+                '}' => break i,
+                ',' | ' ' => {}
+                '=' => {
+                    if chars.next()?.1 != '"' {
+                        return None;
+                    }
+                    let mut value = String::new();
+                    loop {
+                        match chars.next()?.1 {
+                            '"' => break,
+                            '\\' => match chars.next()?.1 {
+                                'n' => value.push('\n'),
+                                other => value.push(other),
+                            },
+                            other => value.push(other),
+                        }
+                    }
+                    labels.push((std::mem::take(&mut key), value));
+                }
+                other => key.push(other),
+            }
+        };
+        rest = &inside[close + 1..];
+    }
+    // A timestamp may follow the value; the value is the first field.
+    let value = rest.split_whitespace().next()?.parse().ok()?;
+    Some(MetricSample { name, labels, value })
+}
+
+/// `GET /metrics`, parsed.
+pub async fn scrape_metrics(client: &mut Client, endpoint: &Endpoint) -> Result<Vec<MetricSample>, BoxError> {
+    let (status, body) = client.send(endpoint.get("/metrics")).await?;
+    if status != StatusCode::OK {
+        return Err(format!("/metrics: {}", describe_status(status, &body)).into());
+    }
+    Ok(parse_metrics(&String::from_utf8_lossy(&body)))
+}
+
+/// The sum of every sample of `family` (all label sets), or `None` when the family is absent.
+pub fn metric_sum(samples: &[MetricSample], family: &str) -> Option<f64> {
+    samples.iter().filter(|s| s.name == family).map(|s| s.value).reduce(|a, b| a + b)
+}
+
+/// Bytes a file or directory tree occupies on disk: allocated blocks, not lengths, so files the
+/// database grows ahead of its data or leaves sparse count as the disk holds them. Symbolic
+/// links are not followed.
+pub fn disk_usage(path: &Path) -> std::io::Result<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path)?;
+    let mut total = meta.blocks() * 512;
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(path)? {
+            total += disk_usage(&entry?.path())?;
+        }
+    }
+    Ok(total)
+}
