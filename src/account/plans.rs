@@ -233,8 +233,20 @@ where
     L: ReadableTable<(u128, u128), ()>,
     M: ReadableTable<(u128, u128), &'static [u8]>,
 {
+    owned_up_to(links, members, user, u64::MAX)
+}
+
+/// The stores `user` owns, counted until `cap`: a check against a limit needs no more.
+fn owned_up_to<L, M>(links: &L, members: &M, user: Uuid, cap: u64) -> ApiResult<u64>
+where
+    L: ReadableTable<(u128, u128), ()>,
+    M: ReadableTable<(u128, u128), &'static [u8]>,
+{
     let mut n = 0;
     for item in links.range((user.as_u128(), 0)..=(user.as_u128(), u128::MAX))? {
+        if n >= cap {
+            break;
+        }
         let (k, _) = item?;
         let Some(m) = members.get((k.value().1, user.as_u128()))? else { continue };
         let m: Membership = decode(m.value())?;
@@ -243,6 +255,21 @@ where
         }
     }
     Ok(n)
+}
+
+/// Fails with 422 unless `user` may own one more store on `plan`. A plan without a limit counts
+/// nothing, and one with a limit counts the owned stores up to it (all of them only for the
+/// refusal's message), so a store create costs no more for an owner of thousands.
+fn check_room<L, M>(links: &L, members: &M, user: Uuid, plan: &Plan, who_owns: &str) -> ApiResult<()>
+where
+    L: ReadableTable<(u128, u128), ()>,
+    M: ReadableTable<(u128, u128), &'static [u8]>,
+{
+    let Some(limit) = plan.store_limit.map(u64::from) else { return Ok(()) };
+    if owned_up_to(links, members, user, limit)? < limit {
+        return Ok(());
+    }
+    Err(limit_reached(plan, owned_stores(links, members, user)?, who_owns))
 }
 
 /// The 422 of a user at their plan's store limit; `who_owns` is "you own" or "the new owner owns".
@@ -263,13 +290,7 @@ pub fn limit_reached(plan: &Plan, owned: u64, who_owns: &str) -> ApiError {
 pub fn ensure_room(txn: &WriteTransaction, catalogue: &Catalogue, user: Uuid, now: i64, who_owns: &str) -> ApiResult<()> {
     let sub: Option<Subscription> = txn.open_table(SUBSCRIPTIONS)?.get(user.as_u128())?.map(|v| decode(v.value())).transpose()?;
     let plan = catalogue.effective(sub.as_ref(), now).plan;
-    let owned = owned_stores(&txn.open_table(USER_STORES)?, &txn.open_table(MEMBERS)?, user)?;
-    if may_add_store(plan, owned) { Ok(()) } else { Err(limit_reached(plan, owned, who_owns)) }
-}
-
-/// Whether a user owning `owned` stores may own one more on `plan`.
-pub fn may_add_store(plan: &Plan, owned: u64) -> bool {
-    plan.store_limit.is_none_or(|l| owned < u64::from(l))
+    check_room(&txn.open_table(USER_STORES)?, &txn.open_table(MEMBERS)?, user, plan, who_owns)
 }
 
 impl AccountService {
@@ -310,9 +331,8 @@ impl AccountService {
         let txn = self.db.begin_read()?;
         let sub: Option<Subscription> =
             txn.open_table(SUBSCRIPTIONS)?.get(user.as_u128())?.map(|v| decode(v.value())).transpose()?;
-        let owned = owned_stores(&txn.open_table(USER_STORES)?, &txn.open_table(MEMBERS)?, user)?;
         let plan = self.plans.effective(sub.as_ref(), self.clock.now_ms()).plan;
-        if may_add_store(plan, owned) { Ok(()) } else { Err(limit_reached(plan, owned, "you own")) }
+        check_room(&txn.open_table(USER_STORES)?, &txn.open_table(MEMBERS)?, user, plan, "you own")
     }
 
     /// Subscribes `user` to a plan (or changes plan): a new 30-day period starts now. Moving to
