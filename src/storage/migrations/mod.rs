@@ -47,6 +47,44 @@ pub fn run(db: &Database, kind: DbKind, mut version: u32, steps: &[Step]) -> Res
     Ok(())
 }
 
+/// What the steps' tests share: a cell written at an older format, opened through the steps.
+#[cfg(test)]
+mod fixture {
+    use std::path::Path;
+
+    use redb::Database;
+    use uuid::Uuid;
+
+    use crate::domain::pricing::tax::{TaxRate, TaxRateInput};
+    use crate::storage::codec::encode;
+    use crate::storage::record::{Record, row_key};
+    use crate::storage::tables::META;
+    use crate::storage::{DbKind, ONE_OFF_CACHE, open};
+
+    /// Writes a cell at format `version` holding `records` of `store` and nothing else (no list
+    /// rows, no counters), then opens it: every step from `version` on runs.
+    pub fn migrated<R: Record>(path: &Path, version: u32, store: Uuid, records: &[R]) -> Database {
+        {
+            let db = open(path, DbKind::Cell, ONE_OFF_CACHE).unwrap();
+            let txn = db.begin_write().unwrap();
+            let mut t = txn.open_table(R::TABLE.def).unwrap();
+            for r in records {
+                t.insert(row_key(store, r.id()).as_slice(), encode(r).unwrap().as_slice()).unwrap();
+            }
+            drop(t);
+            txn.open_table(META).unwrap().insert("format_version", version.to_le_bytes().as_slice()).unwrap();
+            txn.commit().unwrap();
+        }
+        open(path, DbKind::Cell, ONE_OFF_CACHE).unwrap()
+    }
+
+    /// A 5 % tax rate of `country` named `name`, made at `at` with the id `at`.
+    pub fn tax_rate(country: &str, name: &str, at: i64) -> TaxRate {
+        let input = TaxRateInput { country: country.into(), province: None, rate: 500, name: name.into(), shipping: false };
+        TaxRate::create(&input, Uuid::from_u128(at as u128), at, at).unwrap()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,37 +35,17 @@ mod tests {
     use redb::ReadableDatabase;
     use uuid::Uuid;
 
-    use crate::domain::pricing::tax::{TaxRate, TaxRateInput};
-    use crate::storage::codec::encode;
+    use crate::domain::pricing::tax::TaxRate;
     use crate::storage::list::{ListQuery, page};
-    use crate::storage::record::row_key;
-    use crate::storage::tables::{META, TAX_RATES};
-    use crate::storage::{DbKind, open};
-
-    fn rate(country: &str, name: &str, at: i64) -> TaxRate {
-        let input = TaxRateInput { country: country.into(), province: None, rate: 500, name: name.into(), shipping: false };
-        TaxRate::create(&input, Uuid::from_u128(at as u128), at, at).unwrap()
-    }
+    use crate::storage::migrations::fixture::{migrated, tax_rate};
 
     #[test]
     fn format_2_tax_rates_are_listed_and_counted_after_the_step() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cell.redb");
         let store = Uuid::from_u128(7);
-        let rates = [rate("CA", "GST", 1), rate("US", "NY", 2), rate("CA", "PST", 3)];
-        {
-            // A format-2 cell: tax rate rows only, no order rows, no counters.
-            let db = open(&path, DbKind::Cell, crate::storage::ONE_OFF_CACHE).unwrap();
-            let txn = db.begin_write().unwrap();
-            let mut t = txn.open_table(TAX_RATES.def).unwrap();
-            for r in &rates {
-                t.insert(row_key(store, r.id).as_slice(), encode(r).unwrap().as_slice()).unwrap();
-            }
-            drop(t);
-            txn.open_table(META).unwrap().insert("format_version", 2u32.to_le_bytes().as_slice()).unwrap();
-            txn.commit().unwrap();
-        }
-        let db = open(&path, DbKind::Cell, crate::storage::ONE_OFF_CACHE).unwrap();
+        let rates = [tax_rate("CA", "GST", 1), tax_rate("US", "NY", 2), tax_rate("CA", "PST", 3)];
+        let db = migrated(&path, 2, store, &rates);
         let txn = db.begin_read().unwrap();
         let q = ListQuery { sort: "name", limit: 2, ..Default::default() };
         let first = page::<TaxRate>(&txn, store, &q, 0).unwrap();

@@ -19,11 +19,10 @@ mod tests {
     use uuid::Uuid;
 
     use crate::domain::collection::{Collection, CreateCollection, build};
-    use crate::storage::codec::encode;
     use crate::storage::list::{ListQuery, page};
+    use crate::storage::migrations::fixture::migrated;
     use crate::storage::record::{SHOWN, row_key};
-    use crate::storage::tables::{COLLECTION_CHILDREN, COLLECTIONS, META};
-    use crate::storage::{DbKind, open};
+    use crate::storage::tables::COLLECTION_CHILDREN;
 
     fn collection(title: &str, at: i64, parent: Option<Uuid>) -> Collection {
         let input = CreateCollection { title: title.into(), parent_id: parent, ..Default::default() };
@@ -41,19 +40,7 @@ mod tests {
         let child = collection("Child", 2, Some(root.id));
         let mut gone = collection("Gone", 3, Some(root.id));
         gone.deleted_at = Some(4);
-        {
-            // A format-3 cell: collection rows only (its old list rows are dropped by the step).
-            let db = open(&path, DbKind::Cell, crate::storage::ONE_OFF_CACHE).unwrap();
-            let txn = db.begin_write().unwrap();
-            let mut t = txn.open_table(COLLECTIONS.def).unwrap();
-            for c in [&root, &child, &gone] {
-                t.insert(row_key(store, c.id).as_slice(), encode(c).unwrap().as_slice()).unwrap();
-            }
-            drop(t);
-            txn.open_table(META).unwrap().insert("format_version", 3u32.to_le_bytes().as_slice()).unwrap();
-            txn.commit().unwrap();
-        }
-        let db = open(&path, DbKind::Cell, crate::storage::ONE_OFF_CACHE).unwrap();
+        let db = migrated(&path, 3, store, &[root.clone(), child.clone(), gone]);
         let txn = db.begin_read().unwrap();
         let titles = |q: &ListQuery| -> (u64, Vec<String>) {
             let listed = page::<Collection>(&txn, store, q, 0).unwrap();

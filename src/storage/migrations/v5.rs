@@ -27,36 +27,19 @@ mod tests {
     use redb::ReadableDatabase;
     use uuid::Uuid;
 
-    use crate::domain::pricing::tax::{TaxRate, TaxRateInput};
-    use crate::storage::codec::encode;
+    use crate::domain::pricing::tax::TaxRate;
     use crate::storage::list::{ListQuery, page};
-    use crate::storage::record::{partition_prefix, row_key};
-    use crate::storage::tables::{META, TAX_RATE_ORDER, TAX_RATES};
-    use crate::storage::{DbKind, ONE_OFF_CACHE, open};
-
-    fn rate(country: &str, name: &str, at: i64) -> TaxRate {
-        let input = TaxRateInput { country: country.into(), province: None, rate: 500, name: name.into(), shipping: false };
-        TaxRate::create(&input, Uuid::from_u128(at as u128), at, at).unwrap()
-    }
+    use crate::storage::migrations::fixture::{migrated, tax_rate};
+    use crate::storage::record::partition_prefix;
+    use crate::storage::tables::TAX_RATE_ORDER;
 
     #[test]
     fn format_4_records_gain_their_partitions_and_filtered_pages_read_them() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cell.redb");
         let store = Uuid::from_u128(7);
-        let rates: Vec<TaxRate> = (0..30).map(|i| rate(if i % 10 == 0 { "CA" } else { "US" }, &format!("r{i}"), i)).collect();
-        {
-            let db = open(&path, DbKind::Cell, ONE_OFF_CACHE).unwrap();
-            let txn = db.begin_write().unwrap();
-            let mut t = txn.open_table(TAX_RATES.def).unwrap();
-            for r in &rates {
-                t.insert(row_key(store, r.id).as_slice(), encode(r).unwrap().as_slice()).unwrap();
-            }
-            drop(t);
-            txn.open_table(META).unwrap().insert("format_version", 4u32.to_le_bytes().as_slice()).unwrap();
-            txn.commit().unwrap();
-        }
-        let db = open(&path, DbKind::Cell, ONE_OFF_CACHE).unwrap();
+        let rates: Vec<TaxRate> = (0..30).map(|i| tax_rate(if i % 10 == 0 { "CA" } else { "US" }, &format!("r{i}"), i)).collect();
+        let db = migrated(&path, 4, store, &rates);
         let txn = db.begin_read().unwrap();
         let order = txn.open_table(TAX_RATE_ORDER.def).unwrap();
         let (start, end) = crate::storage::keys::prefix_range(&partition_prefix(store, None, 0, b"CA"));
