@@ -15,6 +15,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::inspect::{millis, thousands};
 use common::{
     BARE_BODY_LEN, BareServer, BenchRequest, BoxError, Client, Endpoint, FsyncBaseline, LoadReport, ServerProcess, Settings,
     expect_json, product_body, redb_fsync_baseline, run_load, runtime, seed, start_bare_hyper,
@@ -245,21 +246,4 @@ fn print_targets(run: &ServerRun) {
     }
     let seed_ratio = format!("{:.2}×", run.seed_rate / fsync.per_second());
     println!("{:<34} {seed_ratio:>9} {:>10}  (for reference)", "seeding creates / fsync-per-txn", "—");
-}
-
-/// A rate rounded to a whole number with thousands separators, for reading at a glance.
-fn thousands(value: f64) -> String {
-    let digits = format!("{:.0}", value.max(0.0));
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}
-
-fn millis(duration: Duration) -> String {
-    format!("{:.2} ms", duration.as_secs_f64() * 1e3)
 }

@@ -30,7 +30,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::inspect::{MetricSample, disk_usage, metric_sum, scrape_metrics};
+use common::inspect::{MetricSample, disk_usage, metric_sum, millis, scrape_metrics, thousands};
 use common::{
     BenchRequest, BoxError, Client, Endpoint, LoadReport, NOUNS, ServerProcess, Settings, expect_json, product_body, run_batch,
     run_load, runtime, start_bare_hyper,
@@ -641,21 +641,4 @@ fn print_tables(rows: &[Row]) {
         "(first list: median of the first `GET …/products?limit={LIST_LIMIT}` of {FIRST_LIST_STORES} stores (of the one \
          store in one-store rows) after the restart; anonymous: after those lists; ! marks a scenario with errors)"
     );
-}
-
-/// A rate rounded to a whole number with thousands separators, for reading at a glance.
-fn thousands(value: f64) -> String {
-    let digits = format!("{:.0}", value.max(0.0));
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}
-
-fn millis(duration: Duration) -> String {
-    format!("{:.2} ms", duration.as_secs_f64() * 1e3)
 }

@@ -14,6 +14,7 @@ mod common;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use common::inspect::millis;
 use common::{
     BenchRequest, BoxError, Client, Endpoint, InProcess, LoadReport, ServerProcess, Settings, expect_json, run_load, runtime,
     start_bare_hyper,
@@ -207,8 +208,4 @@ fn summary(bare: &LoadReport, calc: &LoadReport) {
         format!("≥ {:.0} %", required * 100.0),
     );
     println!("(bare hyper {:.0} req/s; calculate {:.0} req/s)", bare.requests_per_second(), calc.requests_per_second());
-}
-
-fn millis(d: Duration) -> String {
-    format!("{:.2} ms", d.as_secs_f64() * 1e3)
 }

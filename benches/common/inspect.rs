@@ -1,6 +1,7 @@
 //! What the server under test reports (`/metrics`) and what it leaves on disk.
 
 use std::path::Path;
+use std::time::Duration;
 
 use hyper::StatusCode;
 
@@ -94,4 +95,22 @@ pub fn disk_usage(path: &Path) -> std::io::Result<u64> {
         }
     }
     Ok(total)
+}
+
+/// A rate rounded to a whole number with thousands separators, for reading at a glance.
+pub fn thousands(value: f64) -> String {
+    let digits = format!("{:.0}", value.max(0.0));
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+/// A duration in milliseconds with two decimals.
+pub fn millis(duration: Duration) -> String {
+    format!("{:.2} ms", duration.as_secs_f64() * 1e3)
 }
