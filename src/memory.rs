@@ -54,6 +54,11 @@ impl Meter {
         self.budget.load(Ordering::Relaxed)
     }
 
+    /// The bytes held now.
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
     pub fn hit(&self) {
         self.hits.fetch_add(1, Ordering::Relaxed);
     }

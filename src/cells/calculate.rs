@@ -300,7 +300,7 @@ impl PricingCache {
     fn admit(&self, store: Uuid, p: &Arc<StorePricing>, cost: usize) -> bool {
         let Ok(stores) = self.stores.lock() else { return false };
         let current = stores.get(&store).is_some_and(|q| Arc::ptr_eq(q, p));
-        if !current || self.meter.stats().bytes + cost as u64 > self.meter.budget() {
+        if !current || self.meter.bytes() + cost as u64 > self.meter.budget() {
             return false;
         }
         p.bytes.fetch_add(cost as u64, Ordering::Relaxed);

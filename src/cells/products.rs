@@ -46,14 +46,14 @@ fn sort_key(sorts: &ProductSorts, field: u8, id: Uuid) -> Box<[u8]> {
     };
     value.id(id).into_vec().into_boxed_slice()
 }
-/// Every list-order key of a product: `(list, sort value ‖ id)` for each sort field, in the
-/// list of every product and in the list of its status.
-fn order_keys(p: &Product) -> Vec<(u16, Box<[u8]>)> {
-    let sorts = ProductSorts::of(p);
+
+/// Every list-order key of product `id` sorted by `sorts`: `(list, sort value ‖ id)` for each
+/// sort field, in the list of every product and in the list of its status.
+fn order_keys(sorts: &ProductSorts, id: Uuid) -> Vec<(u16, Box<[u8]>)> {
     let mut keys = Vec::with_capacity(SORT_FIELDS.len() * 2);
     for field in 0..SORT_FIELDS.len() as u8 {
-        let key = sort_key(&sorts, field, p.id);
-        keys.push((list(field, bucket(p.status)), key.clone()));
+        let key = sort_key(sorts, field, id);
+        keys.push((list(field, bucket(sorts.status)), key.clone()));
         keys.push((list(field, ANY), key));
     }
     keys
@@ -131,10 +131,30 @@ fn write_rendered(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Option<(
     // Smart collections, collection orders and catalog counts follow in the same transaction.
     crate::cells::collections::on_product_write(tx, store, old, new)?;
     crate::cells::catalogs::on_product_write(tx, store, old, new)?;
-    if let Some(o) = old {
-        for (list, key) in order_keys(o) {
-            tx.order_remove(store, list, key);
+    // The lists and the sort row change only when a sort value or the status does (a stock
+    // change does; a new description does not).
+    let (old_sorts, new_sorts) = (old.map(ProductSorts::of), new.map(ProductSorts::of));
+    if old_sorts != new_sorts {
+        if let (Some(o), Some(sorts)) = (old, &old_sorts) {
+            for (list, key) in order_keys(sorts, o.id) {
+                tx.order_remove(store, list, key);
+            }
         }
+        match (new, &new_sorts) {
+            (Some(n), Some(sorts)) => {
+                for (list, key) in order_keys(sorts, n.id) {
+                    tx.order_insert(store, list, key);
+                }
+                tx.put(PRODUCT_SORTS, Key::store(store).id(n.id).bytes(), &encode(sorts)?)?;
+            }
+            _ => {
+                if let Some(o) = old {
+                    tx.delete(PRODUCT_SORTS, Key::store(store).id(o.id).bytes())?;
+                }
+            }
+        }
+    }
+    if let Some(o) = old {
         tx.delete(PRODUCT_HANDLES, &handle_key(store, &o.handle))?;
         for v in &o.variants {
             tx.delete(VARIANTS, Key::store(store).id(v.id).bytes())?;
@@ -142,24 +162,16 @@ fn write_rendered(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Option<(
     }
     match new {
         Some(n) => {
-            for (list, key) in order_keys(n) {
-                tx.order_insert(store, list, key);
-            }
             tx.put(PRODUCT_HANDLES, &handle_key(store, &n.handle), n.id.as_bytes())?;
             for v in &n.variants {
                 tx.put(VARIANTS, Key::store(store).id(v.id).bytes(), n.id.as_bytes())?;
             }
             let r = rendered.ok_or_else(|| ApiError::internal("a written product is rendered"))?;
-            let sorts = ProductSorts::of(n);
-            if old.is_none_or(|o| ProductSorts::of(o) != sorts) {
-                tx.put(PRODUCT_SORTS, Key::store(store).id(n.id).bytes(), &encode(&sorts)?)?;
-            }
             tx.put(PRODUCT_VIEWS, Key::store(store).id(n.id).bytes(), &r.view)?;
             tx.put(PRODUCTS, Key::store(store).id(n.id).bytes(), &r.record)
         }
         None => match old {
             Some(o) => {
-                tx.delete(PRODUCT_SORTS, Key::store(store).id(o.id).bytes())?;
                 tx.delete(PRODUCT_VIEWS, Key::store(store).id(o.id).bytes())?;
                 tx.delete(PRODUCTS, Key::store(store).id(o.id).bytes())
             }

@@ -169,7 +169,7 @@ impl ListOrders {
                 }
             }
         }
-        if self.meter.stats().bytes > self.meter.budget()
+        if self.meter.bytes() > self.meter.budget()
             && let Ok(mut lists) = self.lists.write()
         {
             self.evict_for(&mut lists, 0, None);
@@ -299,7 +299,7 @@ impl ListOrders {
     /// Drops the least recently read lists (but `keep`) until `incoming` more bytes fit.
     fn evict_for(&self, lists: &mut HashMap<ListId, Slot>, incoming: usize, keep: Option<ListId>) {
         let budget = self.meter.budget() as usize;
-        let mut held = self.meter.stats().bytes as usize;
+        let mut held = self.meter.bytes() as usize;
         if held + incoming <= budget {
             return;
         }
