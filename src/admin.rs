@@ -5,8 +5,9 @@ use hyper::Method;
 use crate::account::keys::read_service_key;
 use crate::cells::forward::{Body, Upstream};
 use crate::cli::{AdminCommand, TaxonomyCommand};
-use crate::run::{BoxError, account_dir};
-use crate::storage::{self, DbKind};
+use crate::error::BoxError;
+use crate::run::account_dir;
+use crate::storage::{self};
 
 pub async fn run(cmd: AdminCommand) -> Result<(), BoxError> {
     match cmd {
@@ -34,7 +35,7 @@ pub async fn run(cmd: AdminCommand) -> Result<(), BoxError> {
 fn check(data: &std::path::Path) -> Result<(), BoxError> {
     let account = account_dir(data).join("account.redb");
     if account.exists() {
-        let db = storage::open(&account, DbKind::Account, crate::storage::ONE_OFF_CACHE)?;
+        let db = storage::open(&account, crate::account::DATABASE, crate::storage::ONE_OFF_CACHE)?;
         println!("{}: account, format {}, tables {:?}", account.display(), storage::FORMAT_VERSION, storage::table_names(&db)?);
     }
     let cells = data.join("cells");
@@ -42,7 +43,7 @@ fn check(data: &std::path::Path) -> Result<(), BoxError> {
         for entry in std::fs::read_dir(&cells)? {
             let path = entry?.path().join("cell.redb");
             if path.exists() {
-                let db = storage::open(&path, DbKind::Cell, crate::storage::ONE_OFF_CACHE)?;
+                let db = storage::open(&path, crate::cells::DATABASE, crate::storage::ONE_OFF_CACHE)?;
                 println!("{}: cell, format {}, tables {:?}", path.display(), storage::FORMAT_VERSION, storage::table_names(&db)?);
             }
         }
@@ -84,7 +85,7 @@ fn cell_names(data: &std::path::Path, only: Option<&str>) -> Result<Vec<String>,
 fn reindex(data: &std::path::Path, only: Option<&str>) -> Result<(), BoxError> {
     for name in cell_names(data, only)? {
         let dir = crate::run::cell_dir(data, &name);
-        let n = crate::search::reindex_offline(&dir)?;
+        let n = crate::cells::product_search::reindex_offline(&dir)?;
         println!("{name}: search index rebuilt, {n} products");
     }
     Ok(())
@@ -96,10 +97,10 @@ fn compact(data: &std::path::Path, only: Option<&str>) -> Result<(), BoxError> {
     let mut files = Vec::new();
     let account = account_dir(data).join("account.redb");
     if only.is_none() && account.exists() {
-        files.push((account, DbKind::Account));
+        files.push((account, crate::account::DATABASE));
     }
     for name in cell_names(data, only)? {
-        files.push((crate::run::cell_dir(data, &name).join("cell.redb"), DbKind::Cell));
+        files.push((crate::run::cell_dir(data, &name).join("cell.redb"), crate::cells::DATABASE));
     }
     for (path, kind) in files {
         let before = std::fs::metadata(&path)?.len();

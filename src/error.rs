@@ -5,6 +5,9 @@
 
 use serde::Serialize;
 
+/// An error of a start-up, an offline command or a background task, reported as text.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 macro_rules! error_table {
     ($($name:ident => $status:literal, $msg:literal;)*) => {
         /// Machine-readable error codes (`error.code` in responses).

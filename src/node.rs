@@ -14,13 +14,14 @@ use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request};
 use uuid::Uuid;
 
+use crate::account::AccountService;
 use crate::account::directory::DirectoryLink;
 use crate::account::publishable::{KEY_HEADER, KeyGrant, Shopper};
-use crate::account::{AccountService, Role};
 use crate::cells::Cell;
 use crate::cells::forward::{SERVICE_HEADER, Upstream};
 use crate::cells::link::CellLink;
 use crate::clock::Clock;
+use crate::domain::role::Role;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::auth::{Principal, TokenVerifier, bearer};
 use crate::http::context::{Ctx, StoreScope, parse_path_id};

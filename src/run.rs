@@ -20,13 +20,12 @@ use crate::cells::Cell;
 use crate::cells::forward::{Body, Upstream};
 use crate::cli::{AccountArgs, AuthArgs, CacheArgs, CellArgs, MemoryArgs, PaymentArgs, RouterArgs, ServeArgs};
 use crate::clock::Clock;
+use crate::error::BoxError;
 use crate::http::auth::TokenVerifier;
 use crate::http::cors::Cors;
 use crate::http::ratelimit::RateLimits;
 use crate::memory::{Budget, CellShares, Shares, human};
 use crate::node::{Mode, Node};
-
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 fn valid_cell_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')

@@ -8,7 +8,7 @@ use std::sync::RwLock;
 
 use uuid::Uuid;
 
-use crate::account::Role;
+use crate::domain::role::Role;
 use crate::memory::Meter;
 
 /// Whether the session is live, the caller's role in the store, and the cell holding the store.

@@ -14,8 +14,9 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::account::AccountService;
-use crate::account::model::{Membership, Role, StoreEntry, User, normalize_email};
+use crate::account::model::{Membership, StoreEntry, User, normalize_email};
 use crate::account::plans::ensure_room;
+use crate::domain::role::Role;
 use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::codec::{decode, encode};

@@ -21,11 +21,11 @@ use redb::{Database, ReadableDatabase, ReadableTable};
 use uuid::Uuid;
 
 pub use admission::Admission;
-pub use model::Role;
 use model::*;
 
 use crate::account::keys::SigningKey;
 use crate::clock::Clock;
+use crate::domain::role::Role;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::auth::{ACCESS_TTL_SECS, AUDIENCE, Claims, ISSUER};
 use crate::memory::AccountShares;
@@ -33,6 +33,9 @@ use crate::storage::codec::{decode, encode};
 use crate::storage::tables::*;
 use crate::storage::writer::{Writer, WriterThread};
 use crate::storage::{self, DbKind};
+
+/// The account directory's database: its tables (no format step has changed it yet).
+pub const DATABASE: DbKind = DbKind { name: "account", steps: &[], tables: storage::tables::account_tables };
 
 /// Refresh tokens live 30 days; each use rotates them.
 pub const REFRESH_TTL_SECS: i64 = 30 * 24 * 3600;
@@ -76,7 +79,7 @@ impl AccountService {
         memory: &AccountShares,
     ) -> Result<AccountService, Box<dyn std::error::Error + Send + Sync>> {
         std::fs::create_dir_all(dir)?;
-        let db = Arc::new(storage::open(&dir.join("account.redb"), DbKind::Account, memory.redb)?);
+        let db = Arc::new(storage::open(&dir.join("account.redb"), DATABASE, memory.redb)?);
         // The directory keeps no product rows and no list orders: its writer caches nothing.
         let (writer, thread) = Writer::start(db.clone(), "account", 0, 0)?;
         let key = SigningKey::load_or_create(dir)?;

@@ -4,40 +4,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::domain::role::Role;
 use crate::domain::time::rfc3339;
 use crate::error::{ApiResult, Check};
-
-/// A store member's role.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Role {
-    Owner,
-    Admin,
-    Staff,
-}
-
-impl Role {
-    pub fn name(self) -> &'static str {
-        match self {
-            Role::Owner => "owner",
-            Role::Admin => "admin",
-            Role::Staff => "staff",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Role> {
-        match s {
-            "owner" => Some(Role::Owner),
-            "admin" => Some(Role::Admin),
-            "staff" => Some(Role::Staff),
-            _ => None,
-        }
-    }
-
-    /// Owners and admins may change store configuration and content.
-    pub fn is_admin(self) -> bool {
-        matches!(self, Role::Owner | Role::Admin)
-    }
-}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct User {

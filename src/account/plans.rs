@@ -14,8 +14,9 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::account::AccountService;
-use crate::account::model::{Membership, Role};
+use crate::account::model::Membership;
 use crate::domain::money::Currency;
+use crate::domain::role::Role;
 use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::codec::{decode, encode};

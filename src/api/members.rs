@@ -6,10 +6,10 @@
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::account::Role;
 use crate::account::directory::Acting;
 use crate::account::members::{AddMember, ChangeRole, MemberView, Transferred, assignable_role};
 use crate::api::auth::account;
+use crate::domain::role::Role;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
 use crate::http::Page;

@@ -6,9 +6,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::account::Role;
 use crate::cells::Cell;
 use crate::domain::pricing::discount::Discount;
+use crate::domain::role::Role;
 use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, Check, Code};
 use crate::storage::record::{self, List, Record, Sort};

@@ -15,6 +15,7 @@ pub mod gift_cards;
 pub mod handles;
 pub mod link;
 pub mod markets;
+pub mod migrations;
 pub mod moves;
 pub mod orders;
 pub mod payments;
@@ -40,29 +41,12 @@ use crate::memory::{CacheStats, CellShares};
 use crate::storage::keys::Key;
 use crate::storage::list::{self, ListQuery, Listed};
 use crate::storage::record::{self, Record};
-use crate::storage::tables::{MOVE_LOG, STORE_STATE, STORE_TABLES};
+use crate::storage::tables::{MOVE_LOG, STORE_STATE, STORE_TABLES, StoreState};
 use crate::storage::writer::{Writer, WriterThread};
 use crate::storage::{self, DbKind};
 
-/// What a cell does with a store it has rows of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum StoreState {
-    /// Served: this cell holds the store.
-    Active = 1,
-    /// Being copied in by a move; not served until the move completes.
-    Incoming = 2,
-}
-
-impl StoreState {
-    fn from_u8(v: u8) -> Option<StoreState> {
-        match v {
-            1 => Some(StoreState::Active),
-            2 => Some(StoreState::Incoming),
-            _ => None,
-        }
-    }
-}
+/// A cell's database: its tables and the steps from older formats.
+pub const DATABASE: DbKind = DbKind { name: "cell", steps: migrations::STEPS, tables: storage::tables::cell_tables };
 
 pub struct Cell {
     pub name: String,
@@ -104,7 +88,7 @@ impl Cell {
         memory: &CellShares,
     ) -> Result<Cell, Box<dyn std::error::Error + Send + Sync>> {
         std::fs::create_dir_all(dir)?;
-        let db = Arc::new(storage::open(&dir.join("cell.redb"), DbKind::Cell, memory.redb)?);
+        let db = Arc::new(storage::open(&dir.join("cell.redb"), DATABASE, memory.redb)?);
         let mut states = HashMap::new();
         let mut stale = Vec::new();
         {

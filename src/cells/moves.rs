@@ -16,11 +16,12 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::cells::{Cell, StoreState};
+use crate::cells::Cell;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::node::Node;
 use crate::storage::codec::{decode, encode};
 use crate::storage::keys::{Key, prefix_range};
+use crate::storage::tables::StoreState;
 use crate::storage::tables::{MOVE_LOG, STORE_STATE, STORE_TABLES};
 
 /// One store row in transit; `value: None` deletes the key.

@@ -1,11 +1,13 @@
 //! A cell's product searches: the search index answers ids, the cell reads what they name.
 
+use std::path::Path;
+
 use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::cells::products::ViewRow;
 use crate::domain::product::Product;
-use crate::error::ApiResult;
+use crate::error::{ApiResult, BoxError};
 use crate::search::cache;
 use crate::search::query::{Hits, SearchRequest};
 use crate::storage::codec::decode;
@@ -44,4 +46,14 @@ impl Cell {
     pub fn search_tag(&self, store: Uuid) -> cache::Tag {
         (self.writer.generations.get(store), self.search.generation())
     }
+}
+
+/// `shopcell admin reindex`: rebuilds the search index of the cell in `cell_dir` from its
+/// `cell.redb`, offline (a running cell holds the database lock, so this fails rather than race
+/// it). Answers how many products were indexed.
+pub fn reindex_offline(cell_dir: &Path) -> Result<u64, BoxError> {
+    let path = cell_dir.join("cell.redb");
+    let db = crate::storage::open(&path, crate::cells::DATABASE, crate::storage::ONE_OFF_CACHE)
+        .map_err(|e| format!("{}: {e} (a running shopcell serving this cell holds it: stop it first)", path.display()))?;
+    crate::search::reindex_offline(&db, cell_dir)
 }

@@ -10,13 +10,13 @@ use redb::{Database, ReadableDatabase, ReadableTable};
 use tokio::sync::Notify;
 use uuid::Uuid;
 
-use crate::cells::StoreState;
 use crate::cells::collections::schedule_key;
 use crate::clock::Clock;
 use crate::domain::collection::{Collection, CollectionStatus};
 use crate::error::ApiResult;
 use crate::storage::keys::{leading_store, trailing_id};
 use crate::storage::record;
+use crate::storage::tables::StoreState;
 use crate::storage::tables::{COLLECTION_SCHEDULE, STORE_STATE};
 use crate::storage::writer::{Tx, Writer};
 

@@ -5,13 +5,14 @@ use std::sync::{Arc, RwLock};
 
 use uuid::Uuid;
 
-use crate::cells::{Cell, StoreState};
+use crate::cells::Cell;
 use crate::domain::store::{StoreSettings, UpdateStore, apply_update};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::memory::Meter;
 use crate::storage::codec::encode;
 use crate::storage::keys::Key;
 use crate::storage::read;
+use crate::storage::tables::StoreState;
 use crate::storage::tables::{STORE_STATE, STORES};
 
 /// What one kept store's settings cost: the map slot, the settings and their strings

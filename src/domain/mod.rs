@@ -11,6 +11,7 @@ pub mod money;
 pub mod order;
 pub mod pricing;
 pub mod product;
+pub mod role;
 pub mod store;
 pub mod taxonomy;
 pub mod time;

@@ -7,9 +7,9 @@ use hyper::{HeaderMap, Method, Uri};
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
-use crate::account::Role;
 use crate::account::publishable::Shopper;
 use crate::cells::Cell;
+use crate::domain::role::Role;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::auth::Principal;
 use crate::http::query::Query;

@@ -14,7 +14,8 @@ use redb::{Database, ReadableDatabase, ReadableTable};
 use uuid::Uuid;
 
 use crate::domain::product::Product;
-use crate::search::{BoxError, Search, TICK, active_stores, fill_from, outbox_store, schema};
+use crate::error::BoxError;
+use crate::search::{Search, TICK, active_stores, fill_from, outbox_store, schema};
 use crate::storage::codec::decode;
 use crate::storage::keys::Key;
 use crate::storage::tables::{OUTBOX, PRODUCTS};

@@ -31,7 +31,7 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
 use tokio::sync::Notify;
 use uuid::Uuid;
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, BoxError};
 use crate::memory::{CacheStats, CellShares};
 use crate::search::columns::ColumnCache;
 use crate::search::query::{Hits, PageCollector, QueryBuilder, SearchRequest, page_of};
@@ -48,8 +48,6 @@ pub const TICK: Duration = Duration::from_millis(250);
 const OFFLINE_WRITER_MEMORY: u64 = 64 << 20;
 /// Hits collected before a page when paging by number; deeper pages need the cursor.
 pub const MAX_OFFSET: usize = 10_000;
-
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Sequence numbers of outbox keys: increasing within a process, started above both the clock
 /// (in µs) and every key left in an opened outbox, so a restart never reuses a pending key.
@@ -300,7 +298,7 @@ fn active_stores(db: &Database) -> Result<HashSet<Uuid>, BoxError> {
     let mut out = HashSet::new();
     for item in txn.open_table(STORE_STATE)?.iter()? {
         let (k, v) = item?;
-        if v.value() == crate::cells::StoreState::Active as u8 {
+        if v.value() == crate::storage::tables::StoreState::Active as u8 {
             out.insert(Uuid::from_u128(k.value()));
         }
     }
@@ -322,13 +320,9 @@ fn seed_outbox_seq(db: &Database) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// `shopcell admin reindex`: rebuilds the index of the cell in `cell_dir` from its `cell.redb`,
-/// offline (a running cell holds the database lock, so this fails rather than race it). The new
-/// index is built beside the old one and swapped in by renames.
-pub fn reindex_offline(cell_dir: &Path) -> Result<u64, BoxError> {
-    let path = cell_dir.join("cell.redb");
-    let db = crate::storage::open(&path, crate::storage::DbKind::Cell, crate::storage::ONE_OFF_CACHE)
-        .map_err(|e| format!("{}: {e} (a running shopcell serving this cell holds it: stop it first)", path.display()))?;
+/// Rebuilds the index of the cell in `cell_dir` from its database `db`, opened by the caller while
+/// nothing serves it. The new index is built beside the old one and swapped in by renames.
+pub fn reindex_offline(db: &Database, cell_dir: &Path) -> Result<u64, BoxError> {
     let target = cell_dir.join("search");
     let fresh: PathBuf = cell_dir.join("search.new");
     if fresh.exists() {
@@ -348,7 +342,7 @@ pub fn reindex_offline(cell_dir: &Path) -> Result<u64, BoxError> {
         search_writer: OFFLINE_WRITER_MEMORY,
     };
     let search = Search::new(Index::create_in_dir(&fresh, schema)?, Arc::new(Notify::new()), &memory)?;
-    let n = fill_from(&search, &db)?;
+    let n = fill_from(&search, db)?;
     search.stop();
     drop(search);
     if target.exists() {

@@ -22,20 +22,15 @@ use crate::storage::tables::*;
 /// The on-disk format version this build writes. See `data-format/README.md`, "Version changes".
 pub const FORMAT_VERSION: u32 = 6;
 
-/// Which database a file holds; recorded in it so a cell file is never opened as the directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DbKind {
-    Account,
-    Cell,
-}
-
-impl DbKind {
-    fn name(self) -> &'static str {
-        match self {
-            DbKind::Account => "account",
-            DbKind::Cell => "cell",
-        }
-    }
+/// A kind of database, declared by its owner (`account::DATABASE`, `cells::DATABASE`): its name,
+/// recorded in the file so a cell file is never opened as the directory; the steps that bring an
+/// older file to [`FORMAT_VERSION`]; and the tables it holds.
+#[derive(Clone, Copy)]
+pub struct DbKind {
+    pub name: &'static str,
+    pub steps: &'static [migrations::Step],
+    /// Creates every table of the kind (declared in [`tables`]), so readers never miss one.
+    pub tables: fn(&WriteTransaction) -> Result<(), redb::Error>,
 }
 
 /// Why a database could not be opened.
@@ -78,19 +73,20 @@ pub fn open(path: &Path, kind: DbKind, cache: u64) -> Result<Database, OpenError
     let db = Database::builder().set_cache_size(cache as usize).create(path).map_err(io)?;
     let (found_kind, found_version) = read_meta(&db)?;
     match found_kind {
-        Some(k) if k != kind.name() => return Err(OpenError::WrongKind { found: k, expected: kind.name() }),
+        Some(k) if k != kind.name => return Err(OpenError::WrongKind { found: k, expected: kind.name }),
         _ => {}
     }
     let version = found_version.unwrap_or(FORMAT_VERSION);
     if version > FORMAT_VERSION {
         return Err(OpenError::NewerFormat { found: version, supported: FORMAT_VERSION });
     }
-    migrations::run(&db, kind, version, migrations::STEPS).map_err(io)?;
+    migrations::run(&db, kind.name, version, kind.steps).map_err(io)?;
     let txn = db.begin_write().map_err(io)?;
-    create_tables(&txn, kind).map_err(io)?;
+    txn.open_table(META).map_err(io)?;
+    (kind.tables)(&txn).map_err(io)?;
     {
         let mut meta = txn.open_table(META).map_err(io)?;
-        meta.insert("kind", kind.name().as_bytes()).map_err(io)?;
+        meta.insert("kind", kind.name.as_bytes()).map_err(io)?;
         meta.insert("format_version", FORMAT_VERSION.to_le_bytes().as_slice()).map_err(io)?;
     }
     txn.commit().map_err(io)?;
@@ -109,40 +105,6 @@ fn read_meta(db: &Database) -> Result<(Option<String>, Option<u32>), OpenError> 
     Ok((kind, version))
 }
 
-fn create_tables(txn: &WriteTransaction, kind: DbKind) -> Result<(), redb::Error> {
-    txn.open_table(META)?;
-    match kind {
-        DbKind::Account => {
-            txn.open_table(USERS)?;
-            txn.open_table(USER_EMAILS)?;
-            txn.open_table(SESSIONS)?;
-            txn.open_table(USER_SESSIONS)?;
-            txn.open_table(STORE_DIRECTORY)?;
-            txn.open_table(MEMBERS)?;
-            txn.open_table(USER_STORES)?;
-            txn.open_table(CELL_LOAD)?;
-            txn.open_table(SUBSCRIPTIONS)?;
-            txn.open_table(PUBLISHABLE_KEYS)?;
-            txn.open_table(STORE_PUBLISHABLE_KEYS)?;
-            txn.open_table(MFA)?;
-            txn.open_table(MFA_CHALLENGES)?;
-            txn.open_table(OIDC_STATES)?;
-            txn.open_table(SOCIAL_LINKS)?;
-            txn.open_table(SOCIAL_CODES)?;
-            txn.open_table(IDEMPOTENCY_KEYS)?;
-        }
-        DbKind::Cell => {
-            txn.open_table(STORE_STATE)?;
-            txn.open_table(MOVE_LOG)?;
-            txn.open_table(OUTBOX)?;
-            for t in STORE_TABLES {
-                txn.open_table(t.def)?;
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Names of the tables present in a database (for `admin check`).
 pub fn table_names(db: &Database) -> Result<Vec<String>, redb::Error> {
     let txn = db.begin_read()?;
@@ -150,8 +112,12 @@ pub fn table_names(db: &Database) -> Result<Vec<String>, redb::Error> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// The two kinds as storage sees them (their owners add migration steps).
+    pub(crate) const CELL: DbKind = DbKind { name: "cell", steps: &[], tables: tables::cell_tables };
+    const ACCOUNT: DbKind = DbKind { name: "account", steps: &[], tables: tables::account_tables };
 
     fn set_version(path: &Path, v: u32) {
         let db = Database::create(path).unwrap();
@@ -164,9 +130,9 @@ mod tests {
     fn a_newer_format_is_refused_and_left_untouched() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cell.redb");
-        drop(open(&path, DbKind::Cell, ONE_OFF_CACHE).unwrap());
+        drop(open(&path, CELL, ONE_OFF_CACHE).unwrap());
         set_version(&path, FORMAT_VERSION + 1);
-        match open(&path, DbKind::Cell, ONE_OFF_CACHE) {
+        match open(&path, CELL, ONE_OFF_CACHE) {
             Err(OpenError::NewerFormat { found, supported }) => {
                 assert_eq!((found, supported), (FORMAT_VERSION + 1, FORMAT_VERSION))
             }
@@ -182,14 +148,14 @@ mod tests {
     fn a_database_of_the_other_kind_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.redb");
-        drop(open(&path, DbKind::Account, ONE_OFF_CACHE).unwrap());
-        assert!(matches!(open(&path, DbKind::Cell, ONE_OFF_CACHE), Err(OpenError::WrongKind { .. })));
+        drop(open(&path, ACCOUNT, ONE_OFF_CACHE).unwrap());
+        assert!(matches!(open(&path, CELL, ONE_OFF_CACHE), Err(OpenError::WrongKind { .. })));
     }
 
     #[test]
     fn every_table_exists_after_open() {
         let dir = tempfile::tempdir().unwrap();
-        let db = open(&dir.path().join("c.redb"), DbKind::Cell, ONE_OFF_CACHE).unwrap();
+        let db = open(&dir.path().join("c.redb"), CELL, ONE_OFF_CACHE).unwrap();
         let names = table_names(&db).unwrap();
         for t in STORE_TABLES {
             assert!(names.iter().any(|n| n == t.def.name()), "{} missing", t.def.name());

@@ -1,7 +1,7 @@
 //! Every table of both database kinds, declared in this one file. The meaning of each key and
 //! value is documented in `data-format/README.md`; keep the two in step.
 
-use redb::TableDefinition;
+use redb::{TableDefinition, WriteTransaction};
 
 // ---- shared by both kinds -------------------------------------------------------------------
 
@@ -51,6 +51,26 @@ pub const IDEMPOTENCY_KEYS: TableDefinition<&[u8], &[u8]> = TableDefinition::new
 /// `store id → StoreState` (u8): whether the cell serves, receives or is handing over a store.
 /// Local to the cell: never exported with the store.
 pub const STORE_STATE: TableDefinition<u128, u8> = TableDefinition::new("store_state");
+
+/// What a cell does with a store it has rows of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum StoreState {
+    /// Served: this cell holds the store.
+    Active = 1,
+    /// Being copied in by a move; not served until the move completes.
+    Incoming = 2,
+}
+
+impl StoreState {
+    pub fn from_u8(v: u8) -> Option<StoreState> {
+        match v {
+            1 => Some(StoreState::Active),
+            2 => Some(StoreState::Incoming),
+            _ => None,
+        }
+    }
+}
 /// `store ‖ seq → table index ‖ key`: keys written while the store is being moved, replayed
 /// to the target in the final step. Local to the cell.
 pub const MOVE_LOG: TableDefinition<&[u8], &[u8]> = TableDefinition::new("move_log");
@@ -227,6 +247,39 @@ pub const STORE_TABLES: &[StoreTable] = &[
     COLLECTION_CHILDREN,
     PRODUCT_SORTS,
 ];
+
+/// Creates every table of the account directory.
+pub fn account_tables(txn: &WriteTransaction) -> Result<(), redb::Error> {
+    txn.open_table(USERS)?;
+    txn.open_table(USER_EMAILS)?;
+    txn.open_table(SESSIONS)?;
+    txn.open_table(USER_SESSIONS)?;
+    txn.open_table(STORE_DIRECTORY)?;
+    txn.open_table(MEMBERS)?;
+    txn.open_table(USER_STORES)?;
+    txn.open_table(CELL_LOAD)?;
+    txn.open_table(SUBSCRIPTIONS)?;
+    txn.open_table(PUBLISHABLE_KEYS)?;
+    txn.open_table(STORE_PUBLISHABLE_KEYS)?;
+    txn.open_table(MFA)?;
+    txn.open_table(MFA_CHALLENGES)?;
+    txn.open_table(OIDC_STATES)?;
+    txn.open_table(SOCIAL_LINKS)?;
+    txn.open_table(SOCIAL_CODES)?;
+    txn.open_table(IDEMPOTENCY_KEYS)?;
+    Ok(())
+}
+
+/// Creates every table of a cell.
+pub fn cell_tables(txn: &WriteTransaction) -> Result<(), redb::Error> {
+    txn.open_table(STORE_STATE)?;
+    txn.open_table(MOVE_LOG)?;
+    txn.open_table(OUTBOX)?;
+    for t in STORE_TABLES {
+        txn.open_table(t.def)?;
+    }
+    Ok(())
+}
 
 #[cfg(test)]
 mod tests {

@@ -531,13 +531,14 @@ pub fn read_u64(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::{DbKind, open};
+    use crate::storage::open;
     use redb::ReadableDatabase;
 
     #[tokio::test]
     async fn counters_of_a_batch_are_read_back_written_once_and_dropped_with_a_failed_job() {
         let dir = tempfile::tempdir().unwrap();
-        let db = Arc::new(open(&dir.path().join("cell.redb"), DbKind::Cell, crate::storage::ONE_OFF_CACHE).unwrap());
+        let db =
+            Arc::new(open(&dir.path().join("cell.redb"), crate::storage::tests::CELL, crate::storage::ONE_OFF_CACHE).unwrap());
         let (writer, thread) = Writer::start(db.clone(), "test", 1 << 20, 1 << 20).unwrap();
         let key = Key::store(Uuid::from_u128(1)).str("things").into_vec();
         // Many concurrent jobs land in few batches; each sees the counts of the jobs before it.

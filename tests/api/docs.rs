@@ -90,10 +90,10 @@ fn data_format_lists_every_table_of_both_kinds() {
     let doc = read("data-format/README.md");
 
     let account = documented_tables(&doc, ACCOUNT_SECTION);
-    assert_same_tables(ACCOUNT_SECTION, &account, &tables_of_fresh(DbKind::Account));
+    assert_same_tables(ACCOUNT_SECTION, &account, &tables_of_fresh(shopcell::account::DATABASE));
 
     let cell = documented_tables(&doc, CELL_SECTION);
-    assert_same_tables(CELL_SECTION, &cell, &tables_of_fresh(DbKind::Cell));
+    assert_same_tables(CELL_SECTION, &cell, &tables_of_fresh(shopcell::cells::DATABASE));
 
     // A store table's number is part of the format (move-log entries record it), so the `#`
     // column must match `STORE_TABLES`; tables local to the cell have none.

@@ -11,7 +11,7 @@ use shopcell::search::query::{SearchRequest, Sort};
 use shopcell::storage::codec::{decode, encode};
 use shopcell::storage::keys::Key;
 use shopcell::storage::tables::{OUTBOX, PRODUCTS};
-use shopcell::storage::{self, DbKind};
+use shopcell::storage::{self};
 use uuid::Uuid;
 
 use crate::support::*;
@@ -412,7 +412,7 @@ async fn writes_are_searchable_within_a_second() {
 /// `queue`, appends an outbox entry as the product writer would have.
 fn retitle_offline(cell_db: &std::path::Path, store: Uuid, id: Uuid, title: &str, queue: bool) {
     use redb::ReadableTable;
-    let db = storage::open(cell_db, DbKind::Cell, shopcell::storage::ONE_OFF_CACHE).expect("open the stopped cell");
+    let db = storage::open(cell_db, shopcell::cells::DATABASE, shopcell::storage::ONE_OFF_CACHE).expect("open the stopped cell");
     let txn = db.begin_write().expect("write");
     {
         let mut products = txn.open_table(PRODUCTS.def).expect("products");
@@ -431,7 +431,7 @@ fn retitle_offline(cell_db: &std::path::Path, store: Uuid, id: Uuid, title: &str
 
 fn outbox_len(cell_db: &std::path::Path) -> u64 {
     use redb::{ReadableDatabase, ReadableTableMetadata};
-    let db = storage::open(cell_db, DbKind::Cell, shopcell::storage::ONE_OFF_CACHE).expect("open the stopped cell");
+    let db = storage::open(cell_db, shopcell::cells::DATABASE, shopcell::storage::ONE_OFF_CACHE).expect("open the stopped cell");
     db.begin_read().expect("read").open_table(OUTBOX).expect("outbox").len().expect("len")
 }
 
@@ -474,7 +474,7 @@ async fn a_restart_replays_the_outbox_and_keeps_the_index_without_rebuilding_it(
     assert_eq!(outbox_len(&cell_db), 0);
 
     // `admin reindex` rebuilds from redb.
-    let n = shopcell::search::reindex_offline(&data.join("cells/cell-1")).expect("reindex");
+    let n = shopcell::cells::product_search::reindex_offline(&data.join("cells/cell-1")).expect("reindex");
     assert_eq!(n, 2);
     let mut app3 = spawn_app_in(&data).await;
     let c3 = app3.client.clone();

@@ -27,9 +27,9 @@ mod tests {
     use redb::ReadableDatabase;
     use uuid::Uuid;
 
+    use crate::cells::migrations::fixture::{migrated, tax_rate};
     use crate::domain::pricing::tax::TaxRate;
     use crate::storage::list::{ListQuery, page};
-    use crate::storage::migrations::fixture::{migrated, tax_rate};
     use crate::storage::record::partition_prefix;
     use crate::storage::tables::TAX_RATE_ORDER;
 

@@ -35,9 +35,9 @@ mod tests {
     use redb::ReadableDatabase;
     use uuid::Uuid;
 
+    use crate::cells::migrations::fixture::{migrated, tax_rate};
     use crate::domain::pricing::tax::TaxRate;
     use crate::storage::list::{ListQuery, page};
-    use crate::storage::migrations::fixture::{migrated, tax_rate};
 
     #[test]
     fn format_2_tax_rates_are_listed_and_counted_after_the_step() {

@@ -18,9 +18,9 @@ mod tests {
     use redb::{ReadableDatabase, ReadableTable};
     use uuid::Uuid;
 
+    use crate::cells::migrations::fixture::migrated;
     use crate::domain::collection::{Collection, CreateCollection, build};
     use crate::storage::list::{ListQuery, page};
-    use crate::storage::migrations::fixture::migrated;
     use crate::storage::record::{SHOWN, row_key};
     use crate::storage::tables::COLLECTION_CHILDREN;
 

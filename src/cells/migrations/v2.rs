@@ -37,7 +37,7 @@ pub(super) fn product_orders_in_memory(txn: &WriteTransaction) -> Result<(), red
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::DbKind;
+
     use crate::storage::tables::META;
     use redb::ReadableDatabase;
 
@@ -48,7 +48,7 @@ mod tests {
         let path = dir.path().join("cell.redb");
         let store = uuid::Uuid::from_u128(7);
         {
-            let db = crate::storage::open(&path, DbKind::Cell, crate::storage::ONE_OFF_CACHE).unwrap();
+            let db = crate::storage::open(&path, crate::cells::DATABASE, crate::storage::ONE_OFF_CACHE).unwrap();
             let txn = db.begin_write().unwrap();
             txn.open_table(V1_PRODUCT_ORDER).unwrap().insert(Key::store(store).u8(0).bytes(), [].as_slice()).unwrap();
             let mut counters = txn.open_table(COUNTERS.def).unwrap();
@@ -67,7 +67,7 @@ mod tests {
             txn.open_table(META).unwrap().insert("format_version", 1u32.to_le_bytes().as_slice()).unwrap();
             txn.commit().unwrap();
         }
-        let db = crate::storage::open(&path, DbKind::Cell, crate::storage::ONE_OFF_CACHE).unwrap();
+        let db = crate::storage::open(&path, crate::cells::DATABASE, crate::storage::ONE_OFF_CACHE).unwrap();
         let txn = db.begin_read().unwrap();
         assert!(!crate::storage::table_names(&db).unwrap().iter().any(|n| n == "product_order"));
         let counters = txn.open_table(COUNTERS.def).unwrap();
