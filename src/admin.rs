@@ -3,9 +3,9 @@
 use hyper::Method;
 
 use crate::account::keys::read_service_key;
-use crate::cells::forward::{Body, Upstream};
 use crate::cli::{AdminCommand, TaxonomyCommand};
 use crate::error::BoxError;
+use crate::http::upstream::{Body, Upstream};
 use crate::run::account_dir;
 use crate::storage::{self};
 

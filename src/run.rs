@@ -17,13 +17,13 @@ use crate::account::directory::DirectoryLink;
 use crate::account::keys::{public_keys_from_jwks, read_service_key};
 use crate::account::oidc::Social;
 use crate::cells::Cell;
-use crate::cells::forward::{Body, Upstream};
 use crate::cli::{AccountArgs, AuthArgs, CacheArgs, CellArgs, MemoryArgs, PaymentArgs, RouterArgs, ServeArgs};
 use crate::clock::Clock;
 use crate::error::BoxError;
 use crate::http::auth::TokenVerifier;
 use crate::http::cors::Cors;
 use crate::http::ratelimit::RateLimits;
+use crate::http::upstream::{Body, Upstream};
 use crate::memory::{Budget, CellShares, Shares, human};
 use crate::node::{Mode, Node};
 

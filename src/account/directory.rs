@@ -18,10 +18,10 @@ use uuid::Uuid;
 use crate::account::members::{AddMember, ChangeRole, MemberView, Transferred};
 use crate::account::publishable::{CreateKey, CreatedKey, KeyCache, KeyGrant, KeyView, digest_hex, key_digest, well_formed};
 use crate::account::{AccountService, Admission};
-use crate::cells::forward::{Body, Upstream};
 use crate::domain::role::Role;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::Resp;
+use crate::http::upstream::{Body, Upstream};
 
 /// How long a cell trusts a membership or session answer from a remote account service: role
 /// changes and revocations reach every cell within this time.

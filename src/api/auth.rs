@@ -14,11 +14,11 @@ use crate::api::device;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
 use crate::http::auth::ACCESS_TTL_SECS;
-use crate::http::context::Ctx;
 use crate::http::query::Query;
 use crate::http::reply::{Created, Json, NoContent, Redirect, Reply};
-use crate::http::route::{Access, Param, QueryParams, Route, Service, param};
+use crate::http::route::{Access, Param, QueryParams, Service, param};
 use crate::http::{Resp, json, no_content};
+use crate::node::context::{Ctx, Route};
 
 /// The cookie `POST /auth/exchange` sets and `POST /auth/refresh` reads.
 pub const REFRESH_COOKIE: &str = "refresh_token";

@@ -5,9 +5,9 @@ use crate::cells::calculate::{CalcRequest, CalculateBody};
 use crate::domain::pricing::calc::Calculation;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
-use crate::http::context::Ctx;
 use crate::http::reply::Rendered;
-use crate::http::route::{Access, Route, Service};
+use crate::http::route::{Access, Service};
+use crate::node::context::{Ctx, Route};
 
 pub fn routes() -> Vec<Route> {
     vec![

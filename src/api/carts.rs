@@ -9,9 +9,10 @@ use crate::domain::cart::{AddItem, UpdateItem, check_attributes, check_quantity}
 use crate::error::{ApiResult, Check};
 use crate::handler;
 use crate::http::Resp;
-use crate::http::context::{Ctx, parse_path_id};
+use crate::http::parse::parse_path_id;
 use crate::http::reply::{Created, Json, Reply};
-use crate::http::route::{Access, Route, Service};
+use crate::http::route::{Access, Service};
+use crate::node::context::{Ctx, Route};
 
 /// `POST S/carts`: an empty cart (the body may be empty).
 #[derive(Debug, Default, Deserialize, JsonSchema)]

@@ -11,11 +11,11 @@ use crate::domain::product::ProductView;
 use crate::error::ApiResult;
 use crate::handler;
 use crate::http::OffsetPage;
-use crate::http::context::Ctx;
 use crate::http::list::{MAX_OFFSET, OffsetListOf};
 use crate::http::query::{LIMIT_DEFAULT, LIMIT_MAX, Query};
 use crate::http::reply::{Borrowed, Created, Json, NoContent, Rendered};
-use crate::http::route::{Access, Param, QueryParams, Route, Service, param};
+use crate::http::route::{Access, Param, QueryParams, Service, param};
+use crate::node::context::{Ctx, Route};
 
 pub fn routes() -> Vec<Route> {
     use Access::Member;

@@ -13,10 +13,10 @@ use crate::domain::taxonomy::{
 use crate::error::{ApiError, ApiResult};
 use crate::handler;
 use crate::http::Page;
-use crate::http::context::Ctx;
 use crate::http::query::Query;
 use crate::http::reply::{Borrowed, Rendered};
-use crate::http::route::{Access, Param, QueryParams, Route, Service, param};
+use crate::http::route::{Access, Param, QueryParams, Service, param};
+use crate::node::context::{Ctx, Route};
 
 const LIST_PARAMS: &[Param] = &[
     param("page", "integer", "1-based page, default 1"),

@@ -1,13 +1,11 @@
 //! Paying a checkout: gift-card lookup, the payment session, and completion into an order —
 //! under both path forms of [`crate::api::checkouts::BASES`].
 
-use std::sync::LazyLock;
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::api::checkouts::{BASES, TokenQuery, caller};
+use crate::api::checkouts::{BASES, TokenQuery, caller, code_try};
 use crate::cells::completion::{CompleteCheckout, PaymentSession};
 use crate::cells::payments::PaymentIntentView;
 use crate::domain::gift_card::GiftCardStatus;
@@ -15,26 +13,9 @@ use crate::domain::money::Money;
 use crate::domain::order::Order;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
-use crate::http::context::Ctx;
-use crate::http::ratelimit::Limiter;
 use crate::http::reply::{Created, Json, Rendered};
-use crate::http::route::{Access, Route, Service};
-
-/// Code tries (gift-card lookups and codes applied) per checkout and minute: enough for a
-/// shopper's typos, far too few to guess a gift card's code.
-static TRIES_PER_CHECKOUT: LazyLock<Limiter> = LazyLock::new(|| Limiter::per_minute(10));
-/// Shoppers' tries per client address and minute, against guessing across many checkouts; high
-/// enough for a storefront server whose shoppers all arrive from its one address.
-static TRIES_PER_ADDRESS: LazyLock<Limiter> = LazyLock::new(|| Limiter::per_minute(300));
-
-/// Spends one code try of `checkout` and, for a shopper, of the client address (429 when either
-/// is used up).
-pub fn code_try(cx: &Ctx, checkout: Uuid) -> ApiResult<()> {
-    if let (true, Some(ip)) = (cx.is_shopper(), cx.client) {
-        TRIES_PER_ADDRESS.take(&ip.to_string(), cx.node.clock.now_ms())?;
-    }
-    TRIES_PER_CHECKOUT.take(&checkout.to_string(), cx.node.clock.now_ms())
-}
+use crate::http::route::{Access, Service};
+use crate::node::context::{Ctx, Route};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -3,18 +3,39 @@
 //! every call: in the body, or the query on GET and DELETE. Payment and completion are in
 //! [`crate::api::checkout_payment`].
 
+use std::sync::LazyLock;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
+use uuid::Uuid;
 
 use crate::cells::checkouts::{Caller, CheckoutView};
 use crate::domain::checkout::{CreateCheckout, UpdateCheckout, check_address, normalize_address};
 use crate::domain::pricing::shipping::{Address, ShippingRate};
 use crate::error::{ApiResult, Check};
 use crate::handler;
-use crate::http::context::{Ctx, parse_path_id};
+use crate::http::parse::parse_path_id;
 use crate::http::query::Query;
+use crate::http::ratelimit::Limiter;
 use crate::http::reply::{Created, Json};
-use crate::http::route::{Access, Param, QueryParams, Route, Service, param};
+use crate::http::route::{Access, Param, QueryParams, Service, param};
+use crate::node::context::{Ctx, Route};
+
+/// Code tries (gift-card lookups and codes applied) per checkout and minute: enough for a
+/// shopper's typos, far too few to guess a gift card's code.
+static TRIES_PER_CHECKOUT: LazyLock<Limiter> = LazyLock::new(|| Limiter::per_minute(10));
+/// Shoppers' tries per client address and minute, against guessing across many checkouts; high
+/// enough for a storefront server whose shoppers all arrive from its one address.
+static TRIES_PER_ADDRESS: LazyLock<Limiter> = LazyLock::new(|| Limiter::per_minute(300));
+
+/// Spends one code try of `checkout` and, for a shopper, of the client address (429 when either
+/// is used up).
+pub fn code_try(cx: &Ctx, checkout: Uuid) -> ApiResult<()> {
+    if let (true, Some(ip)) = (cx.is_shopper(), cx.client) {
+        TRIES_PER_ADDRESS.take(&ip.to_string(), cx.node.clock.now_ms())?;
+    }
+    TRIES_PER_CHECKOUT.take(&checkout.to_string(), cx.node.clock.now_ms())
+}
 
 /// Both path forms: the route table's plural and the spec's singular.
 pub const BASES: [&str; 2] = ["/stores/{storeId}/checkouts", "/stores/{storeId}/checkout"];
@@ -152,7 +173,7 @@ async fn add_code(cx: Ctx, q: TokenQuery) -> ApiResult<Json<CheckoutView>> {
     let who = caller(&cx, body.session_token, q);
     let id = cx.path_id("checkoutId")?;
     s.cell.checkout(s.id, id, &who)?;
-    crate::api::checkout_payment::code_try(&cx, id)?;
+    code_try(&cx, id)?;
     let co = s.cell.apply_checkout_code(s.id, id, &who, &body.code).await?;
     Ok(Json(s.cell.checkout_view(s.id, &co, who.shopper, None)?))
 }

@@ -12,11 +12,11 @@ use crate::domain::product::{Product, ProductView};
 use crate::error::{ApiError, ApiResult};
 use crate::handler;
 use crate::http::Page;
-use crate::http::context::Ctx;
 use crate::http::list::{ListOf, PageWindow};
 use crate::http::query::Query;
 use crate::http::reply::{Borrowed, NoContent, Rendered};
-use crate::http::route::{Access, Param, QueryParams, Route, Service, param};
+use crate::http::route::{Access, Param, QueryParams, Service, param};
+use crate::node::context::{Ctx, Route};
 use crate::storage::record::SHOWN;
 
 impl Borrowed for CollectionView<'_> {

@@ -8,7 +8,8 @@
 use schemars::SchemaGenerator;
 use schemars::generate::SchemaSettings;
 
-use crate::http::route::{Access, Route};
+use crate::http::route::Access;
+use crate::node::context::Route;
 
 const SNAPSHOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots/routes.txt");
 

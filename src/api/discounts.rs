@@ -11,12 +11,12 @@ use crate::cells::discounts;
 use crate::domain::pricing::discount::{Discount, DiscountInput, DiscountView, MAX_CODES_PER_REQUEST};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
-use crate::http::context::Ctx;
 use crate::http::list::ListOf;
 use crate::http::query::{LIMIT_MAX, Query};
 use crate::http::reply::{Created, Json, NoContent, Reply, ReplyDoc};
-use crate::http::route::{Access, Param, QueryParams, Route, Service, param};
+use crate::http::route::{Access, Param, QueryParams, Service, param};
 use crate::http::{Page, Resp, error};
+use crate::node::context::{Ctx, Route};
 
 /// The code autocomplete's default page size (spec §8).
 const SEARCH_LIMIT_DEFAULT: i64 = 10;

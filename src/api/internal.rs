@@ -14,10 +14,11 @@ use crate::cells::link::run_move_step;
 use crate::domain::store::StoreSettings;
 use crate::error::{ApiError, ApiResult};
 use crate::handler;
-use crate::http::context::{Ctx, parse_json};
+use crate::http::parse::parse_json;
 use crate::http::query::Query;
 use crate::http::reply::{Json, NoContent, OctetStream, Raw};
-use crate::http::route::{Access, Param, QueryParams, Route, Service, param, required};
+use crate::http::route::{Access, Param, QueryParams, Service, param, required};
+use crate::node::context::{Ctx, Route};
 use crate::storage::codec::decode;
 
 /// Store exports are as large as the store; allow a generous body for move steps.
@@ -152,6 +153,6 @@ pub struct Moved {
 
 async fn move_store(cx: Ctx) -> ApiResult<Json<Moved>> {
     let body: MoveStore = cx.json()?;
-    crate::cells::moves::move_store(&cx.node, body.store_id, &body.to).await?;
+    crate::node::moves::move_store(&cx.node, body.store_id, &body.to).await?;
     Ok(Json(Moved { cell: body.to, store_id: body.store_id }))
 }

@@ -5,10 +5,10 @@ use crate::domain::market::{CreateMarket, Market, MarketView, UpdateMarket};
 use crate::error::ApiResult;
 use crate::handler;
 use crate::http::Page;
-use crate::http::context::Ctx;
 use crate::http::list::ListOf;
 use crate::http::reply::{Created, Json, NoContent};
-use crate::http::route::{Access, Route, Service};
+use crate::http::route::{Access, Service};
+use crate::node::context::{Ctx, Route};
 
 pub fn routes() -> Vec<Route> {
     use Access::Member;

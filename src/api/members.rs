@@ -13,10 +13,11 @@ use crate::domain::role::Role;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
 use crate::http::Page;
-use crate::http::context::{Ctx, parse_json};
+use crate::http::parse::parse_json;
 use crate::http::query::{Paging, Query};
 use crate::http::reply::{Created, Json, NoContent};
-use crate::http::route::{Access, Param, QueryParams, Route, Service, param, required};
+use crate::http::route::{Access, Param, QueryParams, Service, param, required};
+use crate::node::context::{Ctx, Route};
 
 /// The member list's sortable fields; `added_at` is the default.
 const SORT_FIELDS: &[&str] = &["added_at", "email"];

@@ -27,7 +27,7 @@ pub mod stores;
 pub mod subscriptions;
 pub mod system;
 
-use crate::http::route::Route;
+use crate::node::context::Route;
 
 /// Every served route.
 pub fn routes() -> Vec<Route> {
@@ -57,10 +57,12 @@ pub fn routes() -> Vec<Route> {
         subscriptions::routes(),
         internal::routes(),
     ]
-    .concat()
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// Who is calling, for the session's device label: the User-Agent, shortened.
-pub fn device(cx: &crate::http::context::Ctx) -> String {
+pub fn device(cx: &crate::node::context::Ctx) -> String {
     cx.header("user-agent").unwrap_or("unknown").chars().take(200).collect()
 }

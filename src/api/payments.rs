@@ -8,10 +8,10 @@ use serde::Deserialize;
 use crate::cells::payments::{Confirmation, PaymentIntentView};
 use crate::error::{ApiError, ApiResult};
 use crate::handler;
-use crate::http::context::Ctx;
 use crate::http::query::Query;
 use crate::http::reply::Json;
-use crate::http::route::{Access, Param, QueryParams, Route, Service, param};
+use crate::http::route::{Access, Param, QueryParams, Service, param};
+use crate::node::context::{Ctx, Route};
 
 pub fn routes() -> Vec<Route> {
     let one = "/stores/{storeId}/payment-intents/{paymentIntentId}";

@@ -4,11 +4,11 @@ use crate::cells::products::SORT_FIELDS;
 use crate::domain::product::{CreateProduct, ProductView, Status, UpdateProduct, UpdateVariant, VariantInput, VariantView};
 use crate::error::{ApiError, ApiResult};
 use crate::handler;
-use crate::http::context::Ctx;
 use crate::http::query::{Paging, Query};
 use crate::http::reply::{Borrowed, NoContent, Rendered};
-use crate::http::route::{Access, Param, QueryParams, Route, Service, param};
+use crate::http::route::{Access, Param, QueryParams, Service, param};
 use crate::http::{Page, page_body};
+use crate::node::context::{Ctx, Route};
 
 const LIST_PARAMS: &[Param] = &[
     param("page", "integer", "1-based page, default 1"),

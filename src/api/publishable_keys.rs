@@ -15,10 +15,11 @@ use crate::api::members::{ActorQuery, page_of, paging_params};
 use crate::error::{ApiError, ApiResult};
 use crate::handler;
 use crate::http::Page;
-use crate::http::context::{Ctx, parse_json};
+use crate::http::parse::parse_json;
 use crate::http::query::{Paging, Query};
 use crate::http::reply::{Created, Json, NoContent};
-use crate::http::route::{Access, Param, QueryParams, Route, Service};
+use crate::http::route::{Access, Param, QueryParams, Service};
+use crate::node::context::{Ctx, Route};
 
 pub fn routes() -> Vec<Route> {
     use Access::*;

@@ -15,11 +15,11 @@ use serde::Serialize;
 use crate::domain::product::{ProductView, Status};
 use crate::error::{ApiError, ApiResult};
 use crate::handler;
-use crate::http::context::Ctx;
 use crate::http::envelope_body;
 use crate::http::query::{LIMIT_DEFAULT, LIMIT_MAX, Query};
 use crate::http::reply::Rendered;
-use crate::http::route::{Access, Param, QueryParams, Route, Service, param, required};
+use crate::http::route::{Access, Param, QueryParams, Service, param, required};
+use crate::node::context::{Ctx, Route};
 use crate::search::MAX_OFFSET;
 use crate::search::query::{Cursor, SearchBy, SearchRequest, Sort, fingerprint};
 

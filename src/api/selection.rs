@@ -17,10 +17,10 @@ use crate::domain::product::Status;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
 use crate::http::OffsetPage;
-use crate::http::context::Ctx;
 use crate::http::query::{LIMIT_DEFAULT, LIMIT_MAX, Query};
 use crate::http::reply::{Borrowed, Rendered};
-use crate::http::route::{Access, Param, QueryParams, Route, Service, param};
+use crate::http::route::{Access, Param, QueryParams, Service, param};
+use crate::node::context::{Ctx, Route};
 use crate::search::MAX_OFFSET;
 use crate::search::query::{SearchBy, SearchRequest, Sort, fingerprint};
 

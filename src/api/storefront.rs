@@ -9,9 +9,9 @@ use crate::cells::storefront::{RequestContext, StorefrontEvent};
 use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, Check};
 use crate::handler;
-use crate::http::context::Ctx;
 use crate::http::reply::{Accepted, Created};
-use crate::http::route::{Access, Route, Service};
+use crate::http::route::{Access, Service};
+use crate::node::context::{Ctx, Route};
 
 pub fn routes() -> Vec<Route> {
     use Access::Storefront;

@@ -10,9 +10,9 @@ use crate::domain::store::{CreateStore, StoreAddress, StoreSettings, StoreView, 
 use crate::domain::time::rfc3339;
 use crate::error::ApiResult;
 use crate::handler;
-use crate::http::context::Ctx;
 use crate::http::reply::{Json, Rendered};
-use crate::http::route::{Access, Route, Service};
+use crate::http::route::{Access, Service};
+use crate::node::context::{Ctx, Route};
 
 pub fn routes() -> Vec<Route> {
     use Access::*;

@@ -4,9 +4,9 @@ use crate::account::plans::{PlanView, Subscribe, SubscriptionView, plan_view};
 use crate::api::auth::account;
 use crate::error::ApiResult;
 use crate::handler;
-use crate::http::context::Ctx;
 use crate::http::reply::Json;
-use crate::http::route::{Access, Route, Service};
+use crate::http::route::{Access, Service};
+use crate::node::context::{Ctx, Route};
 
 pub fn routes() -> Vec<Route> {
     use Access::*;

@@ -8,11 +8,11 @@ use serde::Serialize;
 use crate::account::keys::Jwks;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
-use crate::http::context::Ctx;
 use crate::http::openapi::OpenApi;
 use crate::http::reply::{Json, PrometheusText, Raw};
-use crate::http::route::{Access, Route, Service};
+use crate::http::route::{Access, Service};
 use crate::memory::CacheStats;
+use crate::node::context::{Ctx, Route};
 
 pub fn routes() -> Vec<Route> {
     use Access::Public;

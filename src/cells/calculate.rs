@@ -27,13 +27,11 @@ use crate::error::{ApiError, ApiResult, Check};
 use crate::memory::Meter;
 use crate::storage::codec::decode;
 use crate::storage::keys::{Key, prefix_range, trailing_id};
-use crate::storage::read;
 use crate::storage::record::row_key;
 use crate::storage::tables::{
-    COUNTERS, DISCOUNT_AUTOMATIC, DISCOUNT_CODES, DISCOUNT_USAGE, DISCOUNTS, PRODUCT_COLLECTIONS, PRODUCTS, SHIPPING_ZONES,
-    StoreTable, TAX_RATES, VARIANTS,
+    DISCOUNT_AUTOMATIC, DISCOUNT_CODES, DISCOUNT_USAGE, DISCOUNTS, PRODUCT_COLLECTIONS, PRODUCTS, SHIPPING_ZONES, StoreTable,
+    TAX_RATES, VARIANTS,
 };
-use crate::storage::writer::{Tx, read_u64};
 
 /// One line of `POST S/calculate`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -589,30 +587,7 @@ fn resolve_lines(snap: &Snapshot, req: &CalcRequest) -> ApiResult<Vec<CalcLine>>
     Ok(lines)
 }
 
-/// The key of a store's pricing version (in `counters`).
-fn pricing_version_key(store: Uuid) -> Vec<u8> {
-    Key::store(store).str("pricing_version").into_vec()
-}
-
-/// Moves the store's pricing version on: called by the writers of what a calculation reads
-/// besides the products — discounts, tax rates, shipping zones and the store settings — so an
-/// order write can tell whether its checkout was priced against the configuration in force.
-/// (Prices and stock are checked product by product inside the order write itself.)
-pub fn pricing_changed(tx: &mut Tx, store: Uuid) -> ApiResult<()> {
-    tx.bump(COUNTERS, &pricing_version_key(store), 1)
-}
-
-/// The store's pricing version inside a write.
-pub fn pricing_version_in(tx: &Tx, store: Uuid) -> ApiResult<u64> {
-    Ok(tx.get(COUNTERS, &pricing_version_key(store))?.map(|b| read_u64(&b)).unwrap_or(0))
-}
-
 impl Cell {
-    /// The store's pricing version now (see [`pricing_changed`]).
-    pub fn pricing_version(&self, store: Uuid) -> ApiResult<u64> {
-        read::counter(&self.read()?, COUNTERS, &pricing_version_key(store))
-    }
-
     /// Prices a request from one read transaction; writes nothing. Errors name the request field:
     /// an unknown, foreign or archived variant `lineItems[i].variantId`, a quantity outside 1..100
     /// `lineItems[i].quantity`, more than 10 codes `discountCodes`, a shipping method not offered

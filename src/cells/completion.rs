@@ -17,12 +17,12 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::cells::Cell;
-use crate::cells::calculate::pricing_version_in;
 use crate::cells::checkouts::{Caller, PricedCheckout, ensure_open};
 use crate::cells::discounts::{consume_usage, customer_key};
 use crate::cells::gift_cards::redeem_gift_card;
 use crate::cells::orders::number_key;
 use crate::cells::payments::{Confirmation, NewIntent, PaymentIntent, claim_intent};
+use crate::cells::pricing_version::pricing_version_in;
 use crate::cells::products::write_product;
 use crate::cells::shipping::all_zones;
 use crate::clock::Clock;

@@ -106,7 +106,7 @@ pub fn customer_key(id: Option<Uuid>, email: Option<&str>) -> Option<String> {
 /// deleting a discount removes its usage counts and comments with it. Calculations read
 /// discounts, so the store's pricing version moves on too.
 fn write_discount(tx: &mut Tx, store: Uuid, old: Option<&Discount>, new: Option<&Discount>) -> ApiResult<()> {
-    crate::cells::calculate::pricing_changed(tx, store)?;
+    crate::cells::pricing_version::pricing_changed(tx, store)?;
     if let Some(n) = new
         && let Some(code) = &n.code
         && let Some(owner) = tx.get(DISCOUNT_CODES, &code_key(store, code))?

@@ -7,9 +7,9 @@ use hyper::Method;
 use uuid::Uuid;
 
 use crate::cells::Cell;
-use crate::cells::forward::{Body, Upstream};
 use crate::domain::store::StoreSettings;
 use crate::error::{ApiError, ApiResult};
+use crate::http::upstream::{Body, Upstream};
 
 #[derive(Clone)]
 pub enum CellLink {

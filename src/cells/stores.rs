@@ -108,7 +108,7 @@ impl Cell {
                 let current: StoreSettings = crate::storage::codec::decode(&current)?;
                 let next = apply_update(&update, &current, now)?;
                 // The currency and whether prices include tax are inputs of every calculation.
-                crate::cells::calculate::pricing_changed(tx, store)?;
+                crate::cells::pricing_version::pricing_changed(tx, store)?;
                 tx.put(STORES, &key, &encode(&next)?)?;
                 Ok(next)
             })

@@ -5,7 +5,7 @@ use redb::ReadTransaction;
 use uuid::Uuid;
 
 use crate::cells::Cell;
-use crate::cells::calculate::pricing_changed;
+use crate::cells::pricing_version::pricing_changed;
 use crate::domain::pricing::tax::{TaxRate, TaxRateInput};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::codec::decode;

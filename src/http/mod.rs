@@ -1,16 +1,16 @@
-//! The HTTP layer: responses, the request context and its extractors, the route table, token
-//! verification and the OpenAPI document.
+//! The HTTP layer: responses, request parsing, the route table (generic over the request context
+//! its user defines), token verification, the OpenAPI document and calls to other services.
 
 pub mod auth;
-pub mod context;
 pub mod cors;
-pub mod idempotency;
 pub mod list;
 pub mod openapi;
+pub mod parse;
 pub mod query;
 pub mod ratelimit;
 pub mod reply;
 pub mod route;
+pub mod upstream;
 
 use bytes::Bytes;
 use http_body_util::Full;

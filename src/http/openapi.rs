@@ -25,7 +25,7 @@ impl JsonSchema for OpenApi {
     }
 }
 
-pub fn document(routes: &[Route]) -> Value {
+pub fn document<C>(routes: &[Route<C>]) -> Value {
     let mut generator = SchemaGenerator::new(SchemaSettings::openapi3());
     let mut paths = Map::new();
     for r in routes.iter().filter(|r| r.access != Access::Internal) {
@@ -119,7 +119,7 @@ fn path_params(path: &str) -> Vec<&str> {
     path.split('/').filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}'))).collect()
 }
 
-fn operation_id(r: &Route) -> String {
+fn operation_id<C>(r: &Route<C>) -> String {
     let mut id = r.method.as_str().to_lowercase();
     for seg in r.path.split('/').filter(|s| !s.is_empty() && *s != "api" && *s != "v1") {
         let seg = seg.trim_start_matches('{').trim_end_matches('}');

@@ -10,17 +10,22 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 
 use crate::error::ApiResult;
 use crate::http::Resp;
-use crate::http::context::Ctx;
 use crate::http::query::Query;
 use crate::http::reply::{Reply, ReplyDoc};
 
 pub type BoxFuture = Pin<Box<dyn Future<Output = ApiResult<Resp>> + Send>>;
-/// A handler: takes the request context, answers a response or an error.
-pub type Handler = fn(Ctx) -> BoxFuture;
+/// A handler: takes the request context `C`, answers a response or an error.
+pub type Handler<C> = fn(C) -> BoxFuture;
+
+/// The request context handlers take. The table is generic over it so this layer knows nothing
+/// of what a handler reaches (the process, its cells, the directory): it only reads the query.
+pub trait Context: Send + 'static {
+    fn query(&self) -> &Query;
+}
 type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
 type ReplyFn = fn(&mut SchemaGenerator) -> Option<ReplyDoc>;
 
-/// Turns a handler, `async fn(Ctx) -> ApiResult<R>` or `async fn(Ctx, Q) -> ApiResult<R>` with
+/// Turns a handler, `async fn(C) -> ApiResult<R>` or `async fn(C, Q) -> ApiResult<R>` with
 /// `R: Reply` and `Q: QueryParams`, into an [`Endpoint`]: the row's success status, response type
 /// and query parameters come from the handler's signature.
 #[macro_export]
@@ -37,15 +42,16 @@ pub trait QueryParams: Sized + Send + 'static {
 }
 
 /// An async handler function of one of the two shapes [`handler!`] takes.
-pub trait HandlerFn<Args>: Copy + Send + Sync + 'static {
+pub trait HandlerFn<C, Args>: Copy + Send + Sync + 'static {
     type Reply: Reply;
     fn params() -> Vec<Param>;
-    fn call(self, cx: Ctx) -> BoxFuture;
+    fn call(self, cx: C) -> BoxFuture;
 }
 
-impl<F, Fut, R> HandlerFn<()> for F
+impl<C, F, Fut, R> HandlerFn<C, ()> for F
 where
-    F: Fn(Ctx) -> Fut + Copy + Send + Sync + 'static,
+    C: Context,
+    F: Fn(C) -> Fut + Copy + Send + Sync + 'static,
     Fut: Future<Output = ApiResult<R>> + Send + 'static,
     R: Reply,
 {
@@ -53,14 +59,15 @@ where
     fn params() -> Vec<Param> {
         Vec::new()
     }
-    fn call(self, cx: Ctx) -> BoxFuture {
+    fn call(self, cx: C) -> BoxFuture {
         Box::pin(async move { self(cx).await.map(Reply::into_resp) })
     }
 }
 
-impl<F, Fut, Q, R> HandlerFn<(Q,)> for F
+impl<C, F, Fut, Q, R> HandlerFn<C, (Q,)> for F
 where
-    F: Fn(Ctx, Q) -> Fut + Copy + Send + Sync + 'static,
+    C: Context,
+    F: Fn(C, Q) -> Fut + Copy + Send + Sync + 'static,
     Fut: Future<Output = ApiResult<R>> + Send + 'static,
     Q: QueryParams,
     R: Reply,
@@ -69,24 +76,24 @@ where
     fn params() -> Vec<Param> {
         Q::params()
     }
-    fn call(self, cx: Ctx) -> BoxFuture {
+    fn call(self, cx: C) -> BoxFuture {
         Box::pin(async move {
-            let q = Q::parse(&cx.query)?;
+            let q = Q::parse(cx.query())?;
             self(cx, q).await.map(Reply::into_resp)
         })
     }
 }
 
 /// A handler with what its signature documents.
-pub struct Endpoint {
-    pub handler: Handler,
+pub struct Endpoint<C> {
+    pub handler: Handler<C>,
     pub reply: ReplyFn,
     pub params: fn() -> Vec<Param>,
 }
 
-impl Endpoint {
+impl<C> Endpoint<C> {
     /// `f` is the handler function itself (only its type is read), `handler` its boxed call.
-    pub fn of<A, F: HandlerFn<A>>(_f: F, handler: Handler) -> Endpoint {
+    pub fn of<A, F: HandlerFn<C, A>>(_f: F, handler: Handler<C>) -> Endpoint<C> {
         Endpoint { handler, reply: <F::Reply as Reply>::doc, params: F::params }
     }
 }
@@ -139,15 +146,14 @@ pub const fn required(name: &'static str, kind: &'static str, doc: &'static str)
 /// JSON request bodies are limited to 1 MiB unless a route says otherwise.
 pub const JSON_BODY_LIMIT: usize = 1 << 20;
 
-/// One served route.
-#[derive(Clone)]
-pub struct Route {
+/// One served route, answered by a handler taking the context `C`.
+pub struct Route<C> {
     pub method: Method,
     /// The full path template, e.g. `/api/v1/stores/{storeId}/products`.
     pub path: String,
     pub service: Service,
     pub access: Access,
-    pub handler: Handler,
+    pub handler: Handler<C>,
     pub summary: &'static str,
     /// The query parameters its handler reads.
     pub query: Vec<Param>,
@@ -165,8 +171,8 @@ fn schema_of<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
     g.subschema_for::<T>()
 }
 
-impl Route {
-    fn new(method: Method, path: &str, service: Service, access: Access, endpoint: Endpoint, summary: &'static str) -> Self {
+impl<C> Route<C> {
+    fn new(method: Method, path: &str, service: Service, access: Access, endpoint: Endpoint<C>, summary: &'static str) -> Self {
         // Paths outside the versioned API are written in full; the rest get the `/api/v1` prefix.
         let unversioned = ["/api/", "/.well-known", "/internal", "/healthz", "/readyz", "/metrics"];
         let path = if unversioned.iter().any(|p| path.starts_with(p)) { path.to_string() } else { format!("/api/v1{path}") };
@@ -186,19 +192,19 @@ impl Route {
         }
     }
 
-    pub fn get(path: &str, service: Service, access: Access, endpoint: Endpoint, summary: &'static str) -> Self {
+    pub fn get(path: &str, service: Service, access: Access, endpoint: Endpoint<C>, summary: &'static str) -> Self {
         Route::new(Method::GET, path, service, access, endpoint, summary)
     }
-    pub fn post(path: &str, service: Service, access: Access, endpoint: Endpoint, summary: &'static str) -> Self {
+    pub fn post(path: &str, service: Service, access: Access, endpoint: Endpoint<C>, summary: &'static str) -> Self {
         Route::new(Method::POST, path, service, access, endpoint, summary)
     }
-    pub fn put(path: &str, service: Service, access: Access, endpoint: Endpoint, summary: &'static str) -> Self {
+    pub fn put(path: &str, service: Service, access: Access, endpoint: Endpoint<C>, summary: &'static str) -> Self {
         Route::new(Method::PUT, path, service, access, endpoint, summary)
     }
-    pub fn patch(path: &str, service: Service, access: Access, endpoint: Endpoint, summary: &'static str) -> Self {
+    pub fn patch(path: &str, service: Service, access: Access, endpoint: Endpoint<C>, summary: &'static str) -> Self {
         Route::new(Method::PATCH, path, service, access, endpoint, summary)
     }
-    pub fn delete(path: &str, service: Service, access: Access, endpoint: Endpoint, summary: &'static str) -> Self {
+    pub fn delete(path: &str, service: Service, access: Access, endpoint: Endpoint<C>, summary: &'static str) -> Self {
         Route::new(Method::DELETE, path, service, access, endpoint, summary)
     }
 
@@ -229,21 +235,21 @@ impl Route {
 }
 
 /// The matcher, built once at start from every area's rows.
-pub struct RouteTable {
-    routes: Vec<Route>,
+pub struct RouteTable<C> {
+    routes: Vec<Route<C>>,
     paths: matchit::Router<Vec<usize>>,
 }
 
 /// What a request path resolved to.
-pub enum Matched<'a> {
-    Found(&'a Route, Vec<(String, String)>),
+pub enum Matched<'a, C> {
+    Found(&'a Route<C>, Vec<(String, String)>),
     MethodNotAllowed,
     NotFound,
 }
 
-impl RouteTable {
+impl<C> RouteTable<C> {
     /// Builds the matcher; a malformed or duplicate row is a programming error reported at start.
-    pub fn new(routes: Vec<Route>) -> Result<Self, String> {
+    pub fn new(routes: Vec<Route<C>>) -> Result<Self, String> {
         let mut by_path: Vec<(String, Vec<usize>)> = Vec::new();
         for (i, r) in routes.iter().enumerate() {
             match by_path.iter_mut().find(|(p, _)| *p == r.path) {
@@ -263,11 +269,11 @@ impl RouteTable {
         Ok(RouteTable { routes, paths })
     }
 
-    pub fn routes(&self) -> &[Route] {
+    pub fn routes(&self) -> &[Route<C>] {
         &self.routes
     }
 
-    pub fn find(&self, method: &Method, path: &str) -> Matched<'_> {
+    pub fn find(&self, method: &Method, path: &str) -> Matched<'_, C> {
         let Ok(m) = self.paths.at(path) else { return Matched::NotFound };
         let method = if method == Method::HEAD { &Method::GET } else { method };
         match m.value.iter().map(|&i| &self.routes[i]).find(|r| r.method == method) {

@@ -1,4 +1,6 @@
-//! The request context handed to handlers, with its extractors: path ids, typed query, JSON body.
+//! The request context handed to handlers (what they reach: this process, the store's cell, the
+//! caller), with its extractors: path ids, typed query, JSON body. The route table of this process
+//! is the HTTP layer's, over this context.
 
 use std::sync::Arc;
 
@@ -12,8 +14,13 @@ use crate::cells::Cell;
 use crate::domain::role::Role;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::auth::Principal;
+use crate::http::parse::{parse_json, parse_path_id};
 use crate::http::query::Query;
+use crate::http::route;
 use crate::node::Node;
+
+/// A route of this process.
+pub type Route = route::Route<Ctx>;
 
 /// The store a cell route works on, resolved and authorized before the handler runs.
 #[derive(Clone)]
@@ -39,6 +46,12 @@ pub struct Ctx {
     pub shopper: Option<Shopper>,
     /// The client's address: the peer, or the address a router appended to `X-Forwarded-For`.
     pub client: Option<std::net::IpAddr>,
+}
+
+impl route::Context for Ctx {
+    fn query(&self) -> &Query {
+        &self.query
+    }
 }
 
 impl Ctx {
@@ -84,32 +97,4 @@ impl Ctx {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
-}
-
-pub fn parse_path_id(name: &str, raw: &str) -> ApiResult<Uuid> {
-    Uuid::parse_str(raw).map_err(|_| ApiError::field(name, "must be a UUID"))
-}
-
-/// Parses JSON; a syntax error is `INVALID_JSON`, a wrong shape is `VALIDATION_FAILED` naming the
-/// field path (e.g. `price.amount`).
-pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
-    // Tracking the path costs on every value; it is needed only to name the field of an error,
-    // so a body that parses is read without it and only a failed one is read again with it.
-    if let Ok(value) = serde_json::from_slice(bytes) {
-        return Ok(value);
-    }
-    let de = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        if inner.is_syntax() || inner.is_eof() {
-            ApiError::msg(Code::INVALID_JSON, format!("the request body is not valid JSON: {inner}"))
-        } else {
-            let field = if path == "." { "body".to_string() } else { path };
-            // serde's message carries line/column noise; keep only its first sentence.
-            let msg = inner.to_string();
-            let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
-            ApiError::field(field, msg)
-        }
-    })
 }

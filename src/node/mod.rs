@@ -1,6 +1,10 @@
 //! A running shopcell process: whichever of the account service, cells and router it hosts, and
 //! the dispatcher every request goes through.
 
+pub mod context;
+pub mod idempotency;
+pub mod moves;
+
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,19 +22,20 @@ use crate::account::AccountService;
 use crate::account::directory::DirectoryLink;
 use crate::account::publishable::{KEY_HEADER, KeyGrant, Shopper};
 use crate::cells::Cell;
-use crate::cells::forward::{SERVICE_HEADER, Upstream};
 use crate::cells::link::CellLink;
 use crate::clock::Clock;
 use crate::domain::role::Role;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::auth::{Principal, TokenVerifier, bearer};
-use crate::http::context::{Ctx, StoreScope, parse_path_id};
 use crate::http::cors::Cors;
-use crate::http::idempotency::{self, Idempotency};
+use crate::http::parse::parse_path_id;
 use crate::http::query::Query;
 use crate::http::ratelimit::RateLimits;
-use crate::http::route::{Access, Matched, Route, RouteTable, Service};
+use crate::http::route::{Access, Matched, RouteTable, Service};
+use crate::http::upstream::{SERVICE_HEADER, Upstream};
 use crate::http::{self, Resp};
+use crate::node::context::{Ctx, Route, StoreScope};
+use crate::node::idempotency::Idempotency;
 
 /// What this process hosts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,7 +58,7 @@ pub struct Metrics {
 
 pub struct Node {
     pub mode: Mode,
-    pub routes: RouteTable,
+    pub routes: RouteTable<Ctx>,
     pub verifier: TokenVerifier,
     /// The account service this process hosts, for its own routes (sign-in, the internal
     /// directory routes, moves); everything else asks [`Node::directory`].

@@ -1,4 +1,5 @@
-//! The HTTP side of reaching another service: a pooled hyper client for one base URL.
+//! Reaching another shopcell service (a cell, the account service) over HTTP: a pooled hyper
+//! client for one base URL, carrying the service key.
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};

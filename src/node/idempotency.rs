@@ -49,8 +49,8 @@ use crate::account::AccountService;
 use crate::cells::Cell;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::Resp;
-use crate::http::context::Ctx;
 use crate::http::route::Handler;
+use crate::node::context::Ctx;
 use crate::storage::codec::{decode, encode};
 use crate::storage::keys::Key;
 use crate::storage::tables::{IDEMPOTENCY, IDEMPOTENCY_KEYS};
@@ -418,7 +418,7 @@ fn replay(r: Recorded, fingerprint: &[u8; 32]) -> ApiResult<Resp> {
 
 /// Runs `handler` under the request's `Idempotency-Key` (the dispatcher calls this for POST
 /// requests that carry the header).
-pub async fn run(cx: Ctx, handler: Handler) -> ApiResult<Resp> {
+pub async fn run(cx: Ctx, handler: Handler<Ctx>) -> ApiResult<Resp> {
     let key = parse_key(&cx.headers)?;
     let place = match (&cx.store, &cx.node.account) {
         (Some(s), _) => Place::Store { cell: s.cell.clone(), store: s.id },
