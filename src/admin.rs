@@ -11,11 +11,11 @@ use crate::storage::{self};
 
 pub async fn run(cmd: AdminCommand) -> Result<(), BoxError> {
     match cmd {
-        AdminCommand::MoveStore { url, store, to, service_key_file, data } => {
+        AdminCommand::MoveStore { url, store, to, chunk_bytes, service_key_file, data } => {
             let key_file = service_key_file.unwrap_or_else(|| account_dir(&data).join("service.key"));
             let key = read_service_key(&key_file)?;
             let up = Upstream::new(&url, &key);
-            let body = Body::json(&serde_json::json!({ "storeId": store, "to": to }))?;
+            let body = Body::json(&serde_json::json!({ "storeId": store, "to": to, "chunkBytes": chunk_bytes }))?;
             let answer: serde_json::Value = up.call(Method::POST, "/internal/v1/moves", body).await?;
             println!("{answer}");
             Ok(())

@@ -223,6 +223,9 @@ pub enum AdminCommand {
         /// The target cell's name.
         #[arg(long)]
         to: String,
+        /// Row bytes per chunk copied between the cells (default 4 MiB, at most 32 MiB).
+        #[arg(long)]
+        chunk_bytes: Option<u32>,
         /// Service key file (default: `<data>/account/service.key`).
         #[arg(long)]
         service_key_file: Option<PathBuf>,

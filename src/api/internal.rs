@@ -21,8 +21,11 @@ use crate::http::route::{Access, Param, QueryParams, Service, param, required};
 use crate::node::context::{Ctx, Route};
 use crate::storage::codec::decode;
 
-/// Store exports are as large as the store; allow a generous body for move steps.
-const MOVE_BODY_LIMIT: usize = 1 << 30;
+/// A move step's body is one chunk: a chunk holds its size in rows plus at most one more row
+/// (a product row stays far below 1 MiB).
+const MOVE_BODY_LIMIT: usize = 64 << 20;
+/// The largest chunk a move may ask for, well inside [`MOVE_BODY_LIMIT`].
+const MAX_CHUNK_BYTES: u32 = 32 << 20;
 
 pub fn routes() -> Vec<Route> {
     use Access::Internal;
@@ -140,6 +143,10 @@ async fn access(cx: Ctx, q: AccessQuery) -> ApiResult<Json<SessionAccess>> {
 struct MoveStore {
     store_id: Uuid,
     to: String,
+    /// Row bytes per chunk copied (default 4 MiB, at most 32 MiB): about what either cell
+    /// holds of the store at once.
+    #[schemars(range(min = 1, max = 33554432))]
+    chunk_bytes: Option<u32>,
 }
 
 /// A finished move: the store and the cell that holds it now. Fields in key order, as the answer
@@ -153,6 +160,10 @@ pub struct Moved {
 
 async fn move_store(cx: Ctx) -> ApiResult<Json<Moved>> {
     let body: MoveStore = cx.json()?;
-    crate::node::moves::move_store(&cx.node, body.store_id, &body.to).await?;
+    let chunk = body.chunk_bytes.unwrap_or(crate::cells::moves::CHUNK_BYTES);
+    if !(1..=MAX_CHUNK_BYTES).contains(&chunk) {
+        return Err(ApiError::field("chunkBytes", "must be between 1 and 33554432 (32 MiB)"));
+    }
+    crate::node::moves::move_store(&cx.node, body.store_id, &body.to, chunk).await?;
     Ok(Json(Moved { cell: body.to, store_id: body.store_id }))
 }

@@ -7,9 +7,11 @@ use hyper::Method;
 use uuid::Uuid;
 
 use crate::cells::Cell;
+use crate::cells::moves::{Chunk, Cursor};
 use crate::domain::store::StoreSettings;
 use crate::error::{ApiError, ApiResult};
 use crate::http::upstream::{Body, Upstream};
+use crate::storage::codec::{decode, encode};
 
 #[derive(Clone)]
 pub enum CellLink {
@@ -18,7 +20,7 @@ pub enum CellLink {
 }
 
 /// The steps of a store move, as named on the internal routes.
-pub const MOVE_STEPS: &[&str] = &["begin", "export", "import", "freeze", "apply", "finish", "abort", "discard"];
+pub const MOVE_STEPS: &[&str] = &["begin", "export", "import", "freeze", "delta", "apply", "finish", "abort", "discard"];
 
 impl CellLink {
     pub async fn create_store(&self, settings: StoreSettings) -> ApiResult<()> {
@@ -31,31 +33,44 @@ impl CellLink {
         }
     }
 
-    /// Runs one move step; `export` and `freeze` answer rows, `import` and `apply` take them.
-    pub async fn call_move(&self, store: Uuid, step: &str, rows: Option<Vec<u8>>) -> ApiResult<Vec<u8>> {
+    /// Runs one move step: `export` and `delta` take a [`Cursor`] and answer a [`Chunk`],
+    /// `import` and `apply` take a chunk, the others nothing.
+    pub async fn call_move(&self, store: Uuid, step: &str, body: Option<Vec<u8>>) -> ApiResult<Vec<u8>> {
         match self {
-            CellLink::Local(c) => run_move_step(c, store, step, rows).await,
+            CellLink::Local(c) => run_move_step(c, store, step, body).await,
             CellLink::Remote(u) => {
-                let body = rows.map(Body::Raw).unwrap_or(Body::Empty);
+                let body = body.map(Body::Raw).unwrap_or(Body::Empty);
                 let path = format!("/internal/v1/stores/{store}/move/{step}");
                 Ok(u.call_raw(Method::POST, &path, body).await?.to_vec())
             }
         }
     }
+
+    /// The chunk of an export (`export`) or a delta (`delta`) from `from`.
+    pub async fn move_read(&self, store: Uuid, step: &str, from: &Cursor) -> ApiResult<Chunk> {
+        decode(&self.call_move(store, step, Some(encode(from)?)).await?)
+    }
+
+    /// Hands a chunk to the target (`import` or `apply`).
+    pub async fn move_write(&self, store: Uuid, step: &str, chunk: &Chunk) -> ApiResult<()> {
+        self.call_move(store, step, Some(encode(chunk)?)).await.map(|_| ())
+    }
 }
 
 /// Runs a move step on a cell of this process (also what the internal route calls).
-pub async fn run_move_step(cell: &Cell, store: Uuid, step: &str, rows: Option<Vec<u8>>) -> ApiResult<Vec<u8>> {
-    let rows = || rows.clone().ok_or_else(|| ApiError::field("body", "the rows are required"));
+pub async fn run_move_step(cell: &Cell, store: Uuid, step: &str, body: Option<Vec<u8>>) -> ApiResult<Vec<u8>> {
+    let body = || body.clone().ok_or_else(|| ApiError::field("body", "this step takes a body"));
+    let none = |_| Vec::new();
     match step {
-        "begin" => cell.move_begin(store).await.map(|_| Vec::new()),
-        "export" => cell.move_export(store),
-        "import" => cell.move_import(store, rows()?).await.map(|_| Vec::new()),
-        "freeze" => cell.move_freeze(store).await,
-        "apply" => cell.move_apply(store, rows()?).await.map(|_| Vec::new()),
-        "finish" => cell.move_finish(store).await.map(|_| Vec::new()),
-        "abort" => cell.move_abort(store).await.map(|_| Vec::new()),
-        "discard" => cell.discard(store).await.map(|_| Vec::new()),
+        "begin" => cell.move_begin(store).await.map(none),
+        "export" => encode(&cell.move_export(store, &decode(&body()?)?)?),
+        "import" => cell.move_import(store, decode(&body()?)?).await.map(none),
+        "freeze" => cell.move_freeze(store).await.map(none),
+        "delta" => encode(&cell.move_delta(store, &decode(&body()?)?)?),
+        "apply" => cell.move_apply(store, decode(&body()?)?).await.map(none),
+        "finish" => cell.move_finish(store).await.map(none),
+        "abort" => cell.move_abort(store).await.map(none),
+        "discard" => cell.discard(store).await.map(none),
         _ => Err(ApiError::not_found()),
     }
 }

@@ -175,6 +175,11 @@ impl Cell {
         self.states.read().map(|s| s.values().filter(|v| **v == StoreState::Active).count()).unwrap_or(0)
     }
 
+    /// What this cell does with `store` (`None`: it has no rows of it).
+    pub fn state_of(&self, store: Uuid) -> Option<StoreState> {
+        self.states.read().ok().and_then(|s| s.get(&store).copied())
+    }
+
     fn set_state(&self, store: Uuid, state: Option<StoreState>) {
         if let Ok(mut s) = self.states.write() {
             match state {

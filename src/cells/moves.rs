@@ -1,27 +1,37 @@
-//! Moving a store between cells, with reads served throughout and writes paused only for the
-//! final hand-over.
+//! A cell's side of moving a store between cells, with reads served throughout and writes
+//! paused only for the final hand-over (the steps are run by `node::moves`).
 //!
 //! 1. `begin` (source): writes to the store are recorded in the move log from now on.
-//! 2. `export` (source) → `import` (target): a snapshot of every store row, copied while the
+//! 2. `export` (source) → `import` (target), chunk by chunk: every store row, copied while the
 //!    store keeps taking writes. The target holds the copy as `Incoming` (not served).
-//! 3. `freeze` (source): writes answer 503 `STORE_MOVING` with `Retry-After`; once the writer has
-//!    drained, the current value of every logged key is the delta.
-//! 4. `apply` (target): the delta is written and the store becomes `Active` there.
+//! 3. `freeze` (source): writes answer 503 `STORE_MOVING` with `Retry-After`, and the writer
+//!    drains.
+//! 4. `delta` (source) → `apply` (target), chunk by chunk: the current value of every logged
+//!    key; with the last chunk the store becomes `Active` there.
 //! 5. The directory points the store at the target; `finish` (source) deletes its copy.
 //!
 //! Any failure before the directory flips aborts: the source unfreezes and keeps serving, the
 //! target discards its copy. No acknowledged write is lost: every write either committed before
-//! the snapshot, or is in the log and replayed in the delta, or was refused with a 503.
+//! the chunk that copied its key, or is in the log and replayed in the delta, or was refused
+//! with a 503. Chunks are read in separate transactions for that reason alone: a key written
+//! between two chunks is logged, and the delta carries its last value.
+//!
+//! A chunk holds about [`Cursor::bytes`] of rows, so neither cell nor the orchestrator ever holds
+//! a store whole, and each import is a write of bounded size.
 
+use std::ops::Bound;
+
+use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::error::{ApiError, ApiResult, Code};
-use crate::storage::codec::{decode, encode};
 use crate::storage::keys::{Key, prefix_range};
-use crate::storage::tables::StoreState;
-use crate::storage::tables::{MOVE_LOG, STORE_STATE, STORE_TABLES};
+use crate::storage::tables::{MOVE_LOG, STORE_STATE, STORE_TABLES, StoreState};
+
+/// Row bytes a chunk holds unless the move asks otherwise.
+pub const CHUNK_BYTES: u32 = 4 << 20;
 
 /// One store row in transit; `value: None` deletes the key.
 #[derive(Debug, Serialize, Deserialize)]
@@ -31,6 +41,50 @@ pub struct Row {
     pub value: Option<Vec<u8>>,
 }
 
+/// Where the next chunk of an export or a delta starts, and how large chunks are.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Cursor {
+    /// The store table (export) the chunk starts in; unused by a delta.
+    pub table: u16,
+    /// The last key read (of that table, or of the move log), `None` at its start.
+    pub after: Option<Vec<u8>>,
+    /// Row bytes per chunk (at least one row is always sent).
+    pub bytes: u32,
+}
+
+impl Cursor {
+    pub fn start(bytes: u32) -> Cursor {
+        Cursor { table: 0, after: None, bytes: bytes.max(1) }
+    }
+}
+
+/// Rows of a store in transit, and where the next chunk starts (`None`: this is the last).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Chunk {
+    /// The first chunk of an export: the target replaces any leftover copy with it.
+    pub first: bool,
+    pub rows: Vec<Row>,
+    pub next: Option<Cursor>,
+}
+
+/// The keys of `table` under `prefix` after `after`.
+fn after_range<'t, T: ReadableTable<&'static [u8], &'static [u8]>>(
+    table: &'t T,
+    prefix: &[u8],
+    after: Option<&[u8]>,
+) -> ApiResult<redb::Range<'t, &'static [u8], &'static [u8]>> {
+    let (start, end) = prefix_range(prefix);
+    let lower = match after {
+        Some(a) => Bound::Excluded(a),
+        None => Bound::Included(start.as_slice()),
+    };
+    let upper = match &end {
+        Some(e) => Bound::Excluded(e.as_slice()),
+        None => Bound::Unbounded,
+    };
+    Ok(table.range::<&[u8]>((lower, upper))?)
+}
+
 impl Cell {
     /// Step 1 (source): record writes to the store from now on.
     pub async fn move_begin(&self, store: Uuid) -> ApiResult<()> {
@@ -38,47 +92,55 @@ impl Cell {
             return Err(ApiError::not_found());
         }
         self.writer.gate.set_tracked(store, true);
-        // A barrier: once it commits, every earlier write of the store is in the snapshot taken
+        // A barrier: once it commits, every earlier write of the store is in the chunks read
         // next, and every later one is in the log.
         self.writer.write(None, |_| Ok(())).await
     }
 
-    /// Step 2 (source): every row of the store.
-    pub fn move_export(&self, store: Uuid) -> ApiResult<Vec<u8>> {
+    /// Step 2 (source): the store's rows from `from` on, about `from.bytes` of them.
+    pub fn move_export(&self, store: Uuid, from: &Cursor) -> ApiResult<Chunk> {
         let txn = self.read()?;
         let prefix = Key::store(store).into_vec();
-        let (start, end) = prefix_range(&prefix);
         let mut rows = Vec::new();
-        for t in STORE_TABLES {
+        let mut size = 0usize;
+        let mut after = from.after.clone();
+        for t in STORE_TABLES.iter().skip(from.table as usize) {
             let table = txn.open_table(t.def)?;
-            let range = match &end {
-                Some(end) => table.range(start.as_slice()..end.as_slice())?,
-                None => table.range(start.as_slice()..)?,
-            };
-            for item in range {
+            for item in after_range(&table, &prefix, after.as_deref())? {
                 let (k, v) = item?;
+                size += k.value().len() + v.value().len();
                 rows.push(Row { table: t.index, key: k.value().to_vec(), value: Some(v.value().to_vec()) });
+                if size >= from.bytes as usize {
+                    let next = Cursor { table: t.index, after: Some(k.value().to_vec()), bytes: from.bytes };
+                    return Ok(Chunk { first: from.table == 0 && from.after.is_none(), rows, next: Some(next) });
+                }
             }
+            after = None;
         }
-        encode(&rows)
+        Ok(Chunk { first: from.table == 0 && from.after.is_none(), rows, next: None })
     }
 
-    /// Step 2 (target): hold a copy of the store, not served yet. A leftover copy is replaced.
-    pub async fn move_import(&self, store: Uuid, rows: Vec<u8>) -> ApiResult<()> {
+    /// Step 2 (target): hold a copy of the store, not served yet, one chunk at a time. The first
+    /// chunk replaces a leftover copy.
+    pub async fn move_import(&self, store: Uuid, chunk: Chunk) -> ApiResult<()> {
         if self.holds(store) {
             return Err(ApiError::msg(Code::CONFLICT, "the target cell already holds this store"));
         }
-        let rows: Vec<Row> = decode(&rows)?;
-        check_rows(store, &rows)?;
-        let rows = std::sync::Arc::new(rows);
+        if !chunk.first && self.state_of(store) != Some(StoreState::Incoming) {
+            return Err(ApiError::msg(Code::CONFLICT, "no copy of this store is being received"));
+        }
+        check_rows(store, &chunk.rows)?;
+        let first = chunk.first;
+        let rows = std::sync::Arc::new(chunk.rows);
         self.writer
             .write(Some(store), move |tx| {
-                for t in STORE_TABLES {
-                    tx.delete_prefix(*t, Key::store(store).bytes())?;
+                if first {
+                    for t in STORE_TABLES {
+                        tx.delete_prefix(*t, Key::store(store).bytes())?;
+                    }
+                    tx.raw().open_table(STORE_STATE)?.insert(store.as_u128(), StoreState::Incoming as u8)?;
                 }
-                apply_rows(tx, &rows)?;
-                tx.raw().open_table(STORE_STATE)?.insert(store.as_u128(), StoreState::Incoming as u8)?;
-                Ok(())
+                apply_rows(tx, &rows)
             })
             .await?;
         // Rows copied wholesale: list orders are built afresh from them when first read.
@@ -88,55 +150,61 @@ impl Cell {
         Ok(())
     }
 
-    /// Step 3 (source): refuse writes, drain the writer, and answer the delta.
-    pub async fn move_freeze(&self, store: Uuid) -> ApiResult<Vec<u8>> {
+    /// Step 3 (source): refuse writes and drain the writer.
+    pub async fn move_freeze(&self, store: Uuid) -> ApiResult<()> {
         self.writer.gate.set_frozen(store, true);
-        self.writer.write(None, |_| Ok(())).await?;
+        self.writer.write(None, |_| Ok(())).await
+    }
+
+    /// Step 4 (source, frozen): the current value of each key the log names from `from` on. A
+    /// key logged twice is sent twice with the same value: the store no longer changes.
+    pub fn move_delta(&self, store: Uuid, from: &Cursor) -> ApiResult<Chunk> {
         let txn = self.read()?;
         let log = txn.open_table(MOVE_LOG)?;
         let prefix = Key::store(store).into_vec();
-        let (start, end) = prefix_range(&prefix);
-        let range = match &end {
-            Some(end) => log.range(start.as_slice()..end.as_slice())?,
-            None => log.range(start.as_slice()..)?,
-        };
-        let mut keys: Vec<(u16, Vec<u8>)> = Vec::new();
-        for item in range {
-            let (_, v) = item?;
+        let mut rows = Vec::new();
+        let mut size = 0usize;
+        for item in after_range(&log, &prefix, from.after.as_deref())? {
+            let (k, v) = item?;
             let v = v.value();
-            if v.len() < 2 {
-                continue;
-            }
-            keys.push((u16::from_be_bytes([v[0], v[1]]), v[2..].to_vec()));
-        }
-        keys.sort();
-        keys.dedup();
-        let mut rows = Vec::with_capacity(keys.len());
-        for (table, key) in keys {
+            let Some((table, key)) = v.split_first_chunk::<2>() else { continue };
+            let table = u16::from_be_bytes(*table);
             let t = STORE_TABLES.get(table as usize).ok_or_else(|| ApiError::internal("move log names an unknown table"))?;
-            let value = txn.open_table(t.def)?.get(key.as_slice())?.map(|v| v.value().to_vec());
-            rows.push(Row { table, key, value });
+            let value = txn.open_table(t.def)?.get(key)?.map(|v| v.value().to_vec());
+            size += key.len() + value.as_ref().map_or(0, Vec::len);
+            rows.push(Row { table, key: key.to_vec(), value });
+            if size >= from.bytes as usize {
+                let next = Cursor { table: 0, after: Some(k.value().to_vec()), bytes: from.bytes };
+                return Ok(Chunk { first: false, rows, next: Some(next) });
+            }
         }
-        encode(&rows)
+        Ok(Chunk { first: false, rows, next: None })
     }
 
-    /// Step 4 (target): apply the delta and serve the store.
-    pub async fn move_apply(&self, store: Uuid, rows: Vec<u8>) -> ApiResult<()> {
-        let rows: Vec<Row> = decode(&rows)?;
-        check_rows(store, &rows)?;
-        let rows = std::sync::Arc::new(rows);
+    /// Step 4 (target): apply a chunk of the delta; with the last, serve the store.
+    pub async fn move_apply(&self, store: Uuid, chunk: Chunk) -> ApiResult<()> {
+        if self.state_of(store) != Some(StoreState::Incoming) {
+            return Err(ApiError::msg(Code::CONFLICT, "no copy of this store is being received"));
+        }
+        check_rows(store, &chunk.rows)?;
+        let last = chunk.next.is_none();
+        let rows = std::sync::Arc::new(chunk.rows);
         self.writer
             .write(Some(store), move |tx| {
                 apply_rows(tx, &rows)?;
-                tx.raw().open_table(STORE_STATE)?.insert(store.as_u128(), StoreState::Active as u8)?;
-                // Searchable here from now on: the indexer picks every product up from the outbox.
-                crate::search::outbox_enqueue_store(tx, store)?;
+                if last {
+                    tx.raw().open_table(STORE_STATE)?.insert(store.as_u128(), StoreState::Active as u8)?;
+                    // Searchable here from now on: the indexer picks every product up from the outbox.
+                    crate::search::outbox_enqueue_store(tx, store)?;
+                }
                 Ok(())
             })
             .await?;
         self.writer.orders.forget(store);
         self.writer.rows.drop_store(store);
-        self.set_state(store, Some(StoreState::Active));
+        if last {
+            self.set_state(store, Some(StoreState::Active));
+        }
         Ok(())
     }
 

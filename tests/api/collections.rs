@@ -533,13 +533,26 @@ async fn collections_markets_and_catalogs_move_with_their_store() {
     let from = account.locate(store).unwrap().unwrap();
     let to = if from == "cell-1" { "cell-2" } else { "cell-1" };
     let key = account.service_key.clone();
+    let refused = c
+        .send(
+            hyper::Method::POST,
+            "/internal/v1/moves",
+            None,
+            &[("x-shopcell-service", key.as_str())],
+            Some(bytes::Bytes::from(json!({"storeId": s, "to": to, "chunkBytes": 0}).to_string())),
+        )
+        .await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(refused.body["error"]["fields"][0]["field"], "chunkBytes");
+    assert_eq!(account.locate(store).unwrap().as_deref(), Some(from.as_str()), "a refused move moves nothing");
     let moved = c
         .send(
             hyper::Method::POST,
             "/internal/v1/moves",
             None,
             &[("x-shopcell-service", key.as_str())],
-            Some(bytes::Bytes::from(json!({"storeId": s, "to": to}).to_string())),
+            // Chunks of a row or two: every table crosses in many chunks.
+            Some(bytes::Bytes::from(json!({"storeId": s, "to": to, "chunkBytes": 64}).to_string())),
         )
         .await;
     assert!(moved.status.is_success(), "move: {} {}", moved.status, moved.body);

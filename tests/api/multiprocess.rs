@@ -82,7 +82,21 @@ async fn router_forwards_hides_wrong_cells_and_moves_stores_without_losing_write
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_shopcell"))
-        .args(["admin", "move-store", "--url", &ua, "--store", &s1, "--to", target, "--service-key-file", &key])
+        // Small chunks: the copy takes many reads, with writes landing between them.
+        .args([
+            "admin",
+            "move-store",
+            "--url",
+            &ua,
+            "--store",
+            &s1,
+            "--to",
+            target,
+            "--chunk-bytes",
+            "4096",
+            "--service-key-file",
+            &key,
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "move failed: {}", String::from_utf8_lossy(&out.stderr));
