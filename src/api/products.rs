@@ -1,22 +1,15 @@
 //! `S/products` and `S/products/{productId}/variants`.
 
-use crate::cells::products::SORT_FIELDS;
-use crate::domain::product::{CreateProduct, ProductView, Status, UpdateProduct, UpdateVariant, VariantInput, VariantView};
+use crate::domain::product::{
+    CreateProduct, ProductSorts, ProductView, Status, UpdateProduct, UpdateVariant, VariantInput, VariantView,
+};
 use crate::error::{ApiError, ApiResult};
 use crate::handler;
-use crate::http::query::{Paging, Query};
+use crate::http::list::ListOf;
 use crate::http::reply::{Borrowed, NoContent, Rendered};
-use crate::http::route::{Access, Param, QueryParams, Service, param};
+use crate::http::route::{Access, Service};
 use crate::http::{Page, page_body};
 use crate::node::context::{Ctx, Route};
-
-const LIST_PARAMS: &[Param] = &[
-    param("page", "integer", "1-based page, default 1"),
-    param("limit", "integer", "page size, 1..250, default 20"),
-    param("status", "string", "DRAFT, ACTIVE or ARCHIVED (any case)"),
-    param("sortBy", "string", "created_at (default), updated_at, title, price, inventory"),
-    param("sortOrder", "string", "asc or desc (default)"),
-];
 
 pub fn routes() -> Vec<Route> {
     use Access::{Member, Storefront};
@@ -77,37 +70,22 @@ impl Borrowed for VariantView<'_> {
     type Static = VariantView<'static>;
 }
 
-/// The product list's query: paging and a status filter.
-pub struct ProductList {
-    paging: Paging,
-    status: Option<Status>,
-}
-
-impl QueryParams for ProductList {
-    fn params() -> Vec<Param> {
-        LIST_PARAMS.to_vec()
-    }
-    fn parse(q: &Query) -> ApiResult<Self> {
-        let paging = Paging::from_query(q, SORT_FIELDS, "created_at")?;
-        let status = q.one_of("status", Status::NAMES)?.and_then(Status::parse);
-        Ok(ProductList { paging, status })
-    }
-}
-
-async fn list(cx: Ctx, q: ProductList) -> ApiResult<Rendered<Page<ProductView<'static>>>> {
+async fn list(cx: Ctx, mut q: ListOf<ProductSorts>) -> ApiResult<Rendered<Page<ProductView<'static>>>> {
     let s = cx.scope()?;
-    let paging = q.paging;
     // Shoppers see only what the store sells, whatever they ask for.
-    let status = if cx.is_shopper() { Some(Status::Active) } else { q.status };
+    if cx.is_shopper() {
+        q.query.restrict::<ProductSorts>("status", Status::Active.name());
+    }
     // A page depends on the store's rows alone: kept under the store's write generation, read
     // before the page is (see `search::cache`).
-    let key = format!("{}|{status:?}|{}|{}|{}|{}", s.id, paging.sort_by, paging.desc, paging.page, paging.limit);
+    let l = &q.query;
+    let key = format!("{}|{:?}|{}|{}|{}|{}", s.id, l.filters, l.sort, l.desc, q.page, q.limit);
     let tag = (s.cell.writer.generations.get(s.id), 0);
     if let Some(body) = s.cell.pages.get(&key, tag) {
         return Ok(Rendered::new(body));
     }
-    let (views, total) = s.cell.list_product_views(s.id, status, &paging).await?;
-    let body = bytes::Bytes::from(page_body(&views, total, paging.page, paging.limit));
+    let listed = s.cell.list_product_views(s.id, l).await?;
+    let body = bytes::Bytes::from(page_body(&listed.items, listed.total, q.page, q.limit));
     s.cell.pages.put(key, tag, body.clone());
     Ok(Rendered::new(body))
 }

@@ -11,17 +11,36 @@ use crate::cells::Cell;
 use crate::cells::handles::{handle_key, resolve_handle};
 use crate::domain::product::*;
 use crate::error::{ApiError, ApiResult, Code};
-use crate::http::query::Paging;
 use crate::storage::codec::{decode, encode};
 use crate::storage::keys::{Key, trailing_id};
+use crate::storage::list::{ListQuery, Listed};
 use crate::storage::list_orders::HeldList;
 use crate::storage::read;
+use crate::storage::record::{Filter, FilterValue, List, Listable, Sort};
 use crate::storage::row_cache::Cached;
 use crate::storage::tables::{PRODUCT_HANDLES, PRODUCT_SORTS, PRODUCT_VIEWS, PRODUCTS, VARIANTS};
 use crate::storage::writer::Tx;
 
-/// The sortable fields of the product list (spec §7), in index-id order.
-pub const SORT_FIELDS: &[&str] = &["created_at", "updated_at", "title", "price", "inventory"];
+/// The product list, declared as every record list is: its sortable fields (by name; a tag is
+/// the field's number in the in-memory list numbers) and its status filter. Its orders are not
+/// rows in redb but lists held in memory (`storage::list_orders`), built from the
+/// `product_sorts` rows one list at a time: `order` is `None`.
+impl Listable for ProductSorts {
+    const LIST: List<ProductSorts> = List {
+        order: None,
+        sorts: &[
+            Sort { name: "created_at", tag: 0, key: |s, k| k.i64(s.created_at) },
+            Sort { name: "updated_at", tag: 1, key: |s, k| k.i64(s.updated_at) },
+            Sort { name: "title", tag: 2, key: |s, k| k.str(&s.title) },
+            Sort { name: "price", tag: 3, key: |s, k| k.i64(s.price) },
+            Sort { name: "inventory", tag: 4, key: |s, k| k.i64(s.inventory) },
+        ],
+        default_sort: "created_at",
+        filters: &[Filter::enumerated::<Status>("status", |s| Some(FilterValue::Enum(s.status.name())), "the product's status")],
+        ranges: &[],
+        search: None,
+    };
+}
 
 /// Status bucket 0 lists every product; buckets 1.. hold one status each.
 const ANY: u8 = 0;
@@ -37,21 +56,16 @@ fn list(field: u8, bucket: u8) -> u16 {
 
 /// The key of product `id` in the lists sorted by `field`: sort value ‖ id.
 fn sort_key(sorts: &ProductSorts, field: u8, id: Uuid) -> Box<[u8]> {
-    let value = match field {
-        0 => Key::default().i64(sorts.created_at),
-        1 => Key::default().i64(sorts.updated_at),
-        2 => Key::default().str(&sorts.title),
-        3 => Key::default().i64(sorts.price),
-        _ => Key::default().i64(sorts.inventory),
-    };
-    value.id(id).into_vec().into_boxed_slice()
+    let sort = &ProductSorts::LIST.sorts[field as usize];
+    (sort.key)(sorts, Key::default()).id(id).into_vec().into_boxed_slice()
 }
 
 /// Every list-order key of product `id` sorted by `sorts`: `(list, sort value ‖ id)` for each
 /// sort field, in the list of every product and in the list of its status.
 fn order_keys(sorts: &ProductSorts, id: Uuid) -> Vec<(u16, Box<[u8]>)> {
-    let mut keys = Vec::with_capacity(SORT_FIELDS.len() * 2);
-    for field in 0..SORT_FIELDS.len() as u8 {
+    let sorts_len = ProductSorts::LIST.sorts.len();
+    let mut keys = Vec::with_capacity(sorts_len * 2);
+    for field in 0..sorts_len as u8 {
         let key = sort_key(sorts, field, id);
         keys.push((list(field, bucket(sorts.status)), key.clone()));
         keys.push((list(field, ANY), key));
@@ -253,43 +267,71 @@ impl Cell {
         read::get(&self.read()?, PRODUCTS, Key::store(store).id(id).bytes())?.ok_or_else(ApiError::not_found)
     }
 
-    /// A page of products (their rendered JSON views) in the requested order, with the total,
-    /// from the store's in-memory list orders (built off the async workers when not held).
-    pub async fn list_product_views(
-        &self,
-        store: Uuid,
-        status: Option<Status>,
-        paging: &Paging,
-    ) -> ApiResult<(Vec<ViewRow>, u64)> {
-        let field = SORT_FIELDS.iter().position(|f| *f == paging.sort_by).unwrap_or(0) as u8;
-        let which = list(field, status.map(bucket).unwrap_or(ANY));
-        let (offset, limit, desc) = (paging.offset(), paging.limit as usize, paging.desc);
-        let db = self.db.clone();
-        let (ids, total) = self
-            .writer
-            .orders
-            .read(
-                (store, which),
-                move || stored_list_keys(&redb::ReadableDatabase::begin_read(&*db)?, store, which),
-                move |held: &HeldList| {
+    /// A page of products (their rendered JSON views) as `q` asks, with the total, from the
+    /// store's in-memory list orders (built off the async workers when not held). Several
+    /// statuses merge their lists up to the page's end: a deep page of such a list costs its
+    /// offset.
+    pub async fn list_product_views(&self, store: Uuid, q: &ListQuery) -> ApiResult<Listed<ViewRow>> {
+        let field = ProductSorts::LIST.sorts.iter().position(|f| f.name == q.sort).unwrap_or(0) as u8;
+        let statuses: &[Vec<u8>] = q.filters.first().map(|(_, values)| values.as_slice()).unwrap_or_default();
+        let status = |v: &Vec<u8>| std::str::from_utf8(v).ok().and_then(Status::parse);
+        let every = Status::NAMES.iter().all(|n| statuses.iter().any(|v| v.eq_ignore_ascii_case(n.as_bytes())));
+        let (ids, total) = match statuses {
+            // One list answers: every product, or one status.
+            _ if statuses.is_empty() || every || statuses.len() == 1 => {
+                let which = list(field, statuses.first().and_then(status).map(bucket).unwrap_or(ANY));
+                let (offset, limit, desc) = (q.offset, q.limit, q.desc);
+                self.read_list(store, which, move |held| {
                     let (keys, total) = held.page(desc, offset, limit);
                     (keys.into_iter().filter_map(trailing_id).collect::<Vec<_>>(), total)
-                },
-            )
-            .await?;
+                })
+                .await?
+            }
+            _ => {
+                let end = q.offset.saturating_add(q.limit);
+                let mut keys: Vec<Box<[u8]>> = Vec::new();
+                let mut total = 0;
+                for b in statuses.iter().filter_map(status).map(bucket) {
+                    let desc = q.desc;
+                    let (mut head, n) = self
+                        .read_list(store, list(field, b), move |held| {
+                            let (keys, total) = held.page(desc, 0, end);
+                            (keys.into_iter().map(Box::from).collect::<Vec<Box<[u8]>>>(), total)
+                        })
+                        .await?;
+                    keys.append(&mut head);
+                    total += n;
+                }
+                keys.sort_unstable();
+                if q.desc {
+                    keys.reverse();
+                }
+                (keys.iter().skip(q.offset).take(q.limit).filter_map(|k| trailing_id(k)).collect(), total)
+            }
+        };
         // Read after the page: the orders hold only committed writes, so every id of the page
         // has its row unless its product was deleted meanwhile.
-        let views = self.view_rows(store, &ids)?.into_iter().flatten().map(ViewRow).collect();
-        Ok((views, total as u64))
+        let items = self.view_rows(store, &ids)?.into_iter().flatten().map(ViewRow).collect();
+        Ok(Listed { items, total: total as u64 })
+    }
+
+    /// Reads list `which` of `store` with `f`, building it first when it is not held.
+    async fn read_list<T: Send + 'static>(
+        &self,
+        store: Uuid,
+        which: u16,
+        f: impl FnOnce(&HeldList) -> T + Send + 'static,
+    ) -> ApiResult<T> {
+        let db = self.db.clone();
+        self.writer
+            .orders
+            .read((store, which), move || stored_list_keys(&redb::ReadableDatabase::begin_read(&*db)?, store, which), f)
+            .await
     }
 
     /// Builds list `which` of `store` if it is not held (a restart's warm-up).
     pub async fn warm_product_list(&self, store: Uuid, which: u16) -> ApiResult<()> {
-        let db = self.db.clone();
-        self.writer
-            .orders
-            .read((store, which), move || stored_list_keys(&redb::ReadableDatabase::begin_read(&*db)?, store, which), |_| ())
-            .await
+        self.read_list(store, which, |_| ()).await
     }
 
     /// The stored view rows of `ids` (in order; `None` for a product that does not exist),

@@ -41,6 +41,13 @@ impl Status {
     }
 }
 
+impl crate::domain::Enumerated for Status {
+    const NAMES: &'static [&'static str] = Status::NAMES;
+    fn name(self) -> &'static str {
+        Status::name(self)
+    }
+}
+
 /// A product option such as Size with its values.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProductOption {

@@ -10,11 +10,11 @@ use serde::Serialize;
 
 use crate::domain::time::parse_rfc3339;
 use crate::error::{ApiError, ApiResult};
-use crate::http::query::{LIMIT_DEFAULT, LIMIT_MAX, Paging, Query};
+use crate::http::query::{LIMIT_DEFAULT, LIMIT_MAX, Query};
 use crate::http::route::{Param, QueryParams, param};
 use crate::http::{OffsetPage, Page};
 use crate::storage::list::{ListQuery, Listed};
-use crate::storage::record::{FilterKind, Record, SHOWN};
+use crate::storage::record::{FilterKind, Listable, SHOWN};
 
 /// The query of a page-style list of `R` (`page`, `limit`).
 pub struct ListOf<R> {
@@ -80,20 +80,19 @@ impl QueryParams for PageWindow {
 /// walk's cost.
 pub const MAX_OFFSET: i64 = 1_000_000;
 
-impl<R: Record> QueryParams for ListOf<R> {
+impl<R: Listable> QueryParams for ListOf<R> {
     fn params() -> Vec<Param> {
         params_of::<R>(PageWindow::params())
     }
 
     fn parse(q: &Query) -> ApiResult<Self> {
-        let list = &R::LIST;
-        let paging = Paging::from_query(q, &sort_names::<R>(), list.default_sort)?;
-        let query = query_of::<R>(q, paging.sort_by, paging.desc, paging.offset(), paging.limit as usize)?;
-        Ok(ListOf { query, page: paging.page, limit: paging.limit, _of: PhantomData })
+        let window = PageWindow::parse(q)?;
+        let query = query_of::<R>(q, sort_of::<R>(q)?, desc(q)?, window.offset(), window.limit as usize)?;
+        Ok(ListOf { query, page: window.page, limit: window.limit, _of: PhantomData })
     }
 }
 
-impl<R: Record> QueryParams for OffsetListOf<R> {
+impl<R: Listable> QueryParams for OffsetListOf<R> {
     fn params() -> Vec<Param> {
         let window = vec![
             param("offset", "integer", "records skipped, default 0"),
@@ -103,21 +102,30 @@ impl<R: Record> QueryParams for OffsetListOf<R> {
     }
 
     fn parse(q: &Query) -> ApiResult<Self> {
-        let list = &R::LIST;
         let offset = q.int("offset", 0, 0, MAX_OFFSET)? as usize;
         let limit = q.int("limit", LIMIT_DEFAULT.into(), 1, LIMIT_MAX.into())? as usize;
-        let sort = q.one_of("sortBy", &sort_names::<R>())?.unwrap_or(list.default_sort);
-        let desc = q.one_of("sortOrder", &["asc", "desc"])?.unwrap_or("desc") == "desc";
-        Ok(OffsetListOf { query: query_of::<R>(q, sort, desc, offset, limit)?, _of: PhantomData })
+        Ok(OffsetListOf { query: query_of::<R>(q, sort_of::<R>(q)?, desc(q)?, offset, limit)?, _of: PhantomData })
     }
 }
 
-fn sort_names<R: Record>() -> Vec<&'static str> {
-    R::LIST.sorts.iter().map(|s| s.name).collect()
+/// `sortBy`: one of the record's sortable fields (any case), else its default.
+fn sort_of<R: Listable>(q: &Query) -> ApiResult<&'static str> {
+    let list = &R::LIST;
+    let Some(raw) = q.str("sortBy") else { return Ok(list.default_sort) };
+    // Found without allocating: the names are listed only for the error.
+    list.sorts.iter().find(|s| s.name.eq_ignore_ascii_case(raw)).map(|s| s.name).ok_or_else(|| {
+        let names: Vec<&str> = list.sorts.iter().map(|s| s.name).collect();
+        ApiError::field("sortBy", format!("must be one of: {}", names.join(", ")))
+    })
+}
+
+/// `sortOrder`: `desc` unless `asc`.
+fn desc(q: &Query) -> ApiResult<bool> {
+    Ok(q.one_of("sortOrder", &["asc", "desc"])?.unwrap_or("desc") == "desc")
 }
 
 /// A list's parameters after its window: sort, filters, ranges, search.
-fn params_of<R: Record>(mut out: Vec<Param>) -> Vec<Param> {
+fn params_of<R: Listable>(mut out: Vec<Param>) -> Vec<Param> {
     let list = &R::LIST;
     let sorts: Vec<String> = list
         .sorts
@@ -153,7 +161,7 @@ fn params_of<R: Record>(mut out: Vec<Param>) -> Vec<Param> {
 }
 
 /// The list asked for: the window and sort already read, the filters, ranges and search here.
-fn query_of<R: Record>(q: &Query, sort: &'static str, desc: bool, offset: usize, limit: usize) -> ApiResult<ListQuery> {
+fn query_of<R: Listable>(q: &Query, sort: &'static str, desc: bool, offset: usize, limit: usize) -> ApiResult<ListQuery> {
     let list = &R::LIST;
     let mut filters = Vec::new();
     for (i, f) in list.filters.iter().enumerate() {

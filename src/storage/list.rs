@@ -16,7 +16,9 @@ use crate::error::ApiResult;
 use crate::storage::codec::decode;
 use crate::storage::keys::trailing_id;
 use crate::storage::read;
-use crate::storage::record::{self, FilterKind, Record, Summary, order_prefix, partition_prefix, times_of, total_key, value_key};
+use crate::storage::record::{
+    self, FilterKind, Listable, Record, Summary, order_prefix, partition_prefix, times_of, total_key, value_key,
+};
 use crate::storage::tables::COUNTERS;
 
 /// A list asked for.
@@ -55,7 +57,7 @@ impl<R> Listed<R> {
 impl ListQuery {
     /// Keeps the list to the records whose enumerated (or hidden) filter `filter` of `R` is
     /// `value`, whatever was asked: what a caller may see (shoppers: published collections).
-    pub fn restrict<R: Record>(&mut self, filter: &str, value: &str) {
+    pub fn restrict<R: Listable>(&mut self, filter: &str, value: &str) {
         if let Some(i) = R::LIST.filters.iter().position(|f| f.name == filter) {
             self.filters.retain(|(j, _)| *j != i);
             self.filters.push((i, vec![value.as_bytes().to_vec()]));

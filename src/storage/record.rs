@@ -47,6 +47,17 @@ pub trait Record: Serialize + DeserializeOwned + Send + Sync + 'static {
     }
 }
 
+/// What can be listed through the seam of [`crate::storage::list`]: a record (its declaration is
+/// [`Record::LIST`]) or a form kept for lists alone (a product's sort values, whose lists are held
+/// in memory: `cells::products`).
+pub trait Listable: Sized + 'static {
+    const LIST: List<Self>;
+}
+
+impl<R: Record> Listable for R {
+    const LIST: List<Self> = <R as Record>::LIST;
+}
+
 /// A secondary row of a record: `(table, key, value)`.
 pub type Claim = (StoreTable, Vec<u8>, Vec<u8>);
 

@@ -146,6 +146,26 @@ async fn lists_page_sort_and_filter_from_the_indexes() {
     assert_eq!(c.get(&format!("{base}?status=draft"), Some(&u.token)).await.body["total"], 0);
     assert_eq!(c.get(&format!("{base}?status=archived"), Some(&u.token)).await.body["total"], 1);
     assert_eq!(c.get(&base, Some(&u.token)).await.body["total"], 6);
+
+    // Several statuses merge their lists in order, paged; all three are the list of every product.
+    c.post(&base, Some(&u.token), json!({"title": "Draft two", "price": {"amount": 400, "currency": "USD"}})).await.expect(201);
+    let some = format!("{base}?status=archived,draft&sortBy=price&sortOrder=asc&limit=1");
+    let first = c.get(&some, Some(&u.token)).await.expect(200).body;
+    assert_eq!(
+        (titles(&first), first["total"].as_u64(), first["totalPages"].as_u64()),
+        (vec!["Draft one".to_string()], Some(2), Some(2))
+    );
+    assert_eq!(titles(&c.get(&format!("{some}&page=2"), Some(&u.token)).await.body), ["Draft two"]);
+    let desc = c.get(&format!("{base}?status=ARCHIVED,draft,active&sortBy=price"), Some(&u.token)).await.body;
+    assert_eq!(desc["total"], 7);
+    assert_eq!(titles(&desc)[..3], ["P2", "P4", "P0"]);
+    let mixed =
+        c.get(&format!("{base}?status=active,archived&sortBy=price&sortOrder=desc&limit=2&page=3"), Some(&u.token)).await.body;
+    assert_eq!((titles(&mixed), mixed["total"].as_u64()), (vec!["P1".to_string(), "Draft one".to_string()], Some(6)));
+    // An unknown status names the parameter and the values it takes; nothing is listed.
+    let bad = c.get(&format!("{base}?status=active,sold"), Some(&u.token)).await.expect(400).body;
+    assert_eq!(bad["error"]["fields"][0]["field"], "status");
+    assert!(bad["error"]["fields"][0]["message"].as_str().unwrap().contains("DRAFT, ACTIVE, ARCHIVED"), "{bad}");
 }
 
 #[tokio::test]
