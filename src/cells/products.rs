@@ -279,7 +279,8 @@ impl Cell {
         let (ids, total) = match statuses {
             // One list answers: every product, or one status.
             _ if statuses.is_empty() || every || statuses.len() == 1 => {
-                let which = list(field, statuses.first().and_then(status).map(bucket).unwrap_or(ANY));
+                let one = statuses.first().filter(|_| !every).and_then(status);
+                let which = list(field, one.map(bucket).unwrap_or(ANY));
                 let (offset, limit, desc) = (q.offset, q.limit, q.desc);
                 self.read_list(store, which, move |held| {
                     let (keys, total) = held.page(desc, offset, limit);

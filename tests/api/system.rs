@@ -28,7 +28,7 @@ async fn health_openapi_and_jwks() {
         .iter()
         .filter_map(|p| p["name"].as_str())
         .collect();
-    assert_eq!(list_params, ["storeId", "page", "limit", "status", "sortBy", "sortOrder"]);
+    assert_eq!(list_params, ["storeId", "page", "limit", "sortBy", "sortOrder", "status"]);
     assert!(doc["paths"].as_object().unwrap().keys().all(|p| !p.starts_with("/internal")));
 }
 
