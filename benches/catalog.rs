@@ -34,6 +34,7 @@ use common::{
 use hyper::StatusCode;
 use serde_json::{Value, json};
 use shopcell::cells::Cell;
+use shopcell::cells::product_search;
 use shopcell::search::query::{SearchBy, SearchRequest, Sort, fingerprint};
 use uuid::Uuid;
 
@@ -297,12 +298,12 @@ async fn wait_indexed(endpoint: &Endpoint, store_path: &str, products: usize) ->
 /// One-off checks that the timed queries answer what they should.
 fn check_answers(cell: &Cell, store: Uuid, products: usize, queries: &[String]) -> Result<(), BoxError> {
     let n = spread(7, products as u64);
-    let (found, hits) = cell.search_products(&request(store, &sku(n), SearchBy::Sku), fingerprint(&[]))?;
+    let (found, hits) = product_search::search_products(cell, &request(store, &sku(n), SearchBy::Sku), fingerprint(&[]))?;
     if hits.total != 1 || found.first().and_then(|p| p.variants.first()).and_then(|v| v.sku.clone()) != Some(sku(n)) {
         println!("WARNING sku search for {} found {} products", sku(n), hits.total);
     }
     for q in queries {
-        let (found, hits) = cell.search_products(&request(store, q, SearchBy::All), fingerprint(&[]))?;
+        let (found, hits) = product_search::search_products(cell, &request(store, q, SearchBy::All), fingerprint(&[]))?;
         if hits.total == 0 || found.is_empty() {
             println!("WARNING typo search {q:?} found nothing");
         }
@@ -344,7 +345,7 @@ fn in_process(cell: &Arc<Cell>, duration: Duration, make: impl Fn(u64) -> Search
     while Instant::now() < end {
         let req = make(i);
         let started = Instant::now();
-        let ok = cell.search_product_views(&req, 0).is_ok();
+        let ok = product_search::search_product_views(cell, &req, 0).is_ok();
         let took = started.elapsed();
         if ok {
             samples.push(took);

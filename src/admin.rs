@@ -3,6 +3,7 @@
 use hyper::Method;
 
 use crate::account::keys::read_service_key;
+use crate::cells::product_search;
 use crate::cli::{AdminCommand, TaxonomyCommand};
 use crate::error::BoxError;
 use crate::http::upstream::{Body, Upstream};
@@ -85,7 +86,7 @@ fn cell_names(data: &std::path::Path, only: Option<&str>) -> Result<Vec<String>,
 fn reindex(data: &std::path::Path, only: Option<&str>) -> Result<(), BoxError> {
     for name in cell_names(data, only)? {
         let dir = crate::run::cell_dir(data, &name);
-        let n = crate::cells::product_search::reindex_offline(&dir)?;
+        let n = product_search::reindex_offline(&dir)?;
         println!("{name}: search index rebuilt, {n} products");
     }
     Ok(())

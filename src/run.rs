@@ -17,6 +17,7 @@ use crate::account::directory::DirectoryLink;
 use crate::account::keys::{public_keys_from_jwks, read_service_key};
 use crate::account::oidc::Social;
 use crate::cells::Cell;
+use crate::cells::payments;
 use crate::cli::{AccountArgs, AuthArgs, CacheArgs, CellArgs, MemoryArgs, PaymentArgs, RouterArgs, ServeArgs};
 use crate::clock::Clock;
 use crate::error::BoxError;
@@ -45,7 +46,7 @@ fn open_cells(
         if !valid_cell_name(name) {
             return Err(format!("invalid cell name {name:?}: use letters, digits, - and _").into());
         }
-        let cell = Cell::open(name, &cell_dir(data, name), clock.clone(), memory)?.with_payments(providers.clone());
+        let cell = payments::with_payments(Cell::open(name, &cell_dir(data, name), clock.clone(), memory)?, providers.clone());
         cell.search.answers.set_enabled(caches.answer_cache);
         cell.pages.set_enabled(caches.answer_cache);
         let cell = Arc::new(cell);

@@ -17,6 +17,7 @@ use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HOST, HeaderValue};
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
+use shopcell::cells::product_search;
 use shopcell::cli::{CacheArgs, ServeArgs};
 use shopcell::run::{self, Running};
 
@@ -158,7 +159,7 @@ async fn measure_server(answer_cache: bool) -> Vec<Figure> {
     // depends on how fast the creates came (and tantivy merges them in the background): a
     // search's allocations grow with the segments. Rebuilt offline it is one segment, the same
     // in every run.
-    let indexed = shopcell::cells::product_search::reindex_offline(&run::cell_dir(&args.data, "cell-1")).expect("reindex");
+    let indexed = product_search::reindex_offline(&run::cell_dir(&args.data, "cell-1")).expect("reindex");
     assert_eq!(indexed, PRODUCTS as u64, "products indexed");
     let server = serve(&args).await;
     let mut client = Client::connect(server.addr).await;

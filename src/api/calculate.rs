@@ -1,7 +1,7 @@
 //! `POST S/calculate`: the cart/order calculation. A hot read path: one read transaction, no
 //! writes (discount usage is read, never consumed).
 
-use crate::cells::calculate::{CalcRequest, CalculateBody};
+use crate::cells::calculate::{self, CalcRequest, CalculateBody};
 use crate::domain::pricing::calc::Calculation;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
@@ -38,7 +38,7 @@ async fn calculate(cx: Ctx) -> ApiResult<Rendered<Calculation>> {
             return Err(ApiError::msg(Code::FORBIDDEN, "customerId needs a signed-in store member"));
         }
     }
-    let priced = s.cell.price(s.id, &CalcRequest::from_body(body, shopper), cx.node.clock.now_ms())?;
+    let priced = calculate::price(&s.cell, s.id, &CalcRequest::from_body(body, shopper), cx.node.clock.now_ms())?;
     // Sized for the usual answer (about 700 bytes a line), so the buffer is not grown and copied
     // a handful of times while it is written.
     Ok(Rendered::new(priced.calculation.to_json().map_err(ApiError::internal)?))

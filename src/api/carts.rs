@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::cells::carts::CartView;
+use crate::cells::carts::{self, CartView};
 use crate::domain::cart::{AddItem, UpdateItem, check_attributes, check_quantity};
 use crate::error::{ApiResult, Check};
 use crate::handler;
@@ -44,14 +44,14 @@ pub fn routes() -> Vec<Route> {
 async fn create(cx: Ctx) -> ApiResult<Created<CartView>> {
     let s = cx.scope()?;
     let _: NewCart = cx.json_or_default()?;
-    let cart = s.cell.create_cart(s.id).await?;
-    Ok(Created(s.cell.cart_view(s.id, cart, cx.is_shopper())?))
+    let cart = carts::create_cart(&s.cell, s.id).await?;
+    Ok(Created(carts::cart_view(&s.cell, s.id, cart, cx.is_shopper())?))
 }
 
 async fn get(cx: Ctx) -> ApiResult<Json<CartView>> {
     let s = cx.scope()?;
-    let cart = s.cell.cart(s.id, cx.path_id("cartId")?)?;
-    Ok(Json(s.cell.cart_view(s.id, cart, cx.is_shopper())?))
+    let cart = carts::cart(&s.cell, s.id, cx.path_id("cartId")?)?;
+    Ok(Json(carts::cart_view(&s.cell, s.id, cart, cx.is_shopper())?))
 }
 
 /// 201 when it created the cart, else 200: two statuses, so the row declares the usual one.
@@ -64,8 +64,9 @@ async fn add(cx: Ctx) -> ApiResult<Resp> {
         body.custom_attributes.is_some().then(|| check_attributes(&mut c, "customAttributes", body.custom_attributes));
     c.finish()?;
     let shopper = cx.is_shopper();
-    let (cart, was_created) = s.cell.add_cart_item(s.id, body.cart_id, body.variant_id, quantity, attributes, shopper).await?;
-    let view = s.cell.cart_view(s.id, cart, shopper)?;
+    let (cart, was_created) =
+        carts::add_cart_item(&s.cell, s.id, body.cart_id, body.variant_id, quantity, attributes, shopper).await?;
+    let view = carts::cart_view(&s.cell, s.id, cart, shopper)?;
     Ok(if was_created { Created(view).into_resp() } else { Json(view).into_resp() })
 }
 
@@ -78,14 +79,14 @@ async fn update(cx: Ctx) -> ApiResult<Json<CartView>> {
     let attributes =
         body.custom_attributes.is_some().then(|| check_attributes(&mut c, "customAttributes", body.custom_attributes));
     c.finish()?;
-    let cart = s.cell.update_cart_item(s.id, cart, body.variant_id, quantity, attributes).await?;
-    Ok(Json(s.cell.cart_view(s.id, cart, cx.is_shopper())?))
+    let cart = carts::update_cart_item(&s.cell, s.id, cart, body.variant_id, quantity, attributes).await?;
+    Ok(Json(carts::cart_view(&s.cell, s.id, cart, cx.is_shopper())?))
 }
 
 async fn remove(cx: Ctx) -> ApiResult<Json<CartView>> {
     let s = cx.scope()?;
     let cart = cx.path_id("cartId")?;
     let variant = parse_path_id("variantId", cx.param("variantId"))?;
-    let cart = s.cell.remove_cart_item(s.id, cart, variant).await?;
-    Ok(Json(s.cell.cart_view(s.id, cart, cx.is_shopper())?))
+    let cart = carts::remove_cart_item(&s.cell, s.id, cart, variant).await?;
+    Ok(Json(carts::cart_view(&s.cell, s.id, cart, cx.is_shopper())?))
 }

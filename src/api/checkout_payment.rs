@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::api::checkouts::{BASES, TokenQuery, caller, code_try};
-use crate::cells::completion::{CompleteCheckout, PaymentSession};
+use crate::cells::checkouts;
+use crate::cells::completion::{self, CompleteCheckout, PaymentSession};
+use crate::cells::gift_cards;
 use crate::cells::payments::PaymentIntentView;
 use crate::domain::gift_card::GiftCardStatus;
 use crate::domain::money::Money;
@@ -78,10 +80,10 @@ async fn lookup(cx: Ctx, q: TokenQuery) -> ApiResult<Json<GiftCardLookup>> {
     let s = cx.scope()?;
     let id = cx.path_id("checkoutId")?;
     let body: LookupBody = cx.json()?;
-    let co = s.cell.checkout(s.id, id, &caller(&cx, body.session_token, q))?;
+    let co = checkouts::checkout(&s.cell, s.id, id, &caller(&cx, body.session_token, q))?;
     code_try(&cx, id)?;
     let now = cx.node.clock.now_ms();
-    let card = crate::cells::gift_cards::find_gift_card(&s.cell.read()?, s.id, &body.code)?
+    let card = gift_cards::find_gift_card(&s.cell.read()?, s.id, &body.code)?
         .ok_or_else(|| ApiError::msg(Code::NOT_FOUND, "no gift card of this store has this code"))?;
     let spendable = if card.currency() == co.currency { card.spendable(now) } else { 0 };
     Ok(Json(GiftCardLookup {
@@ -95,7 +97,7 @@ async fn payment_session(cx: Ctx, q: TokenQuery) -> ApiResult<Rendered<PaymentSe
     let s = cx.scope()?;
     let mut body: PaymentSession = cx.json()?;
     let who = caller(&cx, body.session_token.take(), q);
-    let (intent, secret) = s.cell.checkout_payment_session(s.id, cx.path_id("checkoutId")?, &who, body).await?;
+    let (intent, secret) = completion::checkout_payment_session(&s.cell, s.id, cx.path_id("checkoutId")?, &who, body).await?;
     Rendered::sorted(&PaymentSessionView { intent: intent.view(), client_secret: secret, payment_intent_id: intent.id })
 }
 
@@ -103,6 +105,6 @@ async fn complete(cx: Ctx, q: TokenQuery) -> ApiResult<Created<Order>> {
     let s = cx.scope()?;
     let mut body: CompleteCheckout = cx.json()?;
     let who = caller(&cx, body.session_token.take(), q);
-    let order = s.cell.complete_checkout(s.id, cx.path_id("checkoutId")?, &who, body).await?;
+    let order = completion::complete_checkout(&s.cell, s.id, cx.path_id("checkoutId")?, &who, body).await?;
     Ok(Created(order))
 }

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use uuid::Uuid;
 
-use crate::cells::checkouts::{Caller, CheckoutView};
+use crate::cells::checkouts::{self, Caller, CheckoutView};
 use crate::domain::checkout::{CreateCheckout, UpdateCheckout, check_address, normalize_address};
 use crate::domain::pricing::shipping::{Address, ShippingRate};
 use crate::error::{ApiResult, Check};
@@ -136,23 +136,23 @@ async fn create(cx: Ctx) -> ApiResult<Created<CheckoutView>> {
     let s = cx.scope()?;
     let body: CreateCheckout = cx.json()?;
     let shopper = cx.is_shopper();
-    let (co, token) = s.cell.create_checkout(s.id, body, shopper).await?;
-    Ok(Created(s.cell.checkout_view(s.id, &co, shopper, token)?))
+    let (co, token) = checkouts::create_checkout(&s.cell, s.id, body, shopper).await?;
+    Ok(Created(checkouts::checkout_view(&s.cell, s.id, &co, shopper, token)?))
 }
 
 async fn get(cx: Ctx, q: TokenQuery) -> ApiResult<Json<CheckoutView>> {
     let s = cx.scope()?;
     let who = caller(&cx, None, q);
-    let co = s.cell.checkout(s.id, cx.path_id("checkoutId")?, &who)?;
-    Ok(Json(s.cell.checkout_view(s.id, &co, who.shopper, None)?))
+    let co = checkouts::checkout(&s.cell, s.id, cx.path_id("checkoutId")?, &who)?;
+    Ok(Json(checkouts::checkout_view(&s.cell, s.id, &co, who.shopper, None)?))
 }
 
 async fn update(cx: Ctx, q: TokenQuery) -> ApiResult<Json<CheckoutView>> {
     let s = cx.scope()?;
     let mut body: UpdateCheckout = cx.json()?;
     let who = caller(&cx, body.session_token.take(), q);
-    let co = s.cell.update_checkout(s.id, cx.path_id("checkoutId")?, &who, body).await?;
-    Ok(Json(s.cell.checkout_view(s.id, &co, who.shopper, None)?))
+    let co = checkouts::update_checkout(&s.cell, s.id, cx.path_id("checkoutId")?, &who, body).await?;
+    Ok(Json(checkouts::checkout_view(&s.cell, s.id, &co, who.shopper, None)?))
 }
 
 async fn shipping_rates(cx: Ctx, q: TokenQuery) -> ApiResult<Json<Vec<ShippingRate>>> {
@@ -162,9 +162,9 @@ async fn shipping_rates(cx: Ctx, q: TokenQuery) -> ApiResult<Json<Vec<ShippingRa
     check_address(&mut c, "shippingAddress", &body.shipping_address);
     c.finish()?;
     let who = caller(&cx, body.session_token, q);
-    let co = s.cell.checkout(s.id, cx.path_id("checkoutId")?, &who)?;
+    let co = checkouts::checkout(&s.cell, s.id, cx.path_id("checkoutId")?, &who)?;
     let address = normalize_address(body.shipping_address);
-    Ok(Json(s.cell.checkout_shipping_rates(s.id, &co, &address, who.shopper)?))
+    Ok(Json(checkouts::checkout_shipping_rates(&s.cell, s.id, &co, &address, who.shopper)?))
 }
 
 async fn add_code(cx: Ctx, q: TokenQuery) -> ApiResult<Json<CheckoutView>> {
@@ -172,23 +172,23 @@ async fn add_code(cx: Ctx, q: TokenQuery) -> ApiResult<Json<CheckoutView>> {
     let body: CodeBody = cx.json()?;
     let who = caller(&cx, body.session_token, q);
     let id = cx.path_id("checkoutId")?;
-    s.cell.checkout(s.id, id, &who)?;
+    checkouts::checkout(&s.cell, s.id, id, &who)?;
     code_try(&cx, id)?;
-    let co = s.cell.apply_checkout_code(s.id, id, &who, &body.code).await?;
-    Ok(Json(s.cell.checkout_view(s.id, &co, who.shopper, None)?))
+    let co = checkouts::apply_checkout_code(&s.cell, s.id, id, &who, &body.code).await?;
+    Ok(Json(checkouts::checkout_view(&s.cell, s.id, &co, who.shopper, None)?))
 }
 
 async fn remove_code(cx: Ctx, q: TokenQuery) -> ApiResult<Json<CheckoutView>> {
     let s = cx.scope()?;
     let who = caller(&cx, None, q);
-    let co = s.cell.remove_checkout_code(s.id, cx.path_id("checkoutId")?, &who, cx.param("code")).await?;
-    Ok(Json(s.cell.checkout_view(s.id, &co, who.shopper, None)?))
+    let co = checkouts::remove_checkout_code(&s.cell, s.id, cx.path_id("checkoutId")?, &who, cx.param("code")).await?;
+    Ok(Json(checkouts::checkout_view(&s.cell, s.id, &co, who.shopper, None)?))
 }
 
 async fn remove_gift_card(cx: Ctx, q: TokenQuery) -> ApiResult<Json<CheckoutView>> {
     let s = cx.scope()?;
     let who = caller(&cx, None, q);
     let card = parse_path_id("giftCardId", cx.param("giftCardId"))?;
-    let co = s.cell.remove_checkout_gift_card(s.id, cx.path_id("checkoutId")?, &who, card).await?;
-    Ok(Json(s.cell.checkout_view(s.id, &co, who.shopper, None)?))
+    let co = checkouts::remove_checkout_gift_card(&s.cell, s.id, cx.path_id("checkoutId")?, &who, card).await?;
+    Ok(Json(checkouts::checkout_view(&s.cell, s.id, &co, who.shopper, None)?))
 }

@@ -4,7 +4,7 @@
 //! only, and in them only ACTIVE products (`productCount` counts those); a draft, scheduled or
 //! deleted collection is a 404 to them, whatever they ask for.
 
-use crate::cells::collections::EMBEDDED_PRODUCTS;
+use crate::cells::collections::{self, EMBEDDED_PRODUCTS};
 use crate::domain::collection::{
     Collection, CollectionStatus, CollectionView, CreateCollection, ProductIds, Schedule, UpdateCollection,
 };
@@ -125,7 +125,11 @@ async fn list(cx: Ctx, q: CollectionList) -> ApiResult<Rendered<Page<CollectionV
     let embedded: Vec<Option<Vec<Product>>> = collections
         .items
         .iter()
-        .map(|c| q.include_products.then(|| s.cell.collection_products(s.id, c, 0, EMBEDDED_PRODUCTS, shopper)).transpose())
+        .map(|c| {
+            q.include_products
+                .then(|| collections::collection_products(&s.cell, s.id, c, 0, EMBEDDED_PRODUCTS, shopper))
+                .transpose()
+        })
         .collect::<ApiResult<_>>()?;
     let data: Vec<_> = collections.items.iter().zip(&embedded).map(|(c, p)| c.view(p.as_deref())).collect();
     Rendered::view(&Page::new(data, collections.total, q.list.page, q.list.limit))
@@ -133,7 +137,7 @@ async fn list(cx: Ctx, q: CollectionList) -> ApiResult<Rendered<Page<CollectionV
 
 async fn create(cx: Ctx) -> ApiResult<Rendered<CollectionView<'static>, 201>> {
     let s = cx.scope()?;
-    let c = s.cell.create_collection(s.id, cx.json()?).await?;
+    let c = collections::create_collection(&s.cell, s.id, cx.json()?).await?;
     Rendered::view(&c.view(None))
 }
 
@@ -143,9 +147,9 @@ fn visible(cx: &Ctx, include_deleted: bool) -> ApiResult<Collection> {
     let s = cx.scope()?;
     let id = cx.path_id("id")?;
     if !cx.is_shopper() {
-        return s.cell.collection(s.id, id, include_deleted);
+        return collections::collection(&s.cell, s.id, id, include_deleted);
     }
-    let mut c = s.cell.collection(s.id, id, false)?;
+    let mut c = collections::collection(&s.cell, s.id, id, false)?;
     if c.status != CollectionStatus::Published {
         return Err(ApiError::not_found());
     }
@@ -156,7 +160,7 @@ fn visible(cx: &Ctx, include_deleted: bool) -> ApiResult<Collection> {
 /// `productCount` as a shopper sees it: the collection's ACTIVE products.
 fn shopper_count(cx: &Ctx, c: &mut Collection) -> ApiResult<()> {
     let s = cx.scope()?;
-    c.product_count = s.cell.active_product_count(s.id, c)?;
+    c.product_count = collections::active_product_count(&s.cell, s.id, c)?;
     Ok(())
 }
 
@@ -167,27 +171,27 @@ async fn get(cx: Ctx, q: OneCollection) -> ApiResult<Rendered<CollectionView<'st
 async fn update(cx: Ctx) -> ApiResult<Rendered<CollectionView<'static>>> {
     let s = cx.scope()?;
     let body: UpdateCollection = cx.json()?;
-    let c = s.cell.update_collection(s.id, cx.path_id("id")?, body).await?;
+    let c = collections::update_collection(&s.cell, s.id, cx.path_id("id")?, body).await?;
     Rendered::view(&c.view(None))
 }
 
 async fn delete(cx: Ctx) -> ApiResult<NoContent> {
     let s = cx.scope()?;
-    s.cell.delete_collection(s.id, cx.path_id("id")?).await?;
+    collections::delete_collection(&s.cell, s.id, cx.path_id("id")?).await?;
     Ok(NoContent)
 }
 
 async fn list_products(cx: Ctx, w: PageWindow) -> ApiResult<Rendered<Page<ProductView<'static>>>> {
     let s = cx.scope()?;
     let (skip, take) = (w.offset(), w.limit as usize);
-    let c = s.cell.collection(s.id, cx.path_id("id")?, false)?;
+    let c = collections::collection(&s.cell, s.id, cx.path_id("id")?, false)?;
     let (products, total) = if cx.is_shopper() {
         if c.status != CollectionStatus::Published {
             return Err(ApiError::not_found());
         }
-        s.cell.active_collection_page(s.id, &c, skip, take)?
+        collections::active_collection_page(&s.cell, s.id, &c, skip, take)?
     } else {
-        (s.cell.collection_products(s.id, &c, skip, take, false)?, c.product_count)
+        (collections::collection_products(&s.cell, s.id, &c, skip, take, false)?, c.product_count)
     };
     Rendered::view(&w.page(products.iter().map(Product::view).collect(), total))
 }
@@ -195,27 +199,27 @@ async fn list_products(cx: Ctx, w: PageWindow) -> ApiResult<Rendered<Page<Produc
 async fn add_products(cx: Ctx) -> ApiResult<Rendered<CollectionView<'static>>> {
     let s = cx.scope()?;
     let body: ProductIds = cx.json()?;
-    let c = s.cell.add_collection_products(s.id, cx.path_id("id")?, body.product_ids).await?;
+    let c = collections::add_collection_products(&s.cell, s.id, cx.path_id("id")?, body.product_ids).await?;
     Rendered::view(&c.view(None))
 }
 
 async fn remove_products(cx: Ctx) -> ApiResult<Rendered<CollectionView<'static>>> {
     let s = cx.scope()?;
     let body: ProductIds = cx.json()?;
-    let c = s.cell.remove_collection_products(s.id, cx.path_id("id")?, body.product_ids).await?;
+    let c = collections::remove_collection_products(&s.cell, s.id, cx.path_id("id")?, body.product_ids).await?;
     Rendered::view(&c.view(None))
 }
 
 async fn reorder(cx: Ctx) -> ApiResult<Rendered<CollectionView<'static>>> {
     let s = cx.scope()?;
     let body: ProductIds = cx.json()?;
-    let c = s.cell.reorder_collection_products(s.id, cx.path_id("id")?, body.product_ids).await?;
+    let c = collections::reorder_collection_products(&s.cell, s.id, cx.path_id("id")?, body.product_ids).await?;
     Rendered::view(&c.view(None))
 }
 
 async fn schedule(cx: Ctx) -> ApiResult<Rendered<CollectionView<'static>>> {
     let s = cx.scope()?;
     let body: Schedule = cx.json()?;
-    let c = s.cell.schedule_collection(s.id, cx.path_id("id")?, body.publish_at).await?;
+    let c = collections::schedule_collection(&s.cell, s.id, cx.path_id("id")?, body.publish_at).await?;
     Rendered::view(&c.view(None))
 }

@@ -5,7 +5,8 @@ use hyper::header::{HeaderName, HeaderValue};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::cells::calculate::{CalcRequest, CartContext, CodeResult, Eligible};
+use crate::cells::calculate::{self, CalcRequest, CartContext, CodeResult, Eligible};
+use crate::cells::carts;
 use crate::cells::discount_comments::{self, CommentInput, CommentView, DiscountComment};
 use crate::cells::discounts;
 use crate::domain::pricing::discount::{Discount, DiscountInput, DiscountView, MAX_CODES_PER_REQUEST};
@@ -152,9 +153,10 @@ async fn validate(cx: Ctx) -> ApiResult<Json<CodeResult>> {
         return Err(ApiError::field("code", "must be 1 to 255 characters"));
     }
     let now = cx.node.clock.now_ms();
-    let priced = s.cell.price(
+    let priced = calculate::price(
+        &s.cell,
         s.id,
-        &CalcRequest::from_cart(s.cell.resolve_cart_context(s.id, body.cart)?, vec![code.to_string()])?,
+        &CalcRequest::from_cart(carts::resolve_cart_context(&s.cell, s.id, body.cart)?, vec![code.to_string()])?,
         now,
     )?;
     Ok(Json(priced.code_result(0, now)))
@@ -179,7 +181,12 @@ async fn validate_many(cx: Ctx) -> ApiResult<Json<ValidateManyAnswer>> {
     }
     let n = body.codes.len();
     let now = cx.node.clock.now_ms();
-    let priced = s.cell.price(s.id, &CalcRequest::from_cart(s.cell.resolve_cart_context(s.id, body.cart)?, body.codes)?, now)?;
+    let priced = calculate::price(
+        &s.cell,
+        s.id,
+        &CalcRequest::from_cart(carts::resolve_cart_context(&s.cell, s.id, body.cart)?, body.codes)?,
+        now,
+    )?;
     let results = (0..n).map(|i| priced.code_result(i, now)).collect();
     Ok(Json(ValidateManyAnswer { results, applied_codes: priced.calculation.applied_discount_codes }))
 }
@@ -232,7 +239,12 @@ async fn eligible(cx: Ctx) -> ApiResult<Json<EligibleAnswer>> {
     let s = cx.scope()?;
     let body: EligibleBody = cx.json()?;
     let now = cx.node.clock.now_ms();
-    let priced = s.cell.price(s.id, &CalcRequest::from_cart(s.cell.resolve_cart_context(s.id, body.cart)?, Vec::new())?, now)?;
+    let priced = calculate::price(
+        &s.cell,
+        s.id,
+        &CalcRequest::from_cart(carts::resolve_cart_context(&s.cell, s.id, body.cart)?, Vec::new())?,
+        now,
+    )?;
     Ok(Json(EligibleAnswer { discounts: priced.eligible_automatic(now) }))
 }
 

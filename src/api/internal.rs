@@ -11,6 +11,7 @@ use crate::account::directory::{Located, SessionAccess};
 use crate::api::auth::account;
 use crate::cells::Cell;
 use crate::cells::link::run_move_step;
+use crate::cells::stores;
 use crate::domain::store::StoreSettings;
 use crate::error::{ApiError, ApiResult};
 use crate::handler;
@@ -74,7 +75,8 @@ impl CellQuery {
 
 async fn create_store(cx: Ctx, q: CellQuery) -> ApiResult<NoContent> {
     let settings: StoreSettings = decode(&cx.body)?;
-    q.cell(&cx)?.create_store(settings).await?;
+    let cell = q.cell(&cx)?;
+    stores::create_store(&cell, settings).await?;
     Ok(NoContent)
 }
 

@@ -9,6 +9,7 @@ use uuid::Uuid;
 use crate::account::directory::Acting;
 use crate::account::members::{AddMember, ChangeRole, MemberView, Transferred, assignable_role};
 use crate::api::auth::account;
+use crate::cells::stores;
 use crate::domain::role::Role;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
@@ -155,7 +156,7 @@ async fn transfer(cx: Ctx) -> ApiResult<Json<Transferred>> {
     // done once the directory has it — the directory decides who may do what — so a failure
     // here (the store frozen for the last step of a move) is logged, not answered: a retry by
     // the caller, no longer the owner, could not repeat it.
-    if let Err(e) = s.cell.set_store_owner(s.id, user).await {
+    if let Err(e) = stores::set_store_owner(&s.cell, s.id, user).await {
         tracing::warn!(store = %s.id, error = %e, "the cell's copy of the store owner is stale");
     }
     Ok(Json(t))

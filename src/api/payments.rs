@@ -5,7 +5,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::cells::payments::{Confirmation, PaymentIntentView};
+use crate::cells::payments::{self, Confirmation, PaymentIntentView};
 use crate::error::{ApiError, ApiResult};
 use crate::handler;
 use crate::http::query::Query;
@@ -66,9 +66,9 @@ async fn get(cx: Ctx, q: SecretQuery) -> ApiResult<Json<PaymentIntentView>> {
     if cx.is_shopper() {
         // Refused exactly like a missing intent: the caller learns nothing without the secret.
         let secret = q.0.ok_or_else(|| ApiError::field("clientSecret", "is required"))?;
-        s.cell.check_client_secret(s.id, id, &secret)?;
+        payments::check_client_secret(&s.cell, s.id, id, &secret)?;
     }
-    Ok(Json(s.cell.refresh_payment_intent(s.id, id).await?.view()))
+    Ok(Json(payments::refresh_payment_intent(&s.cell, s.id, id).await?.view()))
 }
 
 async fn confirm(cx: Ctx) -> ApiResult<Json<PaymentIntentView>> {
@@ -80,5 +80,5 @@ async fn confirm(cx: Ctx) -> ApiResult<Json<PaymentIntentView>> {
         client_secret: body.client_secret.as_deref(),
         shopper: cx.is_shopper(),
     };
-    Ok(Json(s.cell.confirm_payment_intent(s.id, id, c).await?.view()))
+    Ok(Json(payments::confirm_payment_intent(&s.cell, s.id, id, c).await?.view()))
 }

@@ -1,5 +1,6 @@
 //! `S/products` and `S/products/{productId}/variants`.
 
+use crate::cells::products;
 use crate::domain::product::{
     CreateProduct, ProductSorts, ProductView, Status, UpdateProduct, UpdateVariant, VariantInput, VariantView,
 };
@@ -84,7 +85,7 @@ async fn list(cx: Ctx, mut q: ListOf<ProductSorts>) -> ApiResult<Rendered<Page<P
     if let Some(body) = s.cell.pages.get(&key, tag) {
         return Ok(Rendered::new(body));
     }
-    let listed = s.cell.list_product_views(s.id, l).await?;
+    let listed = products::list_product_views(&s.cell, s.id, l).await?;
     let body = bytes::Bytes::from(page_body(&listed.items, listed.total, q.page, q.limit));
     s.cell.pages.put(key, tag, body.clone());
     Ok(Rendered::new(body))
@@ -93,13 +94,13 @@ async fn list(cx: Ctx, mut q: ListOf<ProductSorts>) -> ApiResult<Rendered<Page<P
 async fn create(cx: Ctx) -> ApiResult<Rendered<ProductView<'static>, 201>> {
     let s = cx.scope()?;
     let body: CreateProduct = cx.json()?;
-    let (_, view) = s.cell.create_product(s.id, body).await?;
+    let (_, view) = products::create_product(&s.cell, s.id, body).await?;
     Ok(Rendered::new(view))
 }
 
 async fn get(cx: Ctx) -> ApiResult<Rendered<ProductView<'static>>> {
     let s = cx.scope()?;
-    let (status, view) = s.cell.product_view(s.id, cx.path_id("productId")?)?;
+    let (status, view) = products::product_view(&s.cell, s.id, cx.path_id("productId")?)?;
     if cx.is_shopper() && status != Status::Active {
         return Err(ApiError::not_found());
     }
@@ -111,19 +112,19 @@ async fn update(cx: Ctx) -> ApiResult<Rendered<ProductView<'static>>> {
     let s = cx.scope()?;
     let id = cx.path_id("productId")?;
     let body: UpdateProduct = cx.json()?;
-    let p = s.cell.update_product(s.id, id, body).await?;
+    let p = products::update_product(&s.cell, s.id, id, body).await?;
     Rendered::view(&p.view())
 }
 
 async fn delete(cx: Ctx) -> ApiResult<NoContent> {
     let s = cx.scope()?;
-    s.cell.delete_product(s.id, cx.path_id("productId")?).await?;
+    products::delete_product(&s.cell, s.id, cx.path_id("productId")?).await?;
     Ok(NoContent)
 }
 
 async fn list_variants(cx: Ctx) -> ApiResult<Rendered<Vec<VariantView<'static>>>> {
     let s = cx.scope()?;
-    let p = s.cell.product(s.id, cx.path_id("productId")?)?;
+    let p = products::product(&s.cell, s.id, cx.path_id("productId")?)?;
     let data: Vec<_> = p.variants.iter().enumerate().map(|(i, v)| p.variant_view(v, i)).collect();
     Rendered::view(&data)
 }
@@ -131,14 +132,14 @@ async fn list_variants(cx: Ctx) -> ApiResult<Rendered<Vec<VariantView<'static>>>
 async fn create_variant(cx: Ctx) -> ApiResult<Rendered<VariantView<'static>, 201>> {
     let s = cx.scope()?;
     let body: VariantInput = cx.json()?;
-    let (p, vid) = s.cell.add_variant(s.id, cx.path_id("productId")?, body).await?;
+    let (p, vid) = products::add_variant(&s.cell, s.id, cx.path_id("productId")?, body).await?;
     let (i, v) = p.variants.iter().enumerate().find(|(_, v)| v.id == vid).ok_or_else(|| ApiError::internal("variant lost"))?;
     Rendered::view(&p.variant_view(v, i))
 }
 
 async fn get_variant(cx: Ctx) -> ApiResult<Rendered<VariantView<'static>>> {
     let s = cx.scope()?;
-    let p = s.cell.product(s.id, cx.path_id("productId")?)?;
+    let p = products::product(&s.cell, s.id, cx.path_id("productId")?)?;
     let vid = cx.path_id("variantId")?;
     let (i, v) = p.variants.iter().enumerate().find(|(_, v)| v.id == vid).ok_or_else(ApiError::not_found)?;
     Rendered::view(&p.variant_view(v, i))
@@ -148,13 +149,13 @@ async fn update_variant(cx: Ctx) -> ApiResult<Rendered<VariantView<'static>>> {
     let s = cx.scope()?;
     let vid = cx.path_id("variantId")?;
     let body: UpdateVariant = cx.json()?;
-    let p = s.cell.update_variant(s.id, cx.path_id("productId")?, vid, body).await?;
+    let p = products::update_variant(&s.cell, s.id, cx.path_id("productId")?, vid, body).await?;
     let (i, v) = p.variants.iter().enumerate().find(|(_, v)| v.id == vid).ok_or_else(ApiError::not_found)?;
     Rendered::view(&p.variant_view(v, i))
 }
 
 async fn delete_variant(cx: Ctx) -> ApiResult<NoContent> {
     let s = cx.scope()?;
-    s.cell.delete_variant(s.id, cx.path_id("productId")?, cx.path_id("variantId")?).await?;
+    products::delete_variant(&s.cell, s.id, cx.path_id("productId")?, cx.path_id("variantId")?).await?;
     Ok(NoContent)
 }

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::cells::product_search;
 use crate::domain::product::{ProductView, Status};
 use crate::error::{ApiError, ApiResult};
 use crate::handler;
@@ -144,7 +145,7 @@ async fn search(cx: Ctx, sq: SearchQuery) -> ApiResult<Rendered<SearchPage<Produ
         q.len(),
         second.unwrap_or(""),
     );
-    let tag = s.cell.search_tag(s.id);
+    let tag = product_search::search_tag(&s.cell, s.id);
     if let Some(body) = s.cell.search.answers.get(&key, tag) {
         return Ok(Rendered::new(body));
     }
@@ -163,7 +164,7 @@ async fn search(cx: Ctx, sq: SearchQuery) -> ApiResult<Rendered<SearchPage<Produ
         limit,
         after,
     };
-    let (views, hits) = s.cell.search_product_views(&req, fp)?;
+    let (views, hits) = product_search::search_product_views(&s.cell, &req, fp)?;
     let next_cursor = hits.next.map(|c| c.encode());
     let body = Bytes::from(envelope_body(
         &views,

@@ -12,6 +12,8 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::cells::Cell;
+use crate::cells::collections;
+use crate::cells::product_search;
 use crate::domain::money::Money;
 use crate::domain::product::Status;
 use crate::error::{ApiError, ApiResult, Code};
@@ -94,7 +96,7 @@ impl QueryParams for SelectionQuery {
 /// The `collection` filter: the ids of the collection's products. An unknown collection is a
 /// 400 naming the parameter (it is a filter value, not the resource addressed).
 fn collection_members(cell: &Cell, store: Uuid, collection: Uuid) -> ApiResult<Arc<HashSet<u128>>> {
-    match cell.collection_product_ids(store, collection, 0, usize::MAX) {
+    match collections::collection_product_ids(cell, store, collection, 0, usize::MAX) {
         Ok(ids) => Ok(Arc::new(ids.into_iter().map(|id| id.as_u128()).collect())),
         Err(e) if e.code == Code::NOT_FOUND => Err(ApiError::field("collection", "no such collection in this store")),
         Err(e) => Err(e),
@@ -116,7 +118,7 @@ async fn selection(cx: Ctx, q: SelectionQuery) -> ApiResult<Rendered<OffsetPage<
         limit,
         after: None,
     };
-    let (products, hits) = s.cell.search_products(&req, fingerprint(&[]))?;
+    let (products, hits) = product_search::search_products(&s.cell, &req, fingerprint(&[]))?;
     let data: Vec<SelectionItem<'_>> = products
         .iter()
         .map(|p| SelectionItem {

@@ -1,6 +1,7 @@
 //! `S/shipping-zones` (zones with their rates) and `S/tax-rates`: the configuration a
 //! calculation prices shipping and tax from.
 
+use crate::cells::stores;
 use crate::cells::{shipping, taxes};
 use crate::domain::pricing::shipping::{ShippingZone, ShippingZoneInput, ShippingZoneView};
 use crate::domain::pricing::tax::{TaxRate, TaxRateInput, TaxRateView};
@@ -42,14 +43,14 @@ pub fn routes() -> Vec<Route> {
 
 async fn list_zones(cx: Ctx, q: ListOf<ShippingZone>) -> ApiResult<Json<Page<ShippingZoneView>>> {
     let s = cx.scope()?;
-    let currency = s.cell.store_settings(s.id)?.currency;
+    let currency = stores::store_settings(&s.cell, s.id)?.currency;
     let listed = s.cell.list::<ShippingZone>(s.id, &q.query)?;
     Ok(Json(q.page(listed.map(|z| z.view(currency)))))
 }
 
 async fn create_zone(cx: Ctx) -> ApiResult<Created<ShippingZoneView>> {
     let s = cx.scope()?;
-    let currency = s.cell.store_settings(s.id)?.currency;
+    let currency = stores::store_settings(&s.cell, s.id)?.currency;
     let z = shipping::create(&s.cell, s.id, cx.json()?).await?;
     Ok(Created(z.view(currency)))
 }
@@ -57,13 +58,13 @@ async fn create_zone(cx: Ctx) -> ApiResult<Created<ShippingZoneView>> {
 async fn get_zone(cx: Ctx) -> ApiResult<Json<ShippingZoneView>> {
     let s = cx.scope()?;
     let z = s.cell.get::<ShippingZone>(s.id, cx.path_id("zoneId")?)?;
-    Ok(Json(z.view(s.cell.store_settings(s.id)?.currency)))
+    Ok(Json(z.view(stores::store_settings(&s.cell, s.id)?.currency)))
 }
 
 async fn update_zone(cx: Ctx) -> ApiResult<Json<ShippingZoneView>> {
     let s = cx.scope()?;
     let id = cx.path_id("zoneId")?;
-    let currency = s.cell.store_settings(s.id)?.currency;
+    let currency = stores::store_settings(&s.cell, s.id)?.currency;
     let z = shipping::update(&s.cell, s.id, id, cx.json()?).await?;
     Ok(Json(z.view(currency)))
 }

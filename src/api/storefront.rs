@@ -5,7 +5,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::cells::storefront::{RequestContext, StorefrontEvent};
+use crate::cells::storefront::{self, RequestContext, StorefrontEvent};
 use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, Check};
 use crate::handler;
@@ -80,7 +80,7 @@ pub struct EventAccepted {
 async fn create_session(cx: Ctx) -> ApiResult<Created<SessionStarted>> {
     let s = cx.scope()?;
     let ctx = context(&cx)?;
-    let (token, session) = s.cell.create_storefront_session(s.id, ctx).await?;
+    let (token, session) = storefront::create_storefront_session(&s.cell, s.id, ctx).await?;
     Ok(Created(SessionStarted { expires_at: rfc3339(session.expires_at), session_token: token }))
 }
 
@@ -89,6 +89,6 @@ async fn event(cx: Ctx) -> ApiResult<Accepted<EventAccepted>> {
     context(&cx)?;
     let body: StorefrontEvent = cx.json()?;
     body.validate()?;
-    s.cell.record_storefront_event(s.id, body).await?;
+    storefront::record_storefront_event(&s.cell, s.id, body).await?;
     Ok(Accepted(EventAccepted { accepted: true }))
 }

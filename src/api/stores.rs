@@ -6,6 +6,7 @@ use uuid::Uuid;
 
 use crate::account::model::StoreEntry;
 use crate::api::auth::account;
+use crate::cells::stores;
 use crate::domain::store::{CreateStore, StoreAddress, StoreSettings, StoreView, UpdateStore, validate_create};
 use crate::domain::time::rfc3339;
 use crate::error::ApiResult;
@@ -85,7 +86,7 @@ async fn create(cx: Ctx) -> ApiResult<Rendered<CreatedStore, 201>> {
 
 async fn get(cx: Ctx) -> ApiResult<Json<StoreView>> {
     let s = cx.scope()?;
-    let settings = s.cell.store_settings(s.id)?;
+    let settings = stores::store_settings(&s.cell, s.id)?;
     Ok(Json(settings.view()))
 }
 
@@ -93,7 +94,7 @@ async fn update(cx: Ctx) -> ApiResult<Json<StoreView>> {
     let s = cx.scope()?;
     let body: UpdateStore = cx.json()?;
     let renamed = body.name.is_some();
-    let settings = s.cell.update_store(s.id, body).await?;
+    let settings = stores::update_store(&s.cell, s.id, body).await?;
     if renamed {
         cx.node.directory.rename_store(s.id, settings.name.clone()).await?;
     }

@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::cells::discounts::{code_key, customer_key, usage_with};
+use crate::cells::stores;
 use crate::domain::money::{Currency, Money};
 use crate::domain::pricing::WarningCode;
 use crate::domain::pricing::calc::{
@@ -587,75 +588,72 @@ fn resolve_lines(snap: &Snapshot, req: &CalcRequest) -> ApiResult<Vec<CalcLine>>
     Ok(lines)
 }
 
-impl Cell {
-    /// Prices a request from one read transaction; writes nothing. Errors name the request field:
-    /// an unknown, foreign or archived variant `lineItems[i].variantId`, a quantity outside 1..100
-    /// `lineItems[i].quantity`, more than 10 codes `discountCodes`, a shipping method not offered
-    /// for the address and cart `shippingMethodId`.
-    pub fn price(&self, store: Uuid, req: &CalcRequest, now: i64) -> ApiResult<Priced> {
-        let pre = req.field_prefix;
-        let mut c = Check::new();
-        if req.codes.len() > MAX_CODES_PER_REQUEST {
-            c.fail(&format!("{pre}discountCodes"), format!("at most {MAX_CODES_PER_REQUEST} codes per request"));
-        }
-        if req.shipping_method_id.is_some() && req.address.is_none() {
-            c.fail("shippingMethodId", "needs a shippingAddress to be offered");
-        }
-        c.finish()?;
-        // Read before the transaction begins: cached rows are never older than their tag.
-        let cache = self.pricing.at(store, self.writer.generations.get(store));
-        let settings = self.store_settings_cached(store)?;
-        let mut snap = Snapshot::new(self, store, cache);
-        // Discounts first: whether any looks at collections decides if lines need theirs.
-        let customer = customer_key(req.customer_id, req.guest_email.as_deref());
-        let mut codes = Vec::with_capacity(req.codes.len());
-        for code in &req.codes {
-            let trimmed = code.trim();
-            // A code that cannot exist is simply not found; the engine names over-long ones.
-            let found = if trimmed.is_empty() || trimmed.len() > 255 { None } else { snap.code(trimmed, customer.as_deref())? };
-            codes.push(CodeInput { code: code.clone(), found });
-        }
-        // Inactive ones would only be dropped by the engine.
-        let automatic: Vec<ResolvedDiscount> = snap
-            .automatic(customer.as_deref())?
-            .iter()
-            .filter(|r| r.discount.status(now) == DiscountStatus::Active)
-            .cloned()
-            .collect();
-        let by_collection = |d: &Discount| {
-            !d.collection_ids.is_empty() || d.buy_x_get_y.as_ref().is_some_and(|b| !b.buy_collection_ids.is_empty())
-        };
-        let found = codes.iter().filter_map(|c| c.found.as_ref()).chain(&automatic);
-        if found.map(|r| &*r.discount).any(by_collection) {
-            snap.product_collections = Some(OnceCell::new());
-        }
-        let lines = resolve_lines(&snap, req)?;
-        let destination = req.address.as_ref().map(Address::destination);
-        let rates = match &destination {
-            Some(_) => snap.tax_rates()?,
-            None => Arc::default(),
-        };
-        let mut input = CalcInput {
-            currency: settings.currency,
-            lines,
-            order_discounts: req.order_discounts.clone(),
-            codes,
-            automatic,
-            customer_id: req.customer_id,
-            channel: req.channel.clone(),
-            destination,
-            shipping_rate: None,
-            taxes: TaxSettings { taxes_included: settings.taxes_included, rates },
-            now,
-        };
-        if let (Some(method), Some(dest)) = (&req.shipping_method_id, &input.destination) {
-            let zones = snap.zones()?;
-            let (weight, subtotal) = input.shipping_basis();
-            let chosen = rate_for(&zones, dest, weight, subtotal, settings.currency, method.trim());
-            input.shipping_rate =
-                Some(chosen.ok_or_else(|| ApiError::field("shippingMethodId", "is not offered for this address and cart"))?);
-        }
-        let calculation = calculate(&input)?;
-        Ok(Priced { input, calculation })
+/// Prices a request from one read transaction; writes nothing. Errors name the request field:
+/// an unknown, foreign or archived variant `lineItems[i].variantId`, a quantity outside 1..100
+/// `lineItems[i].quantity`, more than 10 codes `discountCodes`, a shipping method not offered
+/// for the address and cart `shippingMethodId`.
+pub fn price(cell: &Cell, store: Uuid, req: &CalcRequest, now: i64) -> ApiResult<Priced> {
+    let pre = req.field_prefix;
+    let mut c = Check::new();
+    if req.codes.len() > MAX_CODES_PER_REQUEST {
+        c.fail(&format!("{pre}discountCodes"), format!("at most {MAX_CODES_PER_REQUEST} codes per request"));
     }
+    if req.shipping_method_id.is_some() && req.address.is_none() {
+        c.fail("shippingMethodId", "needs a shippingAddress to be offered");
+    }
+    c.finish()?;
+    // Read before the transaction begins: cached rows are never older than their tag.
+    let cache = cell.pricing.at(store, cell.writer.generations.get(store));
+    let settings = stores::store_settings_cached(cell, store)?;
+    let mut snap = Snapshot::new(cell, store, cache);
+    // Discounts first: whether any looks at collections decides if lines need theirs.
+    let customer = customer_key(req.customer_id, req.guest_email.as_deref());
+    let mut codes = Vec::with_capacity(req.codes.len());
+    for code in &req.codes {
+        let trimmed = code.trim();
+        // A code that cannot exist is simply not found; the engine names over-long ones.
+        let found = if trimmed.is_empty() || trimmed.len() > 255 { None } else { snap.code(trimmed, customer.as_deref())? };
+        codes.push(CodeInput { code: code.clone(), found });
+    }
+    // Inactive ones would only be dropped by the engine.
+    let automatic: Vec<ResolvedDiscount> = snap
+        .automatic(customer.as_deref())?
+        .iter()
+        .filter(|r| r.discount.status(now) == DiscountStatus::Active)
+        .cloned()
+        .collect();
+    let by_collection =
+        |d: &Discount| !d.collection_ids.is_empty() || d.buy_x_get_y.as_ref().is_some_and(|b| !b.buy_collection_ids.is_empty());
+    let found = codes.iter().filter_map(|c| c.found.as_ref()).chain(&automatic);
+    if found.map(|r| &*r.discount).any(by_collection) {
+        snap.product_collections = Some(OnceCell::new());
+    }
+    let lines = resolve_lines(&snap, req)?;
+    let destination = req.address.as_ref().map(Address::destination);
+    let rates = match &destination {
+        Some(_) => snap.tax_rates()?,
+        None => Arc::default(),
+    };
+    let mut input = CalcInput {
+        currency: settings.currency,
+        lines,
+        order_discounts: req.order_discounts.clone(),
+        codes,
+        automatic,
+        customer_id: req.customer_id,
+        channel: req.channel.clone(),
+        destination,
+        shipping_rate: None,
+        taxes: TaxSettings { taxes_included: settings.taxes_included, rates },
+        now,
+    };
+    if let (Some(method), Some(dest)) = (&req.shipping_method_id, &input.destination) {
+        let zones = snap.zones()?;
+        let (weight, subtotal) = input.shipping_basis();
+        let chosen = rate_for(&zones, dest, weight, subtotal, settings.currency, method.trim());
+        input.shipping_rate =
+            Some(chosen.ok_or_else(|| ApiError::field("shippingMethodId", "is not offered for this address and cart"))?);
+    }
+    let calculation = calculate(&input)?;
+    Ok(Priced { input, calculation })
 }

@@ -10,7 +10,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::cells::Cell;
-use crate::cells::calculate::{CalcLineInput, CalcRequest, CartContext, CartLineInput};
+use crate::cells::calculate::{self, CalcLineInput, CalcRequest, CartContext, CartLineInput};
 use crate::domain::cart::{Attributes, Cart};
 use crate::domain::pricing::calc::Calculation;
 use crate::domain::product::{Product, Status};
@@ -119,151 +119,144 @@ pub struct CartView {
     pub updated_at: String,
 }
 
-impl Cell {
-    pub fn cart(&self, store: Uuid, id: Uuid) -> ApiResult<Cart> {
-        self.get::<Cart>(store, id)
-    }
+pub fn cart(cell: &Cell, store: Uuid, id: Uuid) -> ApiResult<Cart> {
+    cell.get::<Cart>(store, id)
+}
 
-    pub async fn create_cart(&self, store: Uuid) -> ApiResult<Cart> {
-        let cart = Cart::new(self.clock.new_id(), self.clock.now_ms());
-        let row = cart.clone();
-        self.writer.write(Some(store), move |tx| record::put(tx, store, &row)).await?;
-        Ok(cart)
-    }
+pub async fn create_cart(cell: &Cell, store: Uuid) -> ApiResult<Cart> {
+    let cart = Cart::new(cell.clock.new_id(), cell.clock.now_ms());
+    let row = cart.clone();
+    cell.writer.write(Some(store), move |tx| record::put(tx, store, &row)).await?;
+    Ok(cart)
+}
 
-    /// A discount `cart` context with a stored cart's lines in place of its `cartId`.
-    pub fn resolve_cart_context(&self, store: Uuid, mut cart: CartContext) -> ApiResult<CartContext> {
-        let Some(id) = cart.cart_id.take() else { return Ok(cart) };
-        if !cart.line_items.is_empty() {
-            return Err(ApiError::field("cart.lineItems", "give cart.cartId or cart.lineItems, not both"));
-        }
-        let stored = self.cart(store, id).map_err(|_| ApiError::field("cart.cartId", "no such cart in this store"))?;
-        cart.line_items = stored.lines.iter().map(|l| CartLineInput { variant_id: l.variant_id, quantity: l.quantity }).collect();
-        Ok(cart)
+/// A discount `cart` context with a stored cart's lines in place of its `cartId`.
+pub fn resolve_cart_context(cell: &Cell, store: Uuid, mut cart: CartContext) -> ApiResult<CartContext> {
+    let Some(id) = cart.cart_id.take() else { return Ok(cart) };
+    if !cart.line_items.is_empty() {
+        return Err(ApiError::field("cart.lineItems", "give cart.cartId or cart.lineItems, not both"));
     }
+    let stored = self::cart(cell, store, id).map_err(|_| ApiError::field("cart.cartId", "no such cart in this store"))?;
+    cart.line_items = stored.lines.iter().map(|l| CartLineInput { variant_id: l.variant_id, quantity: l.quantity }).collect();
+    Ok(cart)
+}
 
-    /// Fails with a 400 naming `variantId` unless the caller may buy the variant.
-    pub fn check_purchasable(&self, store: Uuid, variant: Uuid, shopper: bool) -> ApiResult<()> {
-        let infos = line_infos(&self.read()?, store, &[variant])?;
-        match unavailable(infos.get(&variant), shopper) {
-            Some(reason) => Err(ApiError::field("variantId", reason)),
-            None => Ok(()),
-        }
+/// Fails with a 400 naming `variantId` unless the caller may buy the variant.
+pub fn check_purchasable(cell: &Cell, store: Uuid, variant: Uuid, shopper: bool) -> ApiResult<()> {
+    let infos = line_infos(&cell.read()?, store, &[variant])?;
+    match unavailable(infos.get(&variant), shopper) {
+        Some(reason) => Err(ApiError::field("variantId", reason)),
+        None => Ok(()),
     }
+}
 
-    /// Adds a line (or to a line) of `cart`, creating the cart when `cart` is `None`.
-    /// Returns the cart and whether it was created.
-    pub async fn add_cart_item(
-        &self,
-        store: Uuid,
-        cart: Option<Uuid>,
-        variant: Uuid,
-        quantity: u32,
-        attributes: Option<Attributes>,
-        shopper: bool,
-    ) -> ApiResult<(Cart, bool)> {
-        self.check_purchasable(store, variant, shopper)?;
-        let now = self.clock.now_ms();
-        let new_id = self.clock.new_id();
-        self.writer
-            .write(Some(store), move |tx| {
-                let (mut c, created) = match cart {
-                    Some(id) => (record::must_load::<Cart>(tx, store, id)?, false),
-                    None => (Cart::new(new_id, now), true),
-                };
-                c.add(variant, quantity, attributes.clone())?;
-                c.updated_at = now;
-                record::put(tx, store, &c)?;
-                Ok((c, created))
-            })
-            .await
-    }
-
-    pub async fn update_cart_item(
-        &self,
-        store: Uuid,
-        cart: Uuid,
-        variant: Uuid,
-        quantity: u32,
-        attributes: Option<Attributes>,
-    ) -> ApiResult<Cart> {
-        self.change_cart(store, cart, move |c| c.set(variant, quantity, attributes.clone())).await
-    }
-
-    pub async fn remove_cart_item(&self, store: Uuid, cart: Uuid, variant: Uuid) -> ApiResult<Cart> {
-        self.change_cart(store, cart, move |c| c.remove(variant)).await
-    }
-
-    async fn change_cart(
-        &self,
-        store: Uuid,
-        id: Uuid,
-        change: impl Fn(&mut Cart) -> ApiResult<()> + Send + 'static,
-    ) -> ApiResult<Cart> {
-        let now = self.clock.now_ms();
-        self.writer
-            .write(Some(store), move |tx| {
-                let mut c = record::must_load::<Cart>(tx, store, id)?;
-                change(&mut c)?;
-                c.updated_at = now;
-                record::put(tx, store, &c)?;
-                Ok(c)
-            })
-            .await
-    }
-
-    /// The cart priced now. Lines that cannot be bought any more are listed in
-    /// `unavailableLineItems` and left out of the totals.
-    pub fn cart_view(&self, store: Uuid, cart: Cart, shopper: bool) -> ApiResult<CartView> {
-        let ids: Vec<Uuid> = cart.lines.iter().map(|l| l.variant_id).collect();
-        let infos = line_infos(&self.read()?, store, &ids)?;
-        let mut buyable = Vec::new();
-        let mut unavailable_lines = Vec::new();
-        for l in &cart.lines {
-            match unavailable(infos.get(&l.variant_id), shopper) {
-                Some(reason) => {
-                    unavailable_lines.push(UnavailableLine { variant_id: l.variant_id, quantity: l.quantity, reason })
-                }
-                None => buyable.push(l),
-            }
-        }
-        let req = CalcRequest {
-            lines: buyable
-                .iter()
-                .map(|l| CalcLineInput { variant_id: l.variant_id, quantity: l.quantity, discount: None })
-                .collect(),
-            shopper,
-            ..CalcRequest::default()
-        };
-        let calc: Calculation = self.price(store, &req, self.clock.now_ms())?.calculation;
-        let line_items = calc
-            .line_items
-            .iter()
-            .zip(&buyable)
-            .filter_map(|(priced, l)| {
-                Some(CartLineView {
-                    priced: priced.clone(),
-                    info: infos.get(&l.variant_id)?.clone(),
-                    custom_attributes: l.custom_attributes.clone(),
-                })
-            })
-            .collect();
-        Ok(CartView {
-            id: cart.id,
-            line_items,
-            unavailable_line_items: unavailable_lines,
-            item_count: buyable.iter().map(|l| l.quantity).sum(),
-            subtotal: calc.subtotal,
-            discount: calc.discount,
-            shipping: calc.shipping,
-            tax: calc.tax,
-            total: calc.total,
-            taxes_included: calc.taxes_included,
-            tax_lines: calc.tax_lines,
-            applied_discount_codes: calc.applied_discount_codes,
-            warnings: calc.warnings,
-            created_at: rfc3339(cart.created_at),
-            updated_at: rfc3339(cart.updated_at),
+/// Adds a line (or to a line) of `cart`, creating the cart when `cart` is `None`.
+/// Returns the cart and whether it was created.
+pub async fn add_cart_item(
+    cell: &Cell,
+    store: Uuid,
+    cart: Option<Uuid>,
+    variant: Uuid,
+    quantity: u32,
+    attributes: Option<Attributes>,
+    shopper: bool,
+) -> ApiResult<(Cart, bool)> {
+    check_purchasable(cell, store, variant, shopper)?;
+    let now = cell.clock.now_ms();
+    let new_id = cell.clock.new_id();
+    cell.writer
+        .write(Some(store), move |tx| {
+            let (mut c, created) = match cart {
+                Some(id) => (record::must_load::<Cart>(tx, store, id)?, false),
+                None => (Cart::new(new_id, now), true),
+            };
+            c.add(variant, quantity, attributes.clone())?;
+            c.updated_at = now;
+            record::put(tx, store, &c)?;
+            Ok((c, created))
         })
+        .await
+}
+
+pub async fn update_cart_item(
+    cell: &Cell,
+    store: Uuid,
+    cart: Uuid,
+    variant: Uuid,
+    quantity: u32,
+    attributes: Option<Attributes>,
+) -> ApiResult<Cart> {
+    change_cart(cell, store, cart, move |c| c.set(variant, quantity, attributes.clone())).await
+}
+
+pub async fn remove_cart_item(cell: &Cell, store: Uuid, cart: Uuid, variant: Uuid) -> ApiResult<Cart> {
+    change_cart(cell, store, cart, move |c| c.remove(variant)).await
+}
+
+async fn change_cart(
+    cell: &Cell,
+    store: Uuid,
+    id: Uuid,
+    change: impl Fn(&mut Cart) -> ApiResult<()> + Send + 'static,
+) -> ApiResult<Cart> {
+    let now = cell.clock.now_ms();
+    cell.writer
+        .write(Some(store), move |tx| {
+            let mut c = record::must_load::<Cart>(tx, store, id)?;
+            change(&mut c)?;
+            c.updated_at = now;
+            record::put(tx, store, &c)?;
+            Ok(c)
+        })
+        .await
+}
+
+/// The cart priced now. Lines that cannot be bought any more are listed in
+/// `unavailableLineItems` and left out of the totals.
+pub fn cart_view(cell: &Cell, store: Uuid, cart: Cart, shopper: bool) -> ApiResult<CartView> {
+    let ids: Vec<Uuid> = cart.lines.iter().map(|l| l.variant_id).collect();
+    let infos = line_infos(&cell.read()?, store, &ids)?;
+    let mut buyable = Vec::new();
+    let mut unavailable_lines = Vec::new();
+    for l in &cart.lines {
+        match unavailable(infos.get(&l.variant_id), shopper) {
+            Some(reason) => unavailable_lines.push(UnavailableLine { variant_id: l.variant_id, quantity: l.quantity, reason }),
+            None => buyable.push(l),
+        }
     }
+    let req = CalcRequest {
+        lines: buyable.iter().map(|l| CalcLineInput { variant_id: l.variant_id, quantity: l.quantity, discount: None }).collect(),
+        shopper,
+        ..CalcRequest::default()
+    };
+    let calc: Calculation = calculate::price(cell, store, &req, cell.clock.now_ms())?.calculation;
+    let line_items = calc
+        .line_items
+        .iter()
+        .zip(&buyable)
+        .filter_map(|(priced, l)| {
+            Some(CartLineView {
+                priced: priced.clone(),
+                info: infos.get(&l.variant_id)?.clone(),
+                custom_attributes: l.custom_attributes.clone(),
+            })
+        })
+        .collect();
+    Ok(CartView {
+        id: cart.id,
+        line_items,
+        unavailable_line_items: unavailable_lines,
+        item_count: buyable.iter().map(|l| l.quantity).sum(),
+        subtotal: calc.subtotal,
+        discount: calc.discount,
+        shipping: calc.shipping,
+        tax: calc.tax,
+        total: calc.total,
+        taxes_included: calc.taxes_included,
+        tax_lines: calc.tax_lines,
+        applied_discount_codes: calc.applied_discount_codes,
+        warnings: calc.warnings,
+        created_at: rfc3339(cart.created_at),
+        updated_at: rfc3339(cart.updated_at),
+    })
 }

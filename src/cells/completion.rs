@@ -17,12 +17,12 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::cells::Cell;
-use crate::cells::checkouts::{Caller, PricedCheckout, ensure_open};
+use crate::cells::checkouts::{self, Caller, PricedCheckout, ensure_open};
 use crate::cells::discounts::{consume_usage, customer_key};
 use crate::cells::gift_cards::redeem_gift_card;
 use crate::cells::orders::number_key;
-use crate::cells::payments::{Confirmation, NewIntent, PaymentIntent, claim_intent};
-use crate::cells::pricing_version::pricing_version_in;
+use crate::cells::payments::{self, Confirmation, NewIntent, PaymentIntent, claim_intent};
+use crate::cells::pricing_version::{self, pricing_version_in};
 use crate::cells::products::write_product;
 use crate::cells::shipping::all_zones;
 use crate::clock::Clock;
@@ -83,166 +83,164 @@ fn business(msg: impl Into<String>) -> ApiError {
     ApiError::msg(Code::BUSINESS_RULE, msg)
 }
 
-impl Cell {
-    /// Whether a priced checkout can become an order now (422 saying what is missing).
-    fn ensure_ready(&self, store: Uuid, co: &Checkout, p: &PricedCheckout) -> ApiResult<()> {
-        ensure_open(co)?;
-        if let Some(u) = p.unavailable.first() {
-            return Err(business(format!("variant {} cannot be bought: {}", u.variant_id, u.reason)));
-        }
-        if p.lines.is_empty() {
-            return Err(business("the checkout has no items"));
-        }
-        if co.email.is_none() && co.customer_id.is_none() {
-            return Err(business("an email is needed to complete the checkout"));
-        }
-        if p.stale_method {
-            return Err(business("the chosen shipping method is not offered any more: choose another"));
-        }
-        let zones = all_zones(&self.read()?, store)?;
-        if !zones.is_empty() && p.priced.input.shipping_rate.is_none() {
-            let Some(dest) = &p.priced.input.destination else {
-                return Err(business("a shipping address is needed to complete the checkout"));
-            };
-            let (weight, subtotal) = p.priced.input.shipping_basis();
-            return Err(if rates_for(&zones, dest, weight, subtotal, co.currency).is_empty() {
-                business(format!("the store does not ship to {}", dest.country))
-            } else {
-                business("choose a shipping method: the shipping-rates operation lists them")
-            });
-        }
-        Ok(())
+/// Whether a priced checkout can become an order now (422 saying what is missing).
+fn ensure_ready(cell: &Cell, store: Uuid, co: &Checkout, p: &PricedCheckout) -> ApiResult<()> {
+    ensure_open(co)?;
+    if let Some(u) = p.unavailable.first() {
+        return Err(business(format!("variant {} cannot be bought: {}", u.variant_id, u.reason)));
     }
-
-    /// Opens a payment session for what the checkout still owes (after gift cards): the amount and
-    /// currency must match it exactly.
-    pub async fn checkout_payment_session(
-        &self,
-        store: Uuid,
-        id: Uuid,
-        caller: &Caller,
-        body: PaymentSession,
-    ) -> ApiResult<(PaymentIntent, String)> {
-        let co = self.checkout(store, id, caller)?;
-        let mut c = Check::new();
-        let currency = Currency::parse(body.currency.trim().to_ascii_uppercase().as_str());
-        c.ensure(currency.is_some(), "currency", "must be an ISO 4217 currency code");
-        c.ensure(body.amount >= 0, "amount", "must not be negative");
-        let email = body.customer_email.as_deref().map(|e| check_email(&mut c, "customerEmail", e));
-        let metadata = body.metadata.unwrap_or(serde_json::Value::Null);
-        c.ensure(metadata.is_null() || metadata.is_object(), "metadata", "must be an object");
-        c.finish()?;
-        let p = self.price_checkout(store, &co, caller.shopper)?;
-        self.ensure_ready(store, &co, &p)?;
-        if currency != Some(co.currency) {
-            return Err(business(format!("the checkout is in {}, not {}", co.currency.code(), body.currency.trim())));
-        }
-        if p.due.amount == 0 {
-            return Err(business("nothing is due: gift cards cover the total; complete with paymentMethodId gift_card"));
-        }
-        if body.amount != p.due.amount {
-            return Err(business(format!(
-                "the payment amount {} differs from the checkout's payment due {}",
-                body.amount, p.due.amount
-            )));
-        }
-        let new = NewIntent {
-            checkout_id: id,
-            amount: p.due,
-            method: body.payment_method.unwrap_or(PaymentMethodKind::CreditCard),
-            customer_email: email.or(co.email.clone()),
-            metadata,
+    if p.lines.is_empty() {
+        return Err(business("the checkout has no items"));
+    }
+    if co.email.is_none() && co.customer_id.is_none() {
+        return Err(business("an email is needed to complete the checkout"));
+    }
+    if p.stale_method {
+        return Err(business("the chosen shipping method is not offered any more: choose another"));
+    }
+    let zones = all_zones(&cell.read()?, store)?;
+    if !zones.is_empty() && p.priced.input.shipping_rate.is_none() {
+        let Some(dest) = &p.priced.input.destination else {
+            return Err(business("a shipping address is needed to complete the checkout"));
         };
-        self.create_payment_intent(store, new).await
+        let (weight, subtotal) = p.priced.input.shipping_basis();
+        return Err(if rates_for(&zones, dest, weight, subtotal, co.currency).is_empty() {
+            business(format!("the store does not ship to {}", dest.country))
+        } else {
+            business("choose a shipping method: the shipping-rates operation lists them")
+        });
     }
+    Ok(())
+}
 
-    /// Completes a checkout: see the module documentation for what the one write does.
-    pub async fn complete_checkout(&self, store: Uuid, id: Uuid, caller: &Caller, body: CompleteCheckout) -> ApiResult<Order> {
-        let method = check_token(&body.payment_method_id).map_err(|e| rename_field(e, "paymentMethodId"))?.to_string();
-        let co = self.checkout(store, id, caller)?;
-        // Read before pricing: a configuration change after this is caught inside the write.
-        let version = self.pricing_version(store)?;
-        let p = self.price_checkout(store, &co, caller.shopper)?;
-        self.ensure_ready(store, &co, &p)?;
-        let intent = match (p.due.amount > 0, body.payment_intent_id) {
-            (true, None) => return Err(ApiError::field("paymentIntentId", "is required: gift cards do not cover the total")),
-            (false, Some(_)) => return Err(ApiError::field("paymentIntentId", "nothing is due: gift cards cover the total")),
-            (false, None) => None,
-            (true, Some(iid)) => {
-                let found =
-                    self.payment_intent(store, iid).map_err(|_| ApiError::field("paymentIntentId", "no such payment intent"))?;
-                if found.checkout_id != id {
-                    return Err(ApiError::field("paymentIntentId", "belongs to another checkout"));
-                }
-                let fresh = self.refresh_payment_intent(store, iid).await?;
-                // A client that did not confirm yet may let completion confirm with its token; the
-                // checkout's session token already proved the caller, so no client secret is needed.
-                if matches!(fresh.status, IntentStatus::RequiresPaymentMethod | IntentStatus::RequiresConfirmation) {
-                    let confirm = Confirmation { payment_method: Some(&method), client_secret: None, shopper: false };
-                    self.confirm_payment_intent(store, iid, confirm).await?;
-                }
-                Some(iid)
+/// Opens a payment session for what the checkout still owes (after gift cards): the amount and
+/// currency must match it exactly.
+pub async fn checkout_payment_session(
+    cell: &Cell,
+    store: Uuid,
+    id: Uuid,
+    caller: &Caller,
+    body: PaymentSession,
+) -> ApiResult<(PaymentIntent, String)> {
+    let co = checkouts::checkout(cell, store, id, caller)?;
+    let mut c = Check::new();
+    let currency = Currency::parse(body.currency.trim().to_ascii_uppercase().as_str());
+    c.ensure(currency.is_some(), "currency", "must be an ISO 4217 currency code");
+    c.ensure(body.amount >= 0, "amount", "must not be negative");
+    let email = body.customer_email.as_deref().map(|e| check_email(&mut c, "customerEmail", e));
+    let metadata = body.metadata.unwrap_or(serde_json::Value::Null);
+    c.ensure(metadata.is_null() || metadata.is_object(), "metadata", "must be an object");
+    c.finish()?;
+    let p = checkouts::price_checkout(cell, store, &co, caller.shopper)?;
+    ensure_ready(cell, store, &co, &p)?;
+    if currency != Some(co.currency) {
+        return Err(business(format!("the checkout is in {}, not {}", co.currency.code(), body.currency.trim())));
+    }
+    if p.due.amount == 0 {
+        return Err(business("nothing is due: gift cards cover the total; complete with paymentMethodId gift_card"));
+    }
+    if body.amount != p.due.amount {
+        return Err(business(format!(
+            "the payment amount {} differs from the checkout's payment due {}",
+            body.amount, p.due.amount
+        )));
+    }
+    let new = NewIntent {
+        checkout_id: id,
+        amount: p.due,
+        method: body.payment_method.unwrap_or(PaymentMethodKind::CreditCard),
+        customer_email: email.or(co.email.clone()),
+        metadata,
+    };
+    payments::create_payment_intent(cell, store, new).await
+}
+
+/// Completes a checkout: see the module documentation for what the one write does.
+pub async fn complete_checkout(cell: &Cell, store: Uuid, id: Uuid, caller: &Caller, body: CompleteCheckout) -> ApiResult<Order> {
+    let method = check_token(&body.payment_method_id).map_err(|e| rename_field(e, "paymentMethodId"))?.to_string();
+    let co = checkouts::checkout(cell, store, id, caller)?;
+    // Read before pricing: a configuration change after this is caught inside the write.
+    let version = pricing_version::pricing_version(cell, store)?;
+    let p = checkouts::price_checkout(cell, store, &co, caller.shopper)?;
+    ensure_ready(cell, store, &co, &p)?;
+    let intent = match (p.due.amount > 0, body.payment_intent_id) {
+        (true, None) => return Err(ApiError::field("paymentIntentId", "is required: gift cards do not cover the total")),
+        (false, Some(_)) => return Err(ApiError::field("paymentIntentId", "nothing is due: gift cards cover the total")),
+        (false, None) => None,
+        (true, Some(iid)) => {
+            let found = payments::payment_intent(cell, store, iid)
+                .map_err(|_| ApiError::field("paymentIntentId", "no such payment intent"))?;
+            if found.checkout_id != id {
+                return Err(ApiError::field("paymentIntentId", "belongs to another checkout"));
             }
-        };
-        let order = draft_order(&co, &p, intent, &method, &self.clock)?;
-        let takes = product_takes(&p);
-        let discounts: Vec<Uuid> = {
-            let mut ids: Vec<Uuid> = p.priced.calculation.discount_applications.iter().filter_map(|a| a.discount_id).collect();
-            ids.dedup();
-            ids
-        };
-        let customer = customer_key(co.customer_id, co.email.as_deref());
-        let gift_cards: Vec<(Uuid, Money)> =
-            p.gift_cards.iter().filter(|g| g.amount_used.amount > 0).map(|g| (g.id, g.amount_used)).collect();
-        let due = p.due;
-        let seen = co.updated_at;
-        let now = self.clock.now_ms();
-        self.writer
-            .write(Some(store), move |tx| {
-                let mut stored = record::must_load::<Checkout>(tx, store, id)?;
-                ensure_open(&stored)?;
-                if stored.updated_at != seen {
-                    return Err(ApiError::msg(Code::CONFLICT, "the checkout changed while completing: review it and try again"));
-                }
-                if pricing_version_in(tx, store)? != version {
+            let fresh = payments::refresh_payment_intent(cell, store, iid).await?;
+            // A client that did not confirm yet may let completion confirm with its token; the
+            // checkout's session token already proved the caller, so no client secret is needed.
+            if matches!(fresh.status, IntentStatus::RequiresPaymentMethod | IntentStatus::RequiresConfirmation) {
+                let confirm = Confirmation { payment_method: Some(&method), client_secret: None, shopper: false };
+                payments::confirm_payment_intent(cell, store, iid, confirm).await?;
+            }
+            Some(iid)
+        }
+    };
+    let order = draft_order(&co, &p, intent, &method, &cell.clock)?;
+    let takes = product_takes(&p);
+    let discounts: Vec<Uuid> = {
+        let mut ids: Vec<Uuid> = p.priced.calculation.discount_applications.iter().filter_map(|a| a.discount_id).collect();
+        ids.dedup();
+        ids
+    };
+    let customer = customer_key(co.customer_id, co.email.as_deref());
+    let gift_cards: Vec<(Uuid, Money)> =
+        p.gift_cards.iter().filter(|g| g.amount_used.amount > 0).map(|g| (g.id, g.amount_used)).collect();
+    let due = p.due;
+    let seen = co.updated_at;
+    let now = cell.clock.now_ms();
+    cell.writer
+        .write(Some(store), move |tx| {
+            let mut stored = record::must_load::<Checkout>(tx, store, id)?;
+            ensure_open(&stored)?;
+            if stored.updated_at != seen {
+                return Err(ApiError::msg(Code::CONFLICT, "the checkout changed while completing: review it and try again"));
+            }
+            if pricing_version_in(tx, store)? != version {
+                return Err(ApiError::msg(
+                    Code::PRICE_CHANGED,
+                    "the store's discounts, taxes or shipping changed while completing: review the checkout",
+                ));
+            }
+            for take in &takes {
+                reserve(tx, store, take, now)?;
+            }
+            for d in &discounts {
+                consume_usage(tx, store, *d, customer.as_deref(), now)?;
+            }
+            for (card, amount) in &gift_cards {
+                let taken = redeem_gift_card(tx, store, *card, *amount, order.id, now)?;
+                if taken != *amount {
                     return Err(ApiError::msg(
-                        Code::PRICE_CHANGED,
-                        "the store's discounts, taxes or shipping changed while completing: review the checkout",
+                        Code::CONFLICT,
+                        "a gift card's balance changed: review the checkout and try again",
                     ));
                 }
-                for take in &takes {
-                    reserve(tx, store, take, now)?;
-                }
-                for d in &discounts {
-                    consume_usage(tx, store, *d, customer.as_deref(), now)?;
-                }
-                for (card, amount) in &gift_cards {
-                    let taken = redeem_gift_card(tx, store, *card, *amount, order.id, now)?;
-                    if taken != *amount {
-                        return Err(ApiError::msg(
-                            Code::CONFLICT,
-                            "a gift card's balance changed: review the checkout and try again",
-                        ));
-                    }
-                }
-                let mut order = order.clone();
-                order.financial_status = match intent {
-                    Some(iid) => claim_intent(tx, store, iid, id, due, order.id, now)?,
-                    None => FinancialStatus::Paid,
-                };
-                let last = tx.get(COUNTERS, &number_key(store))?.map(|b| read_u64(&b)).unwrap_or(FIRST_NUMBER - 1);
-                order.number = last + 1;
-                tx.put(COUNTERS, &number_key(store), &order.number.to_le_bytes())?;
-                record::write(tx, store, None, Some(&order))?;
-                stored.status = CheckoutStatus::Completed;
-                stored.order_id = Some(order.id);
-                stored.completed_at = Some(now);
-                stored.updated_at = now;
-                record::put(tx, store, &stored)?;
-                Ok(order)
-            })
-            .await
-    }
+            }
+            let mut order = order.clone();
+            order.financial_status = match intent {
+                Some(iid) => claim_intent(tx, store, iid, id, due, order.id, now)?,
+                None => FinancialStatus::Paid,
+            };
+            let last = tx.get(COUNTERS, &number_key(store))?.map(|b| read_u64(&b)).unwrap_or(FIRST_NUMBER - 1);
+            order.number = last + 1;
+            tx.put(COUNTERS, &number_key(store), &order.number.to_le_bytes())?;
+            record::write(tx, store, None, Some(&order))?;
+            stored.status = CheckoutStatus::Completed;
+            stored.order_id = Some(order.id);
+            stored.completed_at = Some(now);
+            stored.updated_at = now;
+            record::put(tx, store, &stored)?;
+            Ok(order)
+        })
+        .await
 }
 
 fn rename_field(mut e: ApiError, to: &str) -> ApiError {

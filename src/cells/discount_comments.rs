@@ -176,6 +176,7 @@ pub async fn delete(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cells::discounts;
     use crate::domain::pricing::discount::DiscountInput;
     use crate::storage::list::ListQuery;
 
@@ -190,8 +191,8 @@ mod tests {
             serde_json::from_value(serde_json::json!({"title": title, "valueType": "percentage", "value": 500})).unwrap()
         };
         let (a, b) = (
-            crate::cells::discounts::create(&cell, store, input("A")).await.unwrap(),
-            crate::cells::discounts::create(&cell, store, input("B")).await.unwrap(),
+            discounts::create(&cell, store, input("A")).await.unwrap(),
+            discounts::create(&cell, store, input("B")).await.unwrap(),
         );
         let author = cell.clock.new_id();
         for (discount, body) in [(a.id, "one"), (a.id, "two"), (b.id, "three")] {
@@ -202,7 +203,7 @@ mod tests {
         assert_eq!((listed.total, listed.items.iter().map(|c| c.body.as_str()).collect::<Vec<_>>()), (2, vec!["one", "two"]));
         assert_eq!(cell.list::<DiscountComment>(store, &of(b.id)).unwrap().total, 1);
 
-        crate::cells::discounts::delete(&cell, store, a.id).await.unwrap();
+        discounts::delete(&cell, store, a.id).await.unwrap();
         let gone = cell.list::<DiscountComment>(store, &of(a.id)).unwrap();
         assert_eq!((gone.total, gone.items.len()), (0, 0), "rows, order rows and the counter went with the discount");
         assert_eq!(cell.list::<DiscountComment>(store, &of(b.id)).unwrap().total, 1, "another discount's comments stay");

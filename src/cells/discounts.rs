@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::cells::discount_comments::DiscountComment;
+use crate::cells::pricing_version;
 use crate::domain::pricing::discount::{Discount, DiscountInput, DiscountStatus, DiscountUsage, ValueType, status_at};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::keys::Key;
@@ -106,7 +107,7 @@ pub fn customer_key(id: Option<Uuid>, email: Option<&str>) -> Option<String> {
 /// deleting a discount removes its usage counts and comments with it. Calculations read
 /// discounts, so the store's pricing version moves on too.
 fn write_discount(tx: &mut Tx, store: Uuid, old: Option<&Discount>, new: Option<&Discount>) -> ApiResult<()> {
-    crate::cells::pricing_version::pricing_changed(tx, store)?;
+    pricing_version::pricing_changed(tx, store)?;
     if let Some(n) = new
         && let Some(code) = &n.code
         && let Some(owner) = tx.get(DISCOUNT_CODES, &code_key(store, code))?

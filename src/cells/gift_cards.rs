@@ -13,6 +13,7 @@ use redb::ReadTransaction;
 use uuid::Uuid;
 
 use crate::cells::Cell;
+use crate::cells::stores;
 use crate::domain::gift_card::{
     GiftCard, GiftCardStatus, IssueGiftCard, UpdateGiftCard, code_hash, generate_code, normalise_code, normalise_search,
     status_at,
@@ -151,7 +152,7 @@ pub fn redeem_gift_card(tx: &mut Tx, store: Uuid, card: Uuid, wanted: Money, ord
 /// Issues a card; answers it with its normalised code, which is shown this once.
 pub async fn issue(cell: &Cell, store: Uuid, input: IssueGiftCard) -> ApiResult<(GiftCard, String)> {
     let now = cell.clock.now_ms();
-    let currency = cell.store_settings(store)?.currency;
+    let currency = stores::store_settings(cell, store)?.currency;
     // Validated before queueing so a bad body never costs a place in a batch.
     let new = input.validate(currency, now)?;
     let chosen = new.code.is_some();

@@ -7,7 +7,8 @@ use hyper::Method;
 use uuid::Uuid;
 
 use crate::cells::Cell;
-use crate::cells::moves::{Chunk, Cursor};
+use crate::cells::moves::{self, Chunk, Cursor};
+use crate::cells::stores;
 use crate::domain::store::StoreSettings;
 use crate::error::{ApiError, ApiResult};
 use crate::http::upstream::{Body, Upstream};
@@ -25,7 +26,7 @@ pub const MOVE_STEPS: &[&str] = &["begin", "export", "import", "freeze", "delta"
 impl CellLink {
     pub async fn create_store(&self, settings: StoreSettings) -> ApiResult<()> {
         match self {
-            CellLink::Local(c) => c.create_store(settings).await,
+            CellLink::Local(c) => stores::create_store(c, settings).await,
             CellLink::Remote(u) => {
                 let body = crate::storage::codec::encode(&settings)?;
                 u.call_raw(Method::POST, "/internal/v1/stores", Body::Raw(body)).await.map(|_| ())
@@ -62,15 +63,15 @@ pub async fn run_move_step(cell: &Cell, store: Uuid, step: &str, body: Option<Ve
     let body = || body.clone().ok_or_else(|| ApiError::field("body", "this step takes a body"));
     let none = |_| Vec::new();
     match step {
-        "begin" => cell.move_begin(store).await.map(none),
-        "export" => encode(&cell.move_export(store, &decode(&body()?)?)?),
-        "import" => cell.move_import(store, decode(&body()?)?).await.map(none),
-        "freeze" => cell.move_freeze(store).await.map(none),
-        "delta" => encode(&cell.move_delta(store, &decode(&body()?)?)?),
-        "apply" => cell.move_apply(store, decode(&body()?)?).await.map(none),
-        "finish" => cell.move_finish(store).await.map(none),
-        "abort" => cell.move_abort(store).await.map(none),
-        "discard" => cell.discard(store).await.map(none),
+        "begin" => moves::move_begin(cell, store).await.map(none),
+        "export" => encode(&moves::move_export(cell, store, &decode(&body()?)?)?),
+        "import" => moves::move_import(cell, store, decode(&body()?)?).await.map(none),
+        "freeze" => moves::move_freeze(cell, store).await.map(none),
+        "delta" => encode(&moves::move_delta(cell, store, &decode(&body()?)?)?),
+        "apply" => moves::move_apply(cell, store, decode(&body()?)?).await.map(none),
+        "finish" => moves::move_finish(cell, store).await.map(none),
+        "abort" => moves::move_abort(cell, store).await.map(none),
+        "discard" => moves::discard(cell, store).await.map(none),
         _ => Err(ApiError::not_found()),
     }
 }

@@ -5,6 +5,7 @@ use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::cells::catalogs::market_in_use;
+use crate::cells::stores;
 use crate::domain::market::*;
 use crate::error::{ApiError, ApiResult, Check, Code};
 use crate::storage::keys::Key;
@@ -57,7 +58,7 @@ fn check_countries_free(tx: &Tx, store: Uuid, m: &Market) -> ApiResult<()> {
 
 /// Creates a market; its countries must be in no other market of the store.
 pub async fn create(cell: &Cell, store: Uuid, input: CreateMarket) -> ApiResult<Market> {
-    let currency = cell.store_settings(store)?.currency;
+    let currency = stores::store_settings(cell, store)?.currency;
     let m = build(&input, currency, cell.clock.new_id(), cell.clock.now_ms())?;
     cell.writer
         .write(Some(store), move |tx| {

@@ -85,192 +85,190 @@ fn after_range<'t, T: ReadableTable<&'static [u8], &'static [u8]>>(
     Ok(table.range::<&[u8]>((lower, upper))?)
 }
 
-impl Cell {
-    /// Step 1 (source): record writes to the store from now on.
-    pub async fn move_begin(&self, store: Uuid) -> ApiResult<()> {
-        if !self.holds(store) {
-            return Err(ApiError::not_found());
-        }
-        self.writer.gate.set_tracked(store, true);
-        // A barrier: once it commits, every earlier write of the store is in the chunks read
-        // next, and every later one is in the log.
-        self.writer.write(None, |_| Ok(())).await
+/// Step 1 (source): record writes to the store from now on.
+pub async fn move_begin(cell: &Cell, store: Uuid) -> ApiResult<()> {
+    if !cell.holds(store) {
+        return Err(ApiError::not_found());
     }
+    cell.writer.gate.set_tracked(store, true);
+    // A barrier: once it commits, every earlier write of the store is in the chunks read
+    // next, and every later one is in the log.
+    cell.writer.write(None, |_| Ok(())).await
+}
 
-    /// Step 2 (source): the store's rows from `from` on, about `from.bytes` of them.
-    pub fn move_export(&self, store: Uuid, from: &Cursor) -> ApiResult<Chunk> {
-        let txn = self.read()?;
-        let prefix = Key::store(store).into_vec();
-        let mut rows = Vec::new();
-        let mut size = 0usize;
-        let mut after = from.after.clone();
-        for t in STORE_TABLES.iter().skip(from.table as usize) {
-            let table = txn.open_table(t.def)?;
-            for item in after_range(&table, &prefix, after.as_deref())? {
-                let (k, v) = item?;
-                size += k.value().len() + v.value().len();
-                rows.push(Row { table: t.index, key: k.value().to_vec(), value: Some(v.value().to_vec()) });
-                if size >= from.bytes as usize {
-                    let next = Cursor { table: t.index, after: Some(k.value().to_vec()), bytes: from.bytes };
-                    return Ok(Chunk { first: from.table == 0 && from.after.is_none(), rows, next: Some(next) });
-                }
-            }
-            after = None;
-        }
-        Ok(Chunk { first: from.table == 0 && from.after.is_none(), rows, next: None })
-    }
-
-    /// Step 2 (target): hold a copy of the store, not served yet, one chunk at a time. The first
-    /// chunk replaces a leftover copy.
-    pub async fn move_import(&self, store: Uuid, chunk: Chunk) -> ApiResult<()> {
-        if self.holds(store) {
-            return Err(ApiError::msg(Code::CONFLICT, "the target cell already holds this store"));
-        }
-        if !chunk.first && self.state_of(store) != Some(StoreState::Incoming) {
-            return Err(ApiError::msg(Code::CONFLICT, "no copy of this store is being received"));
-        }
-        check_rows(store, &chunk.rows)?;
-        let first = chunk.first;
-        let rows = std::sync::Arc::new(chunk.rows);
-        self.writer
-            .write(Some(store), move |tx| {
-                if first {
-                    for t in STORE_TABLES {
-                        tx.delete_prefix(*t, Key::store(store).bytes())?;
-                    }
-                    tx.raw().open_table(STORE_STATE)?.insert(store.as_u128(), StoreState::Incoming as u8)?;
-                }
-                apply_rows(tx, &rows)
-            })
-            .await?;
-        // Rows copied wholesale: list orders are built afresh from them when first read.
-        self.writer.orders.forget(store);
-        self.writer.rows.drop_store(store);
-        self.set_state(store, Some(StoreState::Incoming));
-        Ok(())
-    }
-
-    /// Step 3 (source): refuse writes and drain the writer.
-    pub async fn move_freeze(&self, store: Uuid) -> ApiResult<()> {
-        self.writer.gate.set_frozen(store, true);
-        self.writer.write(None, |_| Ok(())).await
-    }
-
-    /// Step 4 (source, frozen): the current value of each key the log names from `from` on. A
-    /// key logged twice is sent twice with the same value: the store no longer changes.
-    pub fn move_delta(&self, store: Uuid, from: &Cursor) -> ApiResult<Chunk> {
-        let txn = self.read()?;
-        let log = txn.open_table(MOVE_LOG)?;
-        let prefix = Key::store(store).into_vec();
-        let mut rows = Vec::new();
-        let mut size = 0usize;
-        for item in after_range(&log, &prefix, from.after.as_deref())? {
+/// Step 2 (source): the store's rows from `from` on, about `from.bytes` of them.
+pub fn move_export(cell: &Cell, store: Uuid, from: &Cursor) -> ApiResult<Chunk> {
+    let txn = cell.read()?;
+    let prefix = Key::store(store).into_vec();
+    let mut rows = Vec::new();
+    let mut size = 0usize;
+    let mut after = from.after.clone();
+    for t in STORE_TABLES.iter().skip(from.table as usize) {
+        let table = txn.open_table(t.def)?;
+        for item in after_range(&table, &prefix, after.as_deref())? {
             let (k, v) = item?;
-            let v = v.value();
-            let Some((table, key)) = v.split_first_chunk::<2>() else { continue };
-            let table = u16::from_be_bytes(*table);
-            let t = STORE_TABLES.get(table as usize).ok_or_else(|| ApiError::internal("move log names an unknown table"))?;
-            let value = txn.open_table(t.def)?.get(key)?.map(|v| v.value().to_vec());
-            size += key.len() + value.as_ref().map_or(0, Vec::len);
-            rows.push(Row { table, key: key.to_vec(), value });
+            size += k.value().len() + v.value().len();
+            rows.push(Row { table: t.index, key: k.value().to_vec(), value: Some(v.value().to_vec()) });
             if size >= from.bytes as usize {
-                let next = Cursor { table: 0, after: Some(k.value().to_vec()), bytes: from.bytes };
-                return Ok(Chunk { first: false, rows, next: Some(next) });
+                let next = Cursor { table: t.index, after: Some(k.value().to_vec()), bytes: from.bytes };
+                return Ok(Chunk { first: from.table == 0 && from.after.is_none(), rows, next: Some(next) });
             }
         }
-        Ok(Chunk { first: false, rows, next: None })
+        after = None;
     }
+    Ok(Chunk { first: from.table == 0 && from.after.is_none(), rows, next: None })
+}
 
-    /// Step 4 (target): apply a chunk of the delta; with the last, serve the store.
-    pub async fn move_apply(&self, store: Uuid, chunk: Chunk) -> ApiResult<()> {
-        if self.state_of(store) != Some(StoreState::Incoming) {
-            return Err(ApiError::msg(Code::CONFLICT, "no copy of this store is being received"));
-        }
-        check_rows(store, &chunk.rows)?;
-        let last = chunk.next.is_none();
-        let rows = std::sync::Arc::new(chunk.rows);
-        self.writer
-            .write(Some(store), move |tx| {
-                apply_rows(tx, &rows)?;
-                if last {
-                    tx.raw().open_table(STORE_STATE)?.insert(store.as_u128(), StoreState::Active as u8)?;
-                    // Searchable here from now on: the indexer picks every product up from the outbox.
-                    crate::search::outbox_enqueue_store(tx, store)?;
-                }
-                Ok(())
-            })
-            .await?;
-        self.writer.orders.forget(store);
-        self.writer.rows.drop_store(store);
-        if last {
-            self.set_state(store, Some(StoreState::Active));
-        }
-        Ok(())
+/// Step 2 (target): hold a copy of the store, not served yet, one chunk at a time. The first
+/// chunk replaces a leftover copy.
+pub async fn move_import(cell: &Cell, store: Uuid, chunk: Chunk) -> ApiResult<()> {
+    if cell.holds(store) {
+        return Err(ApiError::msg(Code::CONFLICT, "the target cell already holds this store"));
     }
-
-    /// Step 5 (source): the store now lives elsewhere; delete this copy.
-    pub async fn move_finish(&self, store: Uuid) -> ApiResult<()> {
-        self.set_state(store, None);
-        self.discard(store).await?;
-        self.writer.gate.set_frozen(store, false);
-        self.writer.gate.set_tracked(store, false);
-        Ok(())
+    if !chunk.first && cell.state_of(store) != Some(StoreState::Incoming) {
+        return Err(ApiError::msg(Code::CONFLICT, "no copy of this store is being received"));
     }
-
-    /// Undo on the source: serve writes again and drop the log.
-    pub async fn move_abort(&self, store: Uuid) -> ApiResult<()> {
-        self.writer.gate.set_tracked(store, false);
-        self.writer.gate.set_frozen(store, false);
-        self.writer
-            .write(None, move |tx| {
-                let prefix = Key::store(store).into_vec();
-                let (start, end) = prefix_range(&prefix);
-                let mut log = tx.raw().open_table(MOVE_LOG)?;
-                match end {
-                    Some(end) => log.retain_in(start.as_slice()..end.as_slice(), |_, _| false)?,
-                    None => log.retain_in(start.as_slice().., |_, _| false)?,
-                }
-                Ok(())
-            })
-            .await
-    }
-
-    /// Deletes every row of a store this cell does not serve (a finished or abandoned copy).
-    pub async fn discard(&self, store: Uuid) -> ApiResult<()> {
-        if self.holds(store) {
-            return Err(ApiError::msg(Code::CONFLICT, "this cell serves the store"));
-        }
-        // Written without the store's id: the store may be frozen here.
-        self.writer
-            .write(None, move |tx| {
+    check_rows(store, &chunk.rows)?;
+    let first = chunk.first;
+    let rows = std::sync::Arc::new(chunk.rows);
+    cell.writer
+        .write(Some(store), move |tx| {
+            if first {
                 for t in STORE_TABLES {
                     tx.delete_prefix(*t, Key::store(store).bytes())?;
                 }
-                let prefix = Key::store(store).into_vec();
-                let (start, end) = prefix_range(&prefix);
-                let mut log = tx.raw().open_table(MOVE_LOG)?;
-                match end {
-                    Some(end) => log.retain_in(start.as_slice()..end.as_slice(), |_, _| false)?,
-                    None => log.retain_in(start.as_slice().., |_, _| false)?,
-                }
-                drop(log);
-                tx.raw().open_table(STORE_STATE)?.remove(store.as_u128())?;
-                Ok(())
-            })
-            .await?;
-        self.writer.orders.forget(store);
-        self.writer.rows.drop_store(store);
-        self.set_state(store, None);
-        // The copy's search documents go too. A failure is only logged: the indexer drops the
-        // documents of stores the cell does not serve on its next start.
-        let search = self.search.clone();
-        match tokio::task::spawn_blocking(move || search.purge_store(store).map_err(|e| e.to_string())).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!(%store, error = %e, "search documents of a discarded store not deleted"),
-            Err(e) => tracing::warn!(%store, error = %e, "search purge task failed"),
+                tx.raw().open_table(STORE_STATE)?.insert(store.as_u128(), StoreState::Incoming as u8)?;
+            }
+            apply_rows(tx, &rows)
+        })
+        .await?;
+    // Rows copied wholesale: list orders are built afresh from them when first read.
+    cell.writer.orders.forget(store);
+    cell.writer.rows.drop_store(store);
+    cell.set_state(store, Some(StoreState::Incoming));
+    Ok(())
+}
+
+/// Step 3 (source): refuse writes and drain the writer.
+pub async fn move_freeze(cell: &Cell, store: Uuid) -> ApiResult<()> {
+    cell.writer.gate.set_frozen(store, true);
+    cell.writer.write(None, |_| Ok(())).await
+}
+
+/// Step 4 (source, frozen): the current value of each key the log names from `from` on. A
+/// key logged twice is sent twice with the same value: the store no longer changes.
+pub fn move_delta(cell: &Cell, store: Uuid, from: &Cursor) -> ApiResult<Chunk> {
+    let txn = cell.read()?;
+    let log = txn.open_table(MOVE_LOG)?;
+    let prefix = Key::store(store).into_vec();
+    let mut rows = Vec::new();
+    let mut size = 0usize;
+    for item in after_range(&log, &prefix, from.after.as_deref())? {
+        let (k, v) = item?;
+        let v = v.value();
+        let Some((table, key)) = v.split_first_chunk::<2>() else { continue };
+        let table = u16::from_be_bytes(*table);
+        let t = STORE_TABLES.get(table as usize).ok_or_else(|| ApiError::internal("move log names an unknown table"))?;
+        let value = txn.open_table(t.def)?.get(key)?.map(|v| v.value().to_vec());
+        size += key.len() + value.as_ref().map_or(0, Vec::len);
+        rows.push(Row { table, key: key.to_vec(), value });
+        if size >= from.bytes as usize {
+            let next = Cursor { table: 0, after: Some(k.value().to_vec()), bytes: from.bytes };
+            return Ok(Chunk { first: false, rows, next: Some(next) });
         }
-        Ok(())
     }
+    Ok(Chunk { first: false, rows, next: None })
+}
+
+/// Step 4 (target): apply a chunk of the delta; with the last, serve the store.
+pub async fn move_apply(cell: &Cell, store: Uuid, chunk: Chunk) -> ApiResult<()> {
+    if cell.state_of(store) != Some(StoreState::Incoming) {
+        return Err(ApiError::msg(Code::CONFLICT, "no copy of this store is being received"));
+    }
+    check_rows(store, &chunk.rows)?;
+    let last = chunk.next.is_none();
+    let rows = std::sync::Arc::new(chunk.rows);
+    cell.writer
+        .write(Some(store), move |tx| {
+            apply_rows(tx, &rows)?;
+            if last {
+                tx.raw().open_table(STORE_STATE)?.insert(store.as_u128(), StoreState::Active as u8)?;
+                // Searchable here from now on: the indexer picks every product up from the outbox.
+                crate::search::outbox_enqueue_store(tx, store)?;
+            }
+            Ok(())
+        })
+        .await?;
+    cell.writer.orders.forget(store);
+    cell.writer.rows.drop_store(store);
+    if last {
+        cell.set_state(store, Some(StoreState::Active));
+    }
+    Ok(())
+}
+
+/// Step 5 (source): the store now lives elsewhere; delete this copy.
+pub async fn move_finish(cell: &Cell, store: Uuid) -> ApiResult<()> {
+    cell.set_state(store, None);
+    discard(cell, store).await?;
+    cell.writer.gate.set_frozen(store, false);
+    cell.writer.gate.set_tracked(store, false);
+    Ok(())
+}
+
+/// Undo on the source: serve writes again and drop the log.
+pub async fn move_abort(cell: &Cell, store: Uuid) -> ApiResult<()> {
+    cell.writer.gate.set_tracked(store, false);
+    cell.writer.gate.set_frozen(store, false);
+    cell.writer
+        .write(None, move |tx| {
+            let prefix = Key::store(store).into_vec();
+            let (start, end) = prefix_range(&prefix);
+            let mut log = tx.raw().open_table(MOVE_LOG)?;
+            match end {
+                Some(end) => log.retain_in(start.as_slice()..end.as_slice(), |_, _| false)?,
+                None => log.retain_in(start.as_slice().., |_, _| false)?,
+            }
+            Ok(())
+        })
+        .await
+}
+
+/// Deletes every row of a store this cell does not serve (a finished or abandoned copy).
+pub async fn discard(cell: &Cell, store: Uuid) -> ApiResult<()> {
+    if cell.holds(store) {
+        return Err(ApiError::msg(Code::CONFLICT, "this cell serves the store"));
+    }
+    // Written without the store's id: the store may be frozen here.
+    cell.writer
+        .write(None, move |tx| {
+            for t in STORE_TABLES {
+                tx.delete_prefix(*t, Key::store(store).bytes())?;
+            }
+            let prefix = Key::store(store).into_vec();
+            let (start, end) = prefix_range(&prefix);
+            let mut log = tx.raw().open_table(MOVE_LOG)?;
+            match end {
+                Some(end) => log.retain_in(start.as_slice()..end.as_slice(), |_, _| false)?,
+                None => log.retain_in(start.as_slice().., |_, _| false)?,
+            }
+            drop(log);
+            tx.raw().open_table(STORE_STATE)?.remove(store.as_u128())?;
+            Ok(())
+        })
+        .await?;
+    cell.writer.orders.forget(store);
+    cell.writer.rows.drop_store(store);
+    cell.set_state(store, None);
+    // The copy's search documents go too. A failure is only logged: the indexer drops the
+    // documents of stores the cell does not serve on its next start.
+    let search = cell.search.clone();
+    match tokio::task::spawn_blocking(move || search.purge_store(store).map_err(|e| e.to_string())).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(%store, error = %e, "search documents of a discarded store not deleted"),
+        Err(e) => tracing::warn!(%store, error = %e, "search purge task failed"),
+    }
+    Ok(())
 }
 
 /// Rows from another cell must all belong to the store being moved and name known tables.

@@ -12,6 +12,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::cells::Cell;
+use crate::cells::orders;
 use crate::domain::money::Money;
 use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, Code};
@@ -219,142 +220,140 @@ enum Save {
     Always,
 }
 
-impl Cell {
-    /// This cell with its payment providers (the offline test provider alone by default).
-    pub fn with_payments(mut self, providers: Providers) -> Cell {
-        self.payments = providers;
-        self
-    }
+/// This cell with its payment providers (the offline test provider alone by default).
+pub fn with_payments(mut cell: Cell, providers: Providers) -> Cell {
+    cell.payments = providers;
+    cell
+}
 
-    /// Creates the intent at the configured provider, then stores it. Returns the intent and its
-    /// client secret (handed to the shopper once; only its hash is kept).
-    ///
-    /// 400 for a non-positive amount, a malformed email or metadata (naming the field); 422 for
-    /// PromptPay in a currency other than THB; 502 when the provider fails.
-    pub async fn create_payment_intent(&self, store: Uuid, new: NewIntent) -> ApiResult<(PaymentIntent, String)> {
-        let new = check_new(new)?;
-        let provider = self.payments.default_provider();
-        let req = CreateIntent {
-            id: self.clock.new_id(),
-            checkout_id: new.checkout_id,
-            amount: new.amount,
-            method: new.method,
-            customer_email: new.customer_email,
-            metadata: new.metadata,
-        };
-        let created = provider.create(&req).await?;
-        let now = self.clock.now_ms();
-        let intent = PaymentIntent {
-            id: req.id,
-            checkout_id: req.checkout_id,
-            provider: provider.name().to_string(),
-            provider_ref: created.provider_ref,
-            amount: req.amount,
-            method: req.method,
-            status: created.state.status,
-            customer_email: req.customer_email,
-            metadata: req.metadata,
-            last_error: created.state.last_error,
-            next_action: created.state.next_action,
-            order_id: None,
-            secret_hash: sha256(&created.client_secret),
-            version: 1,
-            created_at: now,
-            updated_at: now,
-        };
-        let row = intent.clone();
-        self.writer.write(Some(store), move |tx| record::put(tx, store, &row)).await?;
-        Ok((intent, created.client_secret))
-    }
+/// Creates the intent at the configured provider, then stores it. Returns the intent and its
+/// client secret (handed to the shopper once; only its hash is kept).
+///
+/// 400 for a non-positive amount, a malformed email or metadata (naming the field); 422 for
+/// PromptPay in a currency other than THB; 502 when the provider fails.
+pub async fn create_payment_intent(cell: &Cell, store: Uuid, new: NewIntent) -> ApiResult<(PaymentIntent, String)> {
+    let new = check_new(new)?;
+    let provider = cell.payments.default_provider();
+    let req = CreateIntent {
+        id: cell.clock.new_id(),
+        checkout_id: new.checkout_id,
+        amount: new.amount,
+        method: new.method,
+        customer_email: new.customer_email,
+        metadata: new.metadata,
+    };
+    let created = provider.create(&req).await?;
+    let now = cell.clock.now_ms();
+    let intent = PaymentIntent {
+        id: req.id,
+        checkout_id: req.checkout_id,
+        provider: provider.name().to_string(),
+        provider_ref: created.provider_ref,
+        amount: req.amount,
+        method: req.method,
+        status: created.state.status,
+        customer_email: req.customer_email,
+        metadata: req.metadata,
+        last_error: created.state.last_error,
+        next_action: created.state.next_action,
+        order_id: None,
+        secret_hash: sha256(&created.client_secret),
+        version: 1,
+        created_at: now,
+        updated_at: now,
+    };
+    let row = intent.clone();
+    cell.writer.write(Some(store), move |tx| record::put(tx, store, &row)).await?;
+    Ok((intent, created.client_secret))
+}
 
-    /// One stored intent; 404 when missing.
-    pub fn payment_intent(&self, store: Uuid, id: Uuid) -> ApiResult<PaymentIntent> {
-        self.get::<PaymentIntent>(store, id)
-    }
+/// One stored intent; 404 when missing.
+pub fn payment_intent(cell: &Cell, store: Uuid, id: Uuid) -> ApiResult<PaymentIntent> {
+    cell.get::<PaymentIntent>(store, id)
+}
 
-    /// The intent when `secret` is its client secret; a wrong secret is the 404 of a missing
-    /// intent, so a caller without it learns nothing.
-    pub fn check_client_secret(&self, store: Uuid, id: Uuid, secret: &str) -> ApiResult<PaymentIntent> {
-        let intent = self.payment_intent(store, id)?;
-        if same_hash(&sha256(secret), &intent.secret_hash) { Ok(intent) } else { Err(ApiError::not_found()) }
-    }
+/// The intent when `secret` is its client secret; a wrong secret is the 404 of a missing
+/// intent, so a caller without it learns nothing.
+pub fn check_client_secret(cell: &Cell, store: Uuid, id: Uuid, secret: &str) -> ApiResult<PaymentIntent> {
+    let intent = payment_intent(cell, store, id)?;
+    if same_hash(&sha256(secret), &intent.secret_hash) { Ok(intent) } else { Err(ApiError::not_found()) }
+}
 
-    /// Asks the provider for the current state (Stripe) and stores it when it changed; the test
-    /// provider's state is already the stored one, so this costs it one read.
-    pub async fn refresh_payment_intent(&self, store: Uuid, id: Uuid) -> ApiResult<PaymentIntent> {
-        let intent = self.payment_intent(store, id)?;
-        let state = self.payments.get(&intent.provider)?.retrieve(&intent.provider_ref()).await?;
-        self.store_state(store, intent, state, Save::IfChanged).await
-    }
+/// Asks the provider for the current state (Stripe) and stores it when it changed; the test
+/// provider's state is already the stored one, so this costs it one read.
+pub async fn refresh_payment_intent(cell: &Cell, store: Uuid, id: Uuid) -> ApiResult<PaymentIntent> {
+    let intent = payment_intent(cell, store, id)?;
+    let state = cell.payments.get(&intent.provider)?.retrieve(&intent.provider_ref()).await?;
+    store_state(cell, store, intent, state, Save::IfChanged).await
+}
 
-    /// Confirms an intent with a payment method token and stores the outcome. A shopper without
-    /// the intent's client secret gets the 404 of a missing intent; an intent that already
-    /// succeeded, is processing, awaits capture or was canceled is 409. A declined card is not an
-    /// error: the intent comes back `requires_payment_method` with `lastError`.
-    pub async fn confirm_payment_intent(&self, store: Uuid, id: Uuid, c: Confirmation<'_>) -> ApiResult<PaymentIntent> {
-        let intent = match (c.shopper, c.client_secret) {
-            (true, None) => return Err(ApiError::field("clientSecret", "is required to confirm as a shopper")),
-            (true, Some(secret)) => self.check_client_secret(store, id, secret)?,
-            (false, _) => self.payment_intent(store, id)?,
-        };
-        let token = match c.payment_method {
-            Some(t) => check_token(t)?,
-            None if intent.method == PaymentMethodKind::CreditCard => {
-                return Err(ApiError::field("paymentMethod", "is required to confirm a card payment"));
+/// Confirms an intent with a payment method token and stores the outcome. A shopper without
+/// the intent's client secret gets the 404 of a missing intent; an intent that already
+/// succeeded, is processing, awaits capture or was canceled is 409. A declined card is not an
+/// error: the intent comes back `requires_payment_method` with `lastError`.
+pub async fn confirm_payment_intent(cell: &Cell, store: Uuid, id: Uuid, c: Confirmation<'_>) -> ApiResult<PaymentIntent> {
+    let intent = match (c.shopper, c.client_secret) {
+        (true, None) => return Err(ApiError::field("clientSecret", "is required to confirm as a shopper")),
+        (true, Some(secret)) => check_client_secret(cell, store, id, secret)?,
+        (false, _) => payment_intent(cell, store, id)?,
+    };
+    let token = match c.payment_method {
+        Some(t) => check_token(t)?,
+        None if intent.method == PaymentMethodKind::CreditCard => {
+            return Err(ApiError::field("paymentMethod", "is required to confirm a card payment"));
+        }
+        None => "",
+    };
+    if matches!(
+        intent.status,
+        IntentStatus::Succeeded | IntentStatus::Processing | IntentStatus::RequiresCapture | IntentStatus::Canceled
+    ) {
+        return Err(ApiError::msg(
+            Code::CONFLICT,
+            format!("the payment intent cannot be confirmed: its status is {}", intent.status.as_str()),
+        ));
+    }
+    let state = cell.payments.get(&intent.provider)?.confirm(&intent.provider_ref(), token).await?;
+    store_state(cell, store, intent, state, Save::Always).await
+}
+
+async fn store_state(
+    cell: &Cell,
+    store: Uuid,
+    before: PaymentIntent,
+    state: ProviderState,
+    when: Save,
+) -> ApiResult<PaymentIntent> {
+    if when == Save::IfChanged && before.state() == state {
+        return Ok(before);
+    }
+    let (id, version) = (before.id, before.version);
+    let now = cell.clock.now_ms();
+    cell.writer
+        .write(Some(store), move |tx| {
+            let mut row = record::load::<PaymentIntent>(tx, store, id)?.ok_or_else(ApiError::not_found)?;
+            if row.version != version {
+                return match when {
+                    Save::IfChanged => Ok(row),
+                    Save::Always => Err(ApiError::msg(
+                        Code::CONFLICT,
+                        "the payment intent changed while it was being confirmed; read it again",
+                    )),
+                };
             }
-            None => "",
-        };
-        if matches!(
-            intent.status,
-            IntentStatus::Succeeded | IntentStatus::Processing | IntentStatus::RequiresCapture | IntentStatus::Canceled
-        ) {
-            return Err(ApiError::msg(
-                Code::CONFLICT,
-                format!("the payment intent cannot be confirmed: its status is {}", intent.status.as_str()),
-            ));
-        }
-        let state = self.payments.get(&intent.provider)?.confirm(&intent.provider_ref(), token).await?;
-        self.store_state(store, intent, state, Save::Always).await
-    }
-
-    async fn store_state(
-        &self,
-        store: Uuid,
-        before: PaymentIntent,
-        state: ProviderState,
-        when: Save,
-    ) -> ApiResult<PaymentIntent> {
-        if when == Save::IfChanged && before.state() == state {
-            return Ok(before);
-        }
-        let (id, version) = (before.id, before.version);
-        let now = self.clock.now_ms();
-        self.writer
-            .write(Some(store), move |tx| {
-                let mut row = record::load::<PaymentIntent>(tx, store, id)?.ok_or_else(ApiError::not_found)?;
-                if row.version != version {
-                    return match when {
-                        Save::IfChanged => Ok(row),
-                        Save::Always => Err(ApiError::msg(
-                            Code::CONFLICT,
-                            "the payment intent changed while it was being confirmed; read it again",
-                        )),
-                    };
-                }
-                row.status = state.status;
-                row.last_error = state.last_error.clone();
-                row.next_action = state.next_action.clone();
-                row.version += 1;
-                row.updated_at = now;
-                record::put(tx, store, &row)?;
-                // A payer who pays after the order was placed (PromptPay, bank transfer) settles it.
-                if let (Some(order), IntentStatus::Succeeded) = (row.order_id, row.status) {
-                    crate::cells::orders::mark_paid(tx, store, order, row.updated_at)?;
-                }
-                Ok(row)
-            })
-            .await
-    }
+            row.status = state.status;
+            row.last_error = state.last_error.clone();
+            row.next_action = state.next_action.clone();
+            row.version += 1;
+            row.updated_at = now;
+            record::put(tx, store, &row)?;
+            // A payer who pays after the order was placed (PromptPay, bank transfer) settles it.
+            if let (Some(order), IntentStatus::Succeeded) = (row.order_id, row.status) {
+                orders::mark_paid(tx, store, order, row.updated_at)?;
+            }
+            Ok(row)
+        })
+        .await
 }
 
 /// Claims an intent for an order, inside the order-creating write job (on the writer thread;

@@ -29,9 +29,7 @@ pub fn pricing_version_in(tx: &Tx, store: Uuid) -> ApiResult<u64> {
     Ok(tx.get(COUNTERS, &pricing_version_key(store))?.map(|b| read_u64(&b)).unwrap_or(0))
 }
 
-impl Cell {
-    /// The store's pricing version now (see [`pricing_changed`]).
-    pub fn pricing_version(&self, store: Uuid) -> ApiResult<u64> {
-        read::counter(&self.read()?, COUNTERS, &pricing_version_key(store))
-    }
+/// The store's pricing version now (see [`pricing_changed`]).
+pub fn pricing_version(cell: &Cell, store: Uuid) -> ApiResult<u64> {
+    read::counter(&cell.read()?, COUNTERS, &pricing_version_key(store))
 }

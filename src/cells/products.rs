@@ -8,7 +8,10 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::cells::Cell;
+use crate::cells::catalogs;
+use crate::cells::collections;
 use crate::cells::handles::{handle_key, resolve_handle};
+use crate::cells::stores;
 use crate::domain::product::*;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::codec::{decode, encode};
@@ -143,8 +146,8 @@ fn write_rendered(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Option<(
         tx.row_changed(store, id);
     }
     // Smart collections, collection orders and catalog counts follow in the same transaction.
-    crate::cells::collections::on_product_write(tx, store, old, new)?;
-    crate::cells::catalogs::on_product_write(tx, store, old, new)?;
+    collections::on_product_write(tx, store, old, new)?;
+    catalogs::on_product_write(tx, store, old, new)?;
     // The lists and the sort row change only when a sort value or the status does (a stock
     // change does; a new description does not).
     let (old_sorts, new_sorts) = (old.map(ProductSorts::of), new.map(ProductSorts::of));
@@ -199,279 +202,276 @@ fn load(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<Product> {
     decode(&bytes)
 }
 
-impl Cell {
-    /// Creates a product and answers it with its rendered JSON view (the bytes stored in
-    /// `product_views`, which the 201 answers as they are).
-    pub async fn create_product(&self, store: Uuid, input: CreateProduct) -> ApiResult<(Product, Vec<u8>)> {
-        let currency = self.store_settings_cached(store)?.currency;
-        validate_create(&input, currency)?;
-        let now = self.clock.now_ms();
-        let variants = if input.variants.is_empty() {
-            vec![new_variant(&VariantInput::default(), input.price, &[], self.clock.new_id(), now)]
-        } else {
-            input.variants.iter().map(|v| new_variant(v, input.price, &input.options, self.clock.new_id(), now)).collect()
-        };
-        let title = input.title.trim().to_string();
-        let base = slugify(&title);
-        let requested = input.handle;
-        let draft = Product {
-            id: self.clock.new_id(),
-            // Rendered with the handle it gets unless another product holds that one meanwhile;
-            // the writer renders again only in that case.
-            handle: requested.clone().unwrap_or_else(|| base.clone()),
-            title,
-            description: input.description,
-            vendor: input.vendor.trim().to_string(),
-            product_type: input.product_type.trim().to_string(),
-            tags: input.tags.iter().map(|t| t.trim().to_string()).collect(),
-            status: input.status.as_deref().and_then(Status::parse).unwrap_or(Status::Draft),
-            category_id: input.category_id,
-            options: input.options,
-            variants,
-            currency,
-            created_at: now,
-            updated_at: now,
-        };
-        let rendered = Rendered::of(&draft)?;
-        let draft = Arc::new((draft, rendered));
-        let queued = draft.clone();
-        // The writer answers only what differs from the draft: a handle taken meanwhile.
-        let moved: Option<(Product, Rendered)> = self
-            .writer
-            .write(Some(store), move |tx| {
-                let (draft, rendered) = &*queued;
-                let handle = resolve_handle(tx, PRODUCT_HANDLES, store, draft.id, requested.as_deref(), &base, "product")?;
-                if handle == draft.handle {
-                    write_rendered(tx, store, None, Some((draft, rendered)))?;
-                    return Ok(None);
-                }
-                let mut p = draft.clone();
-                p.handle = handle;
-                let fresh = Rendered::of(&p)?;
-                write_rendered(tx, store, None, Some((&p, &fresh)))?;
-                Ok(Some((p, fresh)))
-            })
-            .await?;
-        let (p, view) = match moved {
-            Some((p, r)) => (p, r.json().to_vec()),
-            None => {
-                let (p, r) = Arc::try_unwrap(draft).unwrap_or_else(|shared| (shared.0.clone(), shared.1.clone()));
-                let view = r.json().to_vec();
-                (p, view)
+/// Creates a product and answers it with its rendered JSON view (the bytes stored in
+/// `product_views`, which the 201 answers as they are).
+pub async fn create_product(cell: &Cell, store: Uuid, input: CreateProduct) -> ApiResult<(Product, Vec<u8>)> {
+    let currency = stores::store_settings_cached(cell, store)?.currency;
+    validate_create(&input, currency)?;
+    let now = cell.clock.now_ms();
+    let variants = if input.variants.is_empty() {
+        vec![new_variant(&VariantInput::default(), input.price, &[], cell.clock.new_id(), now)]
+    } else {
+        input.variants.iter().map(|v| new_variant(v, input.price, &input.options, cell.clock.new_id(), now)).collect()
+    };
+    let title = input.title.trim().to_string();
+    let base = slugify(&title);
+    let requested = input.handle;
+    let draft = Product {
+        id: cell.clock.new_id(),
+        // Rendered with the handle it gets unless another product holds that one meanwhile;
+        // the writer renders again only in that case.
+        handle: requested.clone().unwrap_or_else(|| base.clone()),
+        title,
+        description: input.description,
+        vendor: input.vendor.trim().to_string(),
+        product_type: input.product_type.trim().to_string(),
+        tags: input.tags.iter().map(|t| t.trim().to_string()).collect(),
+        status: input.status.as_deref().and_then(Status::parse).unwrap_or(Status::Draft),
+        category_id: input.category_id,
+        options: input.options,
+        variants,
+        currency,
+        created_at: now,
+        updated_at: now,
+    };
+    let rendered = Rendered::of(&draft)?;
+    let draft = Arc::new((draft, rendered));
+    let queued = draft.clone();
+    // The writer answers only what differs from the draft: a handle taken meanwhile.
+    let moved: Option<(Product, Rendered)> = cell
+        .writer
+        .write(Some(store), move |tx| {
+            let (draft, rendered) = &*queued;
+            let handle = resolve_handle(tx, PRODUCT_HANDLES, store, draft.id, requested.as_deref(), &base, "product")?;
+            if handle == draft.handle {
+                write_rendered(tx, store, None, Some((draft, rendered)))?;
+                return Ok(None);
             }
-        };
-        Ok((p, view))
-    }
+            let mut p = draft.clone();
+            p.handle = handle;
+            let fresh = Rendered::of(&p)?;
+            write_rendered(tx, store, None, Some((&p, &fresh)))?;
+            Ok(Some((p, fresh)))
+        })
+        .await?;
+    let (p, view) = match moved {
+        Some((p, r)) => (p, r.json().to_vec()),
+        None => {
+            let (p, r) = Arc::try_unwrap(draft).unwrap_or_else(|shared| (shared.0.clone(), shared.1.clone()));
+            let view = r.json().to_vec();
+            (p, view)
+        }
+    };
+    Ok((p, view))
+}
 
-    pub fn product(&self, store: Uuid, id: Uuid) -> ApiResult<Product> {
-        read::get(&self.read()?, PRODUCTS, Key::store(store).id(id).bytes())?.ok_or_else(ApiError::not_found)
-    }
+pub fn product(cell: &Cell, store: Uuid, id: Uuid) -> ApiResult<Product> {
+    read::get(&cell.read()?, PRODUCTS, Key::store(store).id(id).bytes())?.ok_or_else(ApiError::not_found)
+}
 
-    /// A page of products (their rendered JSON views) as `q` asks, with the total, from the
-    /// store's in-memory list orders (built off the async workers when not held). Several
-    /// statuses merge their lists up to the page's end: a deep page of such a list costs its
-    /// offset.
-    pub async fn list_product_views(&self, store: Uuid, q: &ListQuery) -> ApiResult<Listed<ViewRow>> {
-        let field = ProductSorts::LIST.sorts.iter().position(|f| f.name == q.sort).unwrap_or(0) as u8;
-        let statuses: &[Vec<u8>] = q.filters.first().map(|(_, values)| values.as_slice()).unwrap_or_default();
-        let status = |v: &Vec<u8>| std::str::from_utf8(v).ok().and_then(Status::parse);
-        let every = Status::NAMES.iter().all(|n| statuses.iter().any(|v| v.eq_ignore_ascii_case(n.as_bytes())));
-        let (ids, total) = match statuses {
-            // One list answers: every product, or one status.
-            _ if statuses.is_empty() || every || statuses.len() == 1 => {
-                let one = statuses.first().filter(|_| !every).and_then(status);
-                let which = list(field, one.map(bucket).unwrap_or(ANY));
-                let (offset, limit, desc) = (q.offset, q.limit, q.desc);
-                self.read_list(store, which, move |held| {
-                    let (keys, total) = held.page(desc, offset, limit);
-                    (keys.into_iter().filter_map(trailing_id).collect::<Vec<_>>(), total)
+/// A page of products (their rendered JSON views) as `q` asks, with the total, from the
+/// store's in-memory list orders (built off the async workers when not held). Several
+/// statuses merge their lists up to the page's end: a deep page of such a list costs its
+/// offset.
+pub async fn list_product_views(cell: &Cell, store: Uuid, q: &ListQuery) -> ApiResult<Listed<ViewRow>> {
+    let field = ProductSorts::LIST.sorts.iter().position(|f| f.name == q.sort).unwrap_or(0) as u8;
+    let statuses: &[Vec<u8>] = q.filters.first().map(|(_, values)| values.as_slice()).unwrap_or_default();
+    let status = |v: &Vec<u8>| std::str::from_utf8(v).ok().and_then(Status::parse);
+    let every = Status::NAMES.iter().all(|n| statuses.iter().any(|v| v.eq_ignore_ascii_case(n.as_bytes())));
+    let (ids, total) = match statuses {
+        // One list answers: every product, or one status.
+        _ if statuses.is_empty() || every || statuses.len() == 1 => {
+            let one = statuses.first().filter(|_| !every).and_then(status);
+            let which = list(field, one.map(bucket).unwrap_or(ANY));
+            let (offset, limit, desc) = (q.offset, q.limit, q.desc);
+            read_list(cell, store, which, move |held| {
+                let (keys, total) = held.page(desc, offset, limit);
+                (keys.into_iter().filter_map(trailing_id).collect::<Vec<_>>(), total)
+            })
+            .await?
+        }
+        _ => {
+            let end = q.offset.saturating_add(q.limit);
+            let mut keys: Vec<Box<[u8]>> = Vec::new();
+            let mut total = 0;
+            for b in statuses.iter().filter_map(status).map(bucket) {
+                let desc = q.desc;
+                let (mut head, n) = read_list(cell, store, list(field, b), move |held| {
+                    let (keys, total) = held.page(desc, 0, end);
+                    (keys.into_iter().map(Box::from).collect::<Vec<Box<[u8]>>>(), total)
                 })
-                .await?
+                .await?;
+                keys.append(&mut head);
+                total += n;
             }
-            _ => {
-                let end = q.offset.saturating_add(q.limit);
-                let mut keys: Vec<Box<[u8]>> = Vec::new();
-                let mut total = 0;
-                for b in statuses.iter().filter_map(status).map(bucket) {
-                    let desc = q.desc;
-                    let (mut head, n) = self
-                        .read_list(store, list(field, b), move |held| {
-                            let (keys, total) = held.page(desc, 0, end);
-                            (keys.into_iter().map(Box::from).collect::<Vec<Box<[u8]>>>(), total)
-                        })
-                        .await?;
-                    keys.append(&mut head);
-                    total += n;
-                }
-                keys.sort_unstable();
-                if q.desc {
-                    keys.reverse();
-                }
-                (keys.iter().skip(q.offset).take(q.limit).filter_map(|k| trailing_id(k)).collect(), total)
+            keys.sort_unstable();
+            if q.desc {
+                keys.reverse();
             }
-        };
-        // Read after the page: the orders hold only committed writes, so every id of the page
-        // has its row unless its product was deleted meanwhile.
-        let items = self.view_rows(store, &ids)?.into_iter().flatten().map(ViewRow).collect();
-        Ok(Listed { items, total: total as u64 })
-    }
+            (keys.iter().skip(q.offset).take(q.limit).filter_map(|k| trailing_id(k)).collect(), total)
+        }
+    };
+    // Read after the page: the orders hold only committed writes, so every id of the page
+    // has its row unless its product was deleted meanwhile.
+    let items = view_rows(cell, store, &ids)?.into_iter().flatten().map(ViewRow).collect();
+    Ok(Listed { items, total: total as u64 })
+}
 
-    /// Reads list `which` of `store` with `f`, building it first when it is not held.
-    async fn read_list<T: Send + 'static>(
-        &self,
-        store: Uuid,
-        which: u16,
-        f: impl FnOnce(&HeldList) -> T + Send + 'static,
-    ) -> ApiResult<T> {
-        let db = self.db.clone();
-        self.writer
-            .orders
-            .read((store, which), move || stored_list_keys(&redb::ReadableDatabase::begin_read(&*db)?, store, which), f)
-            .await
-    }
+/// Reads list `which` of `store` with `f`, building it first when it is not held.
+async fn read_list<T: Send + 'static>(
+    cell: &Cell,
+    store: Uuid,
+    which: u16,
+    f: impl FnOnce(&HeldList) -> T + Send + 'static,
+) -> ApiResult<T> {
+    let db = cell.db.clone();
+    cell.writer
+        .orders
+        .read((store, which), move || stored_list_keys(&redb::ReadableDatabase::begin_read(&*db)?, store, which), f)
+        .await
+}
 
-    /// Builds list `which` of `store` if it is not held (a restart's warm-up).
-    pub async fn warm_product_list(&self, store: Uuid, which: u16) -> ApiResult<()> {
-        self.read_list(store, which, |_| ()).await
-    }
+/// Builds list `which` of `store` if it is not held (a restart's warm-up).
+pub async fn warm_product_list(cell: &Cell, store: Uuid, which: u16) -> ApiResult<()> {
+    read_list(cell, store, which, |_| ()).await
+}
 
-    /// The stored view rows of `ids` (in order; `None` for a product that does not exist),
-    /// from the cell's row cache where held, else from one snapshot taken after the lookups.
-    pub fn view_rows(&self, store: Uuid, ids: &[Uuid]) -> ApiResult<Vec<Option<Arc<[u8]>>>> {
-        let cache = &self.writer.rows;
-        let mut out = Vec::with_capacity(ids.len());
-        let mut misses = Vec::new();
-        for (i, id) in ids.iter().enumerate() {
-            match cache.get(store, *id) {
-                Cached::Hit(row) => out.push(Some(row)),
-                Cached::Miss(epoch) => {
-                    out.push(None);
-                    misses.push((i, epoch));
-                }
+/// The stored view rows of `ids` (in order; `None` for a product that does not exist),
+/// from the cell's row cache where held, else from one snapshot taken after the lookups.
+pub fn view_rows(cell: &Cell, store: Uuid, ids: &[Uuid]) -> ApiResult<Vec<Option<Arc<[u8]>>>> {
+    let cache = &cell.writer.rows;
+    let mut out = Vec::with_capacity(ids.len());
+    let mut misses = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        match cache.get(store, *id) {
+            Cached::Hit(row) => out.push(Some(row)),
+            Cached::Miss(epoch) => {
+                out.push(None);
+                misses.push((i, epoch));
             }
         }
-        if misses.is_empty() {
-            return Ok(out);
+    }
+    if misses.is_empty() {
+        return Ok(out);
+    }
+    let txn = cell.read()?;
+    let views = txn.open_table(PRODUCT_VIEWS.def)?;
+    for (i, epoch) in misses {
+        if let Some(v) = views.get(Key::store(store).id(ids[i]).bytes())? {
+            let row: Arc<[u8]> = Arc::from(v.value());
+            cache.fill(store, ids[i], epoch, row.clone());
+            out[i] = Some(row);
         }
-        let txn = self.read()?;
-        let views = txn.open_table(PRODUCT_VIEWS.def)?;
-        for (i, epoch) in misses {
-            if let Some(v) = views.get(Key::store(store).id(ids[i]).bytes())? {
-                let row: Arc<[u8]> = Arc::from(v.value());
-                cache.fill(store, ids[i], epoch, row.clone());
-                out[i] = Some(row);
+    }
+    Ok(out)
+}
+
+/// One product's rendered JSON view and its status.
+pub fn product_view(cell: &Cell, store: Uuid, id: Uuid) -> ApiResult<(Status, ViewRow)> {
+    let row = view_rows(cell, store, &[id])?.pop().flatten().ok_or_else(ApiError::not_found)?;
+    let row = ViewRow(row);
+    row.status().map(|s| (s, row)).ok_or_else(|| ApiError::internal("malformed product view"))
+}
+
+pub async fn update_product(cell: &Cell, store: Uuid, id: Uuid, update: UpdateProduct) -> ApiResult<Product> {
+    validate_update(&update, &product(cell, store, id)?)?;
+    let update = Arc::new(update);
+    let now = cell.clock.now_ms();
+    cell.writer
+        .write(Some(store), move |tx| {
+            let old = load(tx, store, id)?;
+            validate_update(&update, &old)?;
+            let mut p = old.clone();
+            let u = &update;
+            if let Some(t) = &u.title {
+                p.title = t.trim().to_string();
             }
-        }
-        Ok(out)
-    }
+            if let Some(d) = &u.description {
+                p.description = d.clone();
+            }
+            if let Some(v) = &u.vendor {
+                p.vendor = v.trim().to_string();
+            }
+            if let Some(t) = &u.product_type {
+                p.product_type = t.trim().to_string();
+            }
+            if let Some(tags) = &u.tags {
+                p.tags = tags.iter().map(|t| t.trim().to_string()).collect();
+            }
+            if let Some(s) = u.status.as_deref().and_then(Status::parse) {
+                p.status = s;
+            }
+            if let Some(c) = &u.category_id {
+                p.category_id = c.clone();
+            }
+            if let (Some(price), Some(v)) = (u.price, p.variants.first_mut()) {
+                v.price = price.amount;
+                v.updated_at = now;
+            }
+            if let Some(h) = &u.handle {
+                p.handle = resolve_handle(tx, PRODUCT_HANDLES, store, id, Some(h), &p.title, "product")?;
+            }
+            p.updated_at = now;
+            write_product(tx, store, Some(&old), Some(&p))?;
+            Ok(p)
+        })
+        .await
+}
 
-    /// One product's rendered JSON view and its status.
-    pub fn product_view(&self, store: Uuid, id: Uuid) -> ApiResult<(Status, ViewRow)> {
-        let row = self.view_rows(store, &[id])?.pop().flatten().ok_or_else(ApiError::not_found)?;
-        let row = ViewRow(row);
-        row.status().map(|s| (s, row)).ok_or_else(|| ApiError::internal("malformed product view"))
-    }
+pub async fn delete_product(cell: &Cell, store: Uuid, id: Uuid) -> ApiResult<()> {
+    cell.writer
+        .write(Some(store), move |tx| {
+            let old = load(tx, store, id)?;
+            write_product(tx, store, Some(&old), None)
+        })
+        .await
+}
 
-    pub async fn update_product(&self, store: Uuid, id: Uuid, update: UpdateProduct) -> ApiResult<Product> {
-        validate_update(&update, &self.product(store, id)?)?;
-        let update = Arc::new(update);
-        let now = self.clock.now_ms();
-        self.writer
-            .write(Some(store), move |tx| {
-                let old = load(tx, store, id)?;
-                validate_update(&update, &old)?;
-                let mut p = old.clone();
-                let u = &update;
-                if let Some(t) = &u.title {
-                    p.title = t.trim().to_string();
-                }
-                if let Some(d) = &u.description {
-                    p.description = d.clone();
-                }
-                if let Some(v) = &u.vendor {
-                    p.vendor = v.trim().to_string();
-                }
-                if let Some(t) = &u.product_type {
-                    p.product_type = t.trim().to_string();
-                }
-                if let Some(tags) = &u.tags {
-                    p.tags = tags.iter().map(|t| t.trim().to_string()).collect();
-                }
-                if let Some(s) = u.status.as_deref().and_then(Status::parse) {
-                    p.status = s;
-                }
-                if let Some(c) = &u.category_id {
-                    p.category_id = c.clone();
-                }
-                if let (Some(price), Some(v)) = (u.price, p.variants.first_mut()) {
-                    v.price = price.amount;
-                    v.updated_at = now;
-                }
-                if let Some(h) = &u.handle {
-                    p.handle = resolve_handle(tx, PRODUCT_HANDLES, store, id, Some(h), &p.title, "product")?;
-                }
-                p.updated_at = now;
-                write_product(tx, store, Some(&old), Some(&p))?;
-                Ok(p)
-            })
-            .await
-    }
+pub async fn add_variant(cell: &Cell, store: Uuid, id: Uuid, input: VariantInput) -> ApiResult<(Product, Uuid)> {
+    validate_new_variant(&input, &product(cell, store, id)?)?;
+    let (vid, now) = (cell.clock.new_id(), cell.clock.now_ms());
+    cell.writer
+        .write(Some(store), move |tx| {
+            let old = load(tx, store, id)?;
+            validate_new_variant(&input, &old)?;
+            let mut p = old.clone();
+            p.variants.push(new_variant(&input, None, &p.options, vid, now));
+            p.updated_at = now;
+            write_product(tx, store, Some(&old), Some(&p))?;
+            Ok((p, vid))
+        })
+        .await
+}
 
-    pub async fn delete_product(&self, store: Uuid, id: Uuid) -> ApiResult<()> {
-        self.writer
-            .write(Some(store), move |tx| {
-                let old = load(tx, store, id)?;
-                write_product(tx, store, Some(&old), None)
-            })
-            .await
-    }
+pub async fn update_variant(cell: &Cell, store: Uuid, id: Uuid, variant: Uuid, update: UpdateVariant) -> ApiResult<Product> {
+    let update = Arc::new(update);
+    let now = cell.clock.now_ms();
+    cell.writer
+        .write(Some(store), move |tx| {
+            let old = load(tx, store, id)?;
+            let i = old.variants.iter().position(|v| v.id == variant).ok_or_else(ApiError::not_found)?;
+            let mut p = old.clone();
+            p.variants[i] = apply_variant_update(&update, &old, &old.variants[i], now)?;
+            p.updated_at = now;
+            write_product(tx, store, Some(&old), Some(&p))?;
+            Ok(p)
+        })
+        .await
+}
 
-    pub async fn add_variant(&self, store: Uuid, id: Uuid, input: VariantInput) -> ApiResult<(Product, Uuid)> {
-        validate_new_variant(&input, &self.product(store, id)?)?;
-        let (vid, now) = (self.clock.new_id(), self.clock.now_ms());
-        self.writer
-            .write(Some(store), move |tx| {
-                let old = load(tx, store, id)?;
-                validate_new_variant(&input, &old)?;
-                let mut p = old.clone();
-                p.variants.push(new_variant(&input, None, &p.options, vid, now));
-                p.updated_at = now;
-                write_product(tx, store, Some(&old), Some(&p))?;
-                Ok((p, vid))
-            })
-            .await
-    }
-
-    pub async fn update_variant(&self, store: Uuid, id: Uuid, variant: Uuid, update: UpdateVariant) -> ApiResult<Product> {
-        let update = Arc::new(update);
-        let now = self.clock.now_ms();
-        self.writer
-            .write(Some(store), move |tx| {
-                let old = load(tx, store, id)?;
-                let i = old.variants.iter().position(|v| v.id == variant).ok_or_else(ApiError::not_found)?;
-                let mut p = old.clone();
-                p.variants[i] = apply_variant_update(&update, &old, &old.variants[i], now)?;
-                p.updated_at = now;
-                write_product(tx, store, Some(&old), Some(&p))?;
-                Ok(p)
-            })
-            .await
-    }
-
-    pub async fn delete_variant(&self, store: Uuid, id: Uuid, variant: Uuid) -> ApiResult<()> {
-        let now = self.clock.now_ms();
-        self.writer
-            .write(Some(store), move |tx| {
-                let old = load(tx, store, id)?;
-                let i = old.variants.iter().position(|v| v.id == variant).ok_or_else(ApiError::not_found)?;
-                if old.variants.len() == 1 {
-                    return Err(ApiError::msg(Code::BUSINESS_RULE, "a product keeps at least one variant"));
-                }
-                let mut p = old.clone();
-                p.variants.remove(i);
-                p.updated_at = now;
-                write_product(tx, store, Some(&old), Some(&p))
-            })
-            .await
-    }
+pub async fn delete_variant(cell: &Cell, store: Uuid, id: Uuid, variant: Uuid) -> ApiResult<()> {
+    let now = cell.clock.now_ms();
+    cell.writer
+        .write(Some(store), move |tx| {
+            let old = load(tx, store, id)?;
+            let i = old.variants.iter().position(|v| v.id == variant).ok_or_else(ApiError::not_found)?;
+            if old.variants.len() == 1 {
+                return Err(ApiError::msg(Code::BUSINESS_RULE, "a product keeps at least one variant"));
+            }
+            let mut p = old.clone();
+            p.variants.remove(i);
+            p.updated_at = now;
+            write_product(tx, store, Some(&old), Some(&p))
+        })
+        .await
 }

@@ -11,6 +11,7 @@ use tokio::sync::Notify;
 use uuid::Uuid;
 
 use crate::cells::collections::schedule_key;
+use crate::cells::storefront;
 use crate::clock::Clock;
 use crate::domain::collection::{Collection, CollectionStatus};
 use crate::error::ApiResult;
@@ -77,7 +78,7 @@ async fn publish_loop(db: &Database, writer: &Writer, wake: &Notify, stopping: &
         let now = clock.now_ms();
         if now - swept >= SWEEP_EVERY_MS {
             swept = now;
-            if let Err(e) = crate::cells::storefront::sweep_stale(db, writer, swept).await {
+            if let Err(e) = storefront::sweep_stale(db, writer, swept).await {
                 tracing::warn!(error = %e, "sweeping stale carts and sessions failed; next pass retries");
             }
         }

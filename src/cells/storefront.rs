@@ -98,60 +98,56 @@ impl StorefrontEvent {
     }
 }
 
-impl Cell {
-    /// Starts a storefront session; returns its token (shown once) and the session.
-    pub async fn create_storefront_session(
-        &self,
-        store: Uuid,
-        context: RequestContext,
-    ) -> ApiResult<(String, StorefrontSession)> {
-        let token = new_token()?;
-        let now = self.clock.now_ms();
-        let session = StorefrontSession { context, created_at: now, expires_at: now + SESSION_TTL_MS };
-        let key = row_key(store, &token_hash(&token));
-        let row = encode(&session)?;
-        self.writer.write(Some(store), move |tx| tx.put(STOREFRONT_SESSIONS, &key, &row)).await?;
-        Ok((token, session))
-    }
+/// Starts a storefront session; returns its token (shown once) and the session.
+pub async fn create_storefront_session(
+    cell: &Cell,
+    store: Uuid,
+    context: RequestContext,
+) -> ApiResult<(String, StorefrontSession)> {
+    let token = new_token()?;
+    let now = cell.clock.now_ms();
+    let session = StorefrontSession { context, created_at: now, expires_at: now + SESSION_TTL_MS };
+    let key = row_key(store, &token_hash(&token));
+    let row = encode(&session)?;
+    cell.writer.write(Some(store), move |tx| tx.put(STOREFRONT_SESSIONS, &key, &row)).await?;
+    Ok((token, session))
+}
 
-    /// The live session a token names, if any.
-    pub fn storefront_session(&self, store: Uuid, token: &str) -> ApiResult<Option<StorefrontSession>> {
-        let found: Option<StorefrontSession> =
-            read::get(&self.read()?, STOREFRONT_SESSIONS, &row_key(store, &token_hash(token)))?;
-        Ok(found.filter(|s| s.expires_at > self.clock.now_ms()))
-    }
+/// The live session a token names, if any.
+pub fn storefront_session(cell: &Cell, store: Uuid, token: &str) -> ApiResult<Option<StorefrontSession>> {
+    let found: Option<StorefrontSession> = read::get(&cell.read()?, STOREFRONT_SESSIONS, &row_key(store, &token_hash(token)))?;
+    Ok(found.filter(|s| s.expires_at > cell.clock.now_ms()))
+}
 
-    /// Counts the event for its day and, when it names a live session, keeps that session alive.
-    /// An unknown or expired token is a 403: the storefront should start a new session.
-    pub async fn record_storefront_event(&self, store: Uuid, event: StorefrontEvent) -> ApiResult<()> {
-        let now = self.clock.now_ms();
-        let session = match &event.session_token {
-            Some(t) => {
-                let key = row_key(store, &token_hash(t));
-                let mut s = self.storefront_session(store, t)?.ok_or_else(|| {
-                    ApiError::msg(crate::error::Code::INVALID_SESSION_TOKEN, "the session is unknown or expired")
-                })?;
-                s.expires_at = now + SESSION_TTL_MS;
-                Some((key, encode(&s)?))
+/// Counts the event for its day and, when it names a live session, keeps that session alive.
+/// An unknown or expired token is a 403: the storefront should start a new session.
+pub async fn record_storefront_event(cell: &Cell, store: Uuid, event: StorefrontEvent) -> ApiResult<()> {
+    let now = cell.clock.now_ms();
+    let session = match &event.session_token {
+        Some(t) => {
+            let key = row_key(store, &token_hash(t));
+            let mut s = storefront_session(cell, store, t)?
+                .ok_or_else(|| ApiError::msg(crate::error::Code::INVALID_SESSION_TOKEN, "the session is unknown or expired"))?;
+            s.expires_at = now + SESSION_TTL_MS;
+            Some((key, encode(&s)?))
+        }
+        None => None,
+    };
+    let counter = event_counter(store, &event.kind, now);
+    cell.writer
+        .write(Some(store), move |tx| {
+            tx.bump(COUNTERS, &counter, 1)?;
+            if let Some((key, row)) = &session {
+                tx.put(STOREFRONT_SESSIONS, key, row)?;
             }
-            None => None,
-        };
-        let counter = event_counter(store, &event.kind, now);
-        self.writer
-            .write(Some(store), move |tx| {
-                tx.bump(COUNTERS, &counter, 1)?;
-                if let Some((key, row)) = &session {
-                    tx.put(STOREFRONT_SESSIONS, key, row)?;
-                }
-                Ok(())
-            })
-            .await
-    }
+            Ok(())
+        })
+        .await
+}
 
-    /// Events of `kind` counted on the day holding `at` (ms).
-    pub fn storefront_event_count(&self, store: Uuid, kind: &str, at: i64) -> ApiResult<u64> {
-        read::counter(&self.read()?, COUNTERS, &event_counter(store, kind, at))
-    }
+/// Events of `kind` counted on the day holding `at` (ms).
+pub fn storefront_event_count(cell: &Cell, store: Uuid, kind: &str, at: i64) -> ApiResult<u64> {
+    read::counter(&cell.read()?, COUNTERS, &event_counter(store, kind, at))
 }
 
 /// Deletes carts untouched for [`CART_TTL_MS`] and expired storefront sessions (at most

@@ -6,6 +6,7 @@ use std::sync::{Arc, RwLock};
 use uuid::Uuid;
 
 use crate::cells::Cell;
+use crate::cells::pricing_version;
 use crate::domain::store::{StoreSettings, UpdateStore, apply_update};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::memory::Meter;
@@ -34,84 +35,82 @@ impl SettingsCache {
     }
 }
 
-impl Cell {
-    /// A store's settings, from the cache while the store's write generation is unchanged.
-    pub fn store_settings_cached(&self, store: Uuid) -> ApiResult<Arc<StoreSettings>> {
-        // Read before the transaction begins: a cached copy is never older than its tag.
-        let generation = self.writer.generations.get(store);
-        let cache = &self.settings;
-        let cached = cache.map.read().ok().and_then(|m| m.get(&store).cloned());
-        if let Some((tag, settings)) = cached
-            && tag == generation
-        {
-            cache.meter.hit();
-            return Ok(settings);
+/// A store's settings, from the cache while the store's write generation is unchanged.
+pub fn store_settings_cached(cell: &Cell, store: Uuid) -> ApiResult<Arc<StoreSettings>> {
+    // Read before the transaction begins: a cached copy is never older than its tag.
+    let generation = cell.writer.generations.get(store);
+    let cache = &cell.settings;
+    let cached = cache.map.read().ok().and_then(|m| m.get(&store).cloned());
+    if let Some((tag, settings)) = cached
+        && tag == generation
+    {
+        cache.meter.hit();
+        return Ok(settings);
+    }
+    cache.meter.miss();
+    let settings = Arc::new(store_settings(cell, store)?);
+    if let Ok(mut m) = cache.map.write() {
+        if (m.len() + 1) * SETTINGS_COST > cache.meter.budget() as usize && !m.contains_key(&store) {
+            m.clear();
         }
-        cache.meter.miss();
-        let settings = Arc::new(self.store_settings(store)?);
-        if let Ok(mut m) = cache.map.write() {
-            if (m.len() + 1) * SETTINGS_COST > cache.meter.budget() as usize && !m.contains_key(&store) {
-                m.clear();
+        m.insert(store, (generation, settings.clone()));
+        cache.meter.holds((m.len() * SETTINGS_COST) as u64, m.len() as u64);
+    }
+    Ok(settings)
+}
+
+/// Creates a store in this cell (called by the account service when it places a store).
+/// Creating the same store again with the same settings is accepted, so the call can be
+/// retried safely.
+pub async fn create_store(cell: &Cell, settings: StoreSettings) -> ApiResult<()> {
+    let id = settings.id;
+    cell.writer
+        .write(Some(id), move |tx| {
+            let key = Key::store(settings.id).into_vec();
+            if tx.get(STORES, &key)?.is_some() {
+                return Err(ApiError::msg(Code::CONFLICT, "the store already exists in this cell"));
             }
-            m.insert(store, (generation, settings.clone()));
-            cache.meter.holds((m.len() * SETTINGS_COST) as u64, m.len() as u64);
-        }
-        Ok(settings)
-    }
+            tx.put(STORES, &key, &encode(&settings)?)?;
+            tx.raw().open_table(STORE_STATE)?.insert(settings.id.as_u128(), StoreState::Active as u8)?;
+            Ok(())
+        })
+        .await?;
+    cell.set_state(id, Some(StoreState::Active));
+    Ok(())
+}
 
-    /// Creates a store in this cell (called by the account service when it places a store).
-    /// Creating the same store again with the same settings is accepted, so the call can be
-    /// retried safely.
-    pub async fn create_store(&self, settings: StoreSettings) -> ApiResult<()> {
-        let id = settings.id;
-        self.writer
-            .write(Some(id), move |tx| {
-                let key = Key::store(settings.id).into_vec();
-                if tx.get(STORES, &key)?.is_some() {
-                    return Err(ApiError::msg(Code::CONFLICT, "the store already exists in this cell"));
-                }
-                tx.put(STORES, &key, &encode(&settings)?)?;
-                tx.raw().open_table(STORE_STATE)?.insert(settings.id.as_u128(), StoreState::Active as u8)?;
-                Ok(())
-            })
-            .await?;
-        self.set_state(id, Some(StoreState::Active));
-        Ok(())
-    }
+pub fn store_settings(cell: &Cell, store: Uuid) -> ApiResult<StoreSettings> {
+    read::get(&cell.read()?, STORES, Key::store(store).bytes())?.ok_or_else(ApiError::not_found)
+}
 
-    pub fn store_settings(&self, store: Uuid) -> ApiResult<StoreSettings> {
-        read::get(&self.read()?, STORES, Key::store(store).bytes())?.ok_or_else(ApiError::not_found)
-    }
+/// Follows an ownership transfer made in the directory (the owner `GET S` shows).
+pub async fn set_store_owner(cell: &Cell, store: Uuid, owner: Uuid) -> ApiResult<()> {
+    let now = cell.clock.now_ms();
+    cell.writer
+        .write(Some(store), move |tx| {
+            let key = Key::store(store).into_vec();
+            let current = tx.get(STORES, &key)?.ok_or_else(ApiError::not_found)?;
+            let mut settings: StoreSettings = crate::storage::codec::decode(&current)?;
+            settings.owner_id = owner;
+            settings.updated_at = now;
+            tx.put(STORES, &key, &encode(&settings)?)
+        })
+        .await
+}
 
-    /// Follows an ownership transfer made in the directory (the owner `GET S` shows).
-    pub async fn set_store_owner(&self, store: Uuid, owner: Uuid) -> ApiResult<()> {
-        let now = self.clock.now_ms();
-        self.writer
-            .write(Some(store), move |tx| {
-                let key = Key::store(store).into_vec();
-                let current = tx.get(STORES, &key)?.ok_or_else(ApiError::not_found)?;
-                let mut settings: StoreSettings = crate::storage::codec::decode(&current)?;
-                settings.owner_id = owner;
-                settings.updated_at = now;
-                tx.put(STORES, &key, &encode(&settings)?)
-            })
-            .await
-    }
-
-    pub async fn update_store(&self, store: Uuid, update: UpdateStore) -> ApiResult<StoreSettings> {
-        let update = std::sync::Arc::new(update);
-        let now = self.clock.now_ms();
-        self.writer
-            .write(Some(store), move |tx| {
-                let key = Key::store(store).into_vec();
-                let current = tx.get(STORES, &key)?.ok_or_else(ApiError::not_found)?;
-                let current: StoreSettings = crate::storage::codec::decode(&current)?;
-                let next = apply_update(&update, &current, now)?;
-                // The currency and whether prices include tax are inputs of every calculation.
-                crate::cells::pricing_version::pricing_changed(tx, store)?;
-                tx.put(STORES, &key, &encode(&next)?)?;
-                Ok(next)
-            })
-            .await
-    }
+pub async fn update_store(cell: &Cell, store: Uuid, update: UpdateStore) -> ApiResult<StoreSettings> {
+    let update = std::sync::Arc::new(update);
+    let now = cell.clock.now_ms();
+    cell.writer
+        .write(Some(store), move |tx| {
+            let key = Key::store(store).into_vec();
+            let current = tx.get(STORES, &key)?.ok_or_else(ApiError::not_found)?;
+            let current: StoreSettings = crate::storage::codec::decode(&current)?;
+            let next = apply_update(&update, &current, now)?;
+            // The currency and whether prices include tax are inputs of every calculation.
+            pricing_version::pricing_changed(tx, store)?;
+            tx.put(STORES, &key, &encode(&next)?)?;
+            Ok(next)
+        })
+        .await
 }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::cells::Cell;
+use crate::cells::products;
 use crate::storage::list_orders::ListId;
 
 /// Lists warmed at most: beyond these, the budget would be spent on lists nobody asked for yet.
@@ -66,7 +67,7 @@ impl Cell {
                 if !cell.holds(store) {
                     continue;
                 }
-                match cell.warm_product_list(store, list).await {
+                match products::warm_product_list(&cell, store, list).await {
                     Ok(()) => warmed += 1,
                     Err(e) => tracing::warn!(cell = %cell.name, %store, list, error = %e, "warming a list failed"),
                 }

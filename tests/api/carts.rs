@@ -3,6 +3,7 @@
 
 use hyper::Method;
 use serde_json::{Value, json};
+use shopcell::cells::storefront;
 
 use crate::calculate::{Shop, amount};
 use crate::support::*;
@@ -198,12 +199,12 @@ async fn abandoned_carts_and_expired_sessions_are_swept() {
     let session = c.send(Method::POST, &shop.path("/storefront/sessions"), None, &headers, None).await.expect(201).body;
     let token = session["sessionToken"].as_str().unwrap();
     let (cell, store) = (app.cell(), shop.store.parse().unwrap());
-    let sweep = |at: i64| shopcell::cells::storefront::sweep_stale(&cell.db, &cell.writer, at);
+    let sweep = |at: i64| storefront::sweep_stale(&cell.db, &cell.writer, at);
 
     let now = app.clock.now_ms();
     assert_eq!(sweep(now + 29 * 24 * 3600 * 1000).await.unwrap(), 0, "a month has not passed");
     guest.get(c, &path).await.expect(200);
-    assert!(cell.storefront_session(store, token).unwrap().is_some());
+    assert!(storefront::storefront_session(&cell, store, token).unwrap().is_some());
     assert_eq!(sweep(now + 31 * 24 * 3600 * 1000).await.unwrap(), 2);
     guest.get(c, &path).await.expect(404);
     let e = guest

@@ -4,6 +4,8 @@
 
 use hyper::Method;
 use serde_json::{Value, json};
+use shopcell::cells::pricing_version;
+use shopcell::cells::storefront;
 
 use crate::calculate::{Shop, amount};
 use crate::carts::Guest;
@@ -543,9 +545,9 @@ async fn storefront_events_are_counted_per_day_and_keep_the_session_alive() {
     let store: uuid::Uuid = shop.store.parse().unwrap();
     let cell = app.cell();
     let now = app.clock.now_ms();
-    assert_eq!(cell.storefront_event_count(store, "page_view", now).unwrap(), 3);
-    assert_eq!(cell.storefront_event_count(store, "add_to_cart", now).unwrap(), 1);
-    let session = cell.storefront_session(store, &token).unwrap().expect("live");
+    assert_eq!(storefront::storefront_event_count(&cell, store, "page_view", now).unwrap(), 3);
+    assert_eq!(storefront::storefront_event_count(&cell, store, "add_to_cart", now).unwrap(), 1);
+    let session = storefront::storefront_session(&cell, store, &token).unwrap().expect("live");
     assert!(session.expires_at > now + 29 * 24 * 3600 * 1000);
     assert_eq!(session.context.client_address, "203.0.113.9");
     app.stop().await;
@@ -586,7 +588,7 @@ async fn the_pricing_version_moves_with_discounts_taxes_shipping_and_settings_on
     let t = Some(shop.owner.token.as_str());
     let cell = app.cell();
     let store: uuid::Uuid = shop.store.parse().unwrap();
-    let version = || cell.pricing_version(store).unwrap();
+    let version = || pricing_version::pricing_version(&cell, store).unwrap();
     let seen = std::cell::Cell::new(version());
     let moved = |what: &str| {
         let now = version();

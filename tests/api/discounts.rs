@@ -3,7 +3,7 @@
 //! and usage consumed only by the order-creating write.
 
 use serde_json::{Value, json};
-use shopcell::cells::discounts::consume_usage;
+use shopcell::cells::discounts::{self, consume_usage};
 use uuid::Uuid;
 
 use crate::calculate::{Shop, amount};
@@ -417,7 +417,7 @@ async fn usage_is_consumed_only_by_the_order_write_and_enforced_there() {
     assert_eq!(e.code.as_str(), "DISCOUNT_USAGE_LIMIT_REACHED");
     let v = validate("TWICE", cart.clone()).await.expect(200).body;
     assert_eq!((v["valid"].as_bool(), v["reasonCodes"].clone()), (Some(false), json!(["DISCOUNT_USAGE_LIMIT_REACHED"])));
-    let u = shopcell::cells::discounts::usage(&cell.read().unwrap(), store, id(&limited), None).unwrap();
+    let u = discounts::usage(&cell.read().unwrap(), store, id(&limited), None).unwrap();
     assert_eq!(u.total, 2);
 
     // Once per customer: a second use by the same customer is refused, another customer's is not.
@@ -433,11 +433,11 @@ async fn usage_is_consumed_only_by_the_order_write_and_enforced_there() {
         validate("ONCE", json!({"lineItems": [{"variantId": vid, "quantity": 1}], "customerId": Uuid::now_v7()})).await.body["valid"],
         true
     );
-    assert_eq!(shopcell::cells::discounts::usage(&cell.read().unwrap(), store, id(&once), Some(&key)).unwrap().by_customer, 1);
+    assert_eq!(discounts::usage(&cell.read().unwrap(), store, id(&once), Some(&key)).unwrap().by_customer, 1);
     // A deleted discount cannot be consumed.
     c.delete(&shop.path(&format!("/discounts/{}", id(&once))), t).await.expect(204);
     assert_eq!(consume(id(&once), Some("c@example.com")).await.unwrap_err().code.as_str(), "BUSINESS_RULE");
-    assert_eq!(shopcell::cells::discounts::usage(&cell.read().unwrap(), store, id(&once), None).unwrap().total, 0);
+    assert_eq!(discounts::usage(&cell.read().unwrap(), store, id(&once), None).unwrap().total, 0);
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use hyper::Method;
 use serde_json::{Value, json};
 use shopcell::cells::Cell;
-use shopcell::cells::payments::{FinancialStatus, IntentStatus, NewIntent, PaymentMethodKind, claim_intent};
+use shopcell::cells::payments::{self, FinancialStatus, IntentStatus, NewIntent, PaymentMethodKind, claim_intent};
 use shopcell::domain::money::{Currency, Money};
 use shopcell::error::ApiResult;
 use shopcell::storage::keys::Key;
@@ -103,12 +103,14 @@ async fn test_card_tokens_succeed_decline_or_require_authentication() {
     let cell = app.cell();
 
     let (intent, secret) =
-        cell.create_payment_intent(shop.store, new_intent(PaymentMethodKind::CreditCard, money(2500, "USD"))).await.unwrap();
+        payments::create_payment_intent(&cell, shop.store, new_intent(PaymentMethodKind::CreditCard, money(2500, "USD")))
+            .await
+            .unwrap();
     assert_eq!((intent.provider.as_str(), intent.status, intent.version), ("test", IntentStatus::RequiresPaymentMethod, 1));
     assert!(secret.starts_with(&format!("{}_secret_", intent.provider_ref)) && secret.len() > intent.provider_ref.len() + 30);
     assert!(intent.provider_ref.starts_with("pi_test_"));
     assert_eq!(intent.metadata, json!({"cartId": "cart-1"}));
-    assert_eq!(cell.payment_intent(shop.store, intent.id).unwrap(), intent);
+    assert_eq!(payments::payment_intent(&cell, shop.store, intent.id).unwrap(), intent);
     let raw =
         read::get_raw(&cell.read().unwrap(), PAYMENT_INTENTS, Key::store(shop.store).id(intent.id).bytes()).unwrap().unwrap();
     assert!(!raw.windows(secret.len()).any(|w| w == secret.as_bytes()), "only the secret's hash is stored");
@@ -128,7 +130,7 @@ async fn test_card_tokens_succeed_decline_or_require_authentication() {
             "createdAt": declined["createdAt"], "updatedAt": declined["updatedAt"],
         })
     );
-    let stored = cell.payment_intent(shop.store, intent.id).unwrap();
+    let stored = payments::payment_intent(&cell, shop.store, intent.id).unwrap();
     assert_eq!(
         (stored.status, stored.last_error.as_deref(), stored.version),
         (IntentStatus::RequiresPaymentMethod, Some("card_declined"), 2)
@@ -143,7 +145,7 @@ async fn test_card_tokens_succeed_decline_or_require_authentication() {
     );
     let done = shop.shopper_confirm(c, intent.id, body.clone()).await.expect(200).body;
     assert_eq!((done["status"].as_str(), done["nextAction"].clone()), (Some("succeeded"), Value::Null));
-    assert_eq!(cell.payment_intent(shop.store, intent.id).unwrap().status, IntentStatus::Succeeded);
+    assert_eq!(payments::payment_intent(&cell, shop.store, intent.id).unwrap().status, IntentStatus::Succeeded);
     // A succeeded intent is not confirmed again.
     let again =
         shop.shopper_confirm(c, intent.id, json!({"paymentMethod": "pm_card_visa", "clientSecret": secret})).await.expect(409);
@@ -151,11 +153,15 @@ async fn test_card_tokens_succeed_decline_or_require_authentication() {
 
     // tok_visa succeeds at once; pm_card_capture only authorizes.
     let (i2, s2) =
-        cell.create_payment_intent(shop.store, new_intent(PaymentMethodKind::CreditCard, money(100, "USD"))).await.unwrap();
+        payments::create_payment_intent(&cell, shop.store, new_intent(PaymentMethodKind::CreditCard, money(100, "USD")))
+            .await
+            .unwrap();
     let ok = shop.shopper_confirm(c, i2.id, json!({"paymentMethod": "tok_visa", "clientSecret": s2})).await.expect(200).body;
     assert_eq!(ok["status"], "succeeded");
     let (i3, _) =
-        cell.create_payment_intent(shop.store, new_intent(PaymentMethodKind::CreditCard, money(100, "USD"))).await.unwrap();
+        payments::create_payment_intent(&cell, shop.store, new_intent(PaymentMethodKind::CreditCard, money(100, "USD")))
+            .await
+            .unwrap();
     assert_eq!(
         shop.member_confirm(c, i3.id, json!({"paymentMethod": "pm_card_capture"})).await.expect(200).body["status"],
         "requires_capture"
@@ -163,7 +169,9 @@ async fn test_card_tokens_succeed_decline_or_require_authentication() {
 
     // Card numbers, unknown tokens and a missing token are 400 naming paymentMethod; nothing changes.
     let (i4, s4) =
-        cell.create_payment_intent(shop.store, new_intent(PaymentMethodKind::CreditCard, money(100, "USD"))).await.unwrap();
+        payments::create_payment_intent(&cell, shop.store, new_intent(PaymentMethodKind::CreditCard, money(100, "USD")))
+            .await
+            .unwrap();
     for body in [
         json!({"paymentMethod": "4242 4242 4242 4242", "clientSecret": s4}),
         json!({"paymentMethod": "pm_card_unknown", "clientSecret": s4}),
@@ -173,7 +181,7 @@ async fn test_card_tokens_succeed_decline_or_require_authentication() {
         assert_eq!(a.body["error"]["fields"][0]["field"], "paymentMethod", "{body}");
         assert!(!a.raw.windows(4).any(|w| w == b"4242"), "the card number is not echoed");
     }
-    assert_eq!(cell.payment_intent(shop.store, i4.id).unwrap(), i4);
+    assert_eq!(payments::payment_intent(&cell, shop.store, i4.id).unwrap(), i4);
     assert_eq!(
         shop.shopper_confirm(c, i4.id, json!({"paymentMethod": "pm_card_visa", "extra": 1, "clientSecret": s4})).await.status,
         400
@@ -187,9 +195,13 @@ async fn shoppers_need_the_client_secret_and_learn_nothing_without_it() {
     let shop = Shop::new(c).await;
     let cell = app.cell();
     let (intent, secret) =
-        cell.create_payment_intent(shop.store, new_intent(PaymentMethodKind::CreditCard, money(900, "USD"))).await.unwrap();
+        payments::create_payment_intent(&cell, shop.store, new_intent(PaymentMethodKind::CreditCard, money(900, "USD")))
+            .await
+            .unwrap();
     let (_, other_secret) =
-        cell.create_payment_intent(shop.store, new_intent(PaymentMethodKind::CreditCard, money(900, "USD"))).await.unwrap();
+        payments::create_payment_intent(&cell, shop.store, new_intent(PaymentMethodKind::CreditCard, money(900, "USD")))
+            .await
+            .unwrap();
 
     let missing = shop.shopper_confirm(c, intent.id, json!({"paymentMethod": "pm_card_visa"})).await.expect(400);
     assert_eq!(missing.body["error"]["fields"][0]["field"], "clientSecret");
@@ -208,7 +220,7 @@ async fn shoppers_need_the_client_secret_and_learn_nothing_without_it() {
     let anonymous =
         c.send(Method::POST, &path, None, &[], Some(json!({"paymentMethod": "pm_card_visa"}).to_string().into())).await;
     assert_eq!(anonymous.status, 401);
-    assert_eq!(cell.payment_intent(shop.store, intent.id).unwrap(), intent, "nothing changed");
+    assert_eq!(payments::payment_intent(&cell, shop.store, intent.id).unwrap(), intent, "nothing changed");
 
     // Reading: shoppers with the secret in the query, members without it.
     let read = |q: String| {
@@ -243,7 +255,7 @@ async fn promptpay_and_bank_transfers_stay_pending_until_confirmed() {
 
     let new = new_intent(PaymentMethodKind::Promptpay, money(12345, "THB"));
     let checkout = new.checkout_id;
-    let (pp, secret) = cell.create_payment_intent(shop.store, new).await.unwrap();
+    let (pp, secret) = payments::create_payment_intent(&cell, shop.store, new).await.unwrap();
     assert_eq!(pp.status, IntentStatus::RequiresAction);
     let view = c.get(&format!("{}?clientSecret={secret}", shop.path(pp.id, "")), None).await;
     assert_eq!(view.status, 401, "a shopper read needs the publishable key too");
@@ -259,19 +271,22 @@ async fn promptpay_and_bank_transfers_stay_pending_until_confirmed() {
     let paid = shop.shopper_confirm(c, pp.id, json!({"clientSecret": secret})).await.expect(200).body;
     assert_eq!((paid["status"].as_str(), paid["nextAction"].clone()), (Some("succeeded"), Value::Null));
     assert_eq!(paid["orderId"], json!(order));
-    let stored = cell.payment_intent(shop.store, pp.id).unwrap();
+    let stored = payments::payment_intent(&cell, shop.store, pp.id).unwrap();
     assert_eq!((stored.status, stored.order_id), (IntentStatus::Succeeded, Some(order)));
 
     // PromptPay is THB only; nothing is stored for a refused intent.
     let before = stored_count(&cell, shop.store);
-    let e =
-        cell.create_payment_intent(shop.store, new_intent(PaymentMethodKind::Promptpay, money(100, "USD"))).await.unwrap_err();
+    let e = payments::create_payment_intent(&cell, shop.store, new_intent(PaymentMethodKind::Promptpay, money(100, "USD")))
+        .await
+        .unwrap_err();
     assert_eq!(e.code.as_str(), "BUSINESS_RULE");
     assert_eq!(stored_count(&cell, shop.store), before);
 
     // Bank transfers carry a reference and take only their own token.
     let (bt, _) =
-        cell.create_payment_intent(shop.store, new_intent(PaymentMethodKind::BankTransfer, money(5000, "USD"))).await.unwrap();
+        payments::create_payment_intent(&cell, shop.store, new_intent(PaymentMethodKind::BankTransfer, money(5000, "USD")))
+            .await
+            .unwrap();
     let v = serde_json::to_value(bt.view()).unwrap();
     assert_eq!((v["status"].as_str(), v["nextAction"]["type"].as_str()), (Some("requires_action"), Some("bank_transfer")));
     assert!(v["nextAction"]["reference"].as_str().unwrap().starts_with("SC"));
@@ -295,13 +310,16 @@ async fn claiming_checks_checkout_amount_status_and_single_use() {
         let cell = cell.clone();
         async move {
             let c = shopcell::cells::payments::Confirmation { payment_method: Some(token), client_secret: None, shopper: false };
-            cell.confirm_payment_intent(store, id, c).await.unwrap()
+            payments::confirm_payment_intent(&cell, store, id, c).await.unwrap()
         }
     };
     let make = |amount: i64| {
         let cell = cell.clone();
         async move {
-            cell.create_payment_intent(store, new_intent(PaymentMethodKind::CreditCard, money(amount, "USD"))).await.unwrap().0
+            payments::create_payment_intent(&cell, store, new_intent(PaymentMethodKind::CreditCard, money(amount, "USD")))
+                .await
+                .unwrap()
+                .0
         }
     };
 
@@ -322,16 +340,16 @@ async fn claiming_checks_checkout_amount_status_and_single_use() {
             ("BUSINESS_RULE", "the payment amount differs from the checkout total")
         );
     }
-    assert_eq!(cell.payment_intent(store, paid.id).unwrap().order_id, None, "refused claims write nothing");
+    assert_eq!(payments::payment_intent(&cell, store, paid.id).unwrap().order_id, None, "refused claims write nothing");
 
     assert_eq!(claim(&cell, store, paid.id, co, amount, order).await.unwrap(), FinancialStatus::Paid);
-    let stored = cell.payment_intent(store, paid.id).unwrap();
+    let stored = payments::payment_intent(&cell, store, paid.id).unwrap();
     assert_eq!((stored.order_id, stored.status), (Some(order), IntentStatus::Succeeded));
     // The same order again (a repeated job) is fine; another order is 409.
     assert_eq!(claim(&cell, store, paid.id, co, amount, order).await.unwrap(), FinancialStatus::Paid);
     let twice = claim(&cell, store, paid.id, co, amount, Uuid::now_v7()).await.unwrap_err();
     assert_eq!(twice.code.as_str(), "CONFLICT");
-    assert_eq!(cell.payment_intent(store, paid.id).unwrap().order_id, Some(order));
+    assert_eq!(payments::payment_intent(&cell, store, paid.id).unwrap().order_id, Some(order));
 
     // Statuses that allow no order.
     let declined = make(100).await;
@@ -347,7 +365,7 @@ async fn claiming_checks_checkout_amount_status_and_single_use() {
     let e = claim(&cell, store, challenged.id, challenged.checkout_id, challenged.amount, Uuid::now_v7()).await.unwrap_err();
     assert!(e.message.contains("authentication"), "{}", e.message);
     for i in [&declined, &unconfirmed, &challenged] {
-        assert_eq!(cell.payment_intent(store, i.id).unwrap().order_id, None);
+        assert_eq!(payments::payment_intent(&cell, store, i.id).unwrap().order_id, None);
     }
     // An authorization only: AUTHORIZED.
     let held = make(100).await;
@@ -384,7 +402,7 @@ async fn the_stripe_client_creates_confirms_and_refreshes_against_a_local_server
 
     let mut new = new_intent(PaymentMethodKind::CreditCard, money(1500, "JPY"));
     new.metadata = json!({"cartId": "cart 1&2", "items": 2});
-    let (intent, secret) = cell.create_payment_intent(shop.store, new).await.unwrap();
+    let (intent, secret) = payments::create_payment_intent(&cell, shop.store, new).await.unwrap();
     assert_eq!((intent.provider.as_str(), intent.provider_ref.as_str()), ("stripe", "pi_fake1"));
     assert_eq!((secret.as_str(), intent.status), ("pi_fake1_secret_fake1", IntentStatus::RequiresPaymentMethod));
     let seen = fake.seen();
@@ -437,7 +455,9 @@ async fn the_stripe_client_creates_confirms_and_refreshes_against_a_local_server
 
     // PromptPay: Stripe shows the QR code after confirmation; the payer pays later, a refresh sees it.
     let (pp, pp_secret) =
-        cell.create_payment_intent(shop.store, new_intent(PaymentMethodKind::Promptpay, money(9900, "THB"))).await.unwrap();
+        payments::create_payment_intent(&cell, shop.store, new_intent(PaymentMethodKind::Promptpay, money(9900, "THB")))
+            .await
+            .unwrap();
     assert_eq!(fake.seen().last().unwrap().field("payment_method_types[]"), Some("promptpay"));
     let shown = shop
         .shopper_confirm(c, pp.id, json!({"paymentMethod": "pm_promptpay", "clientSecret": pp_secret}))
@@ -446,19 +466,20 @@ async fn the_stripe_client_creates_confirms_and_refreshes_against_a_local_server
         .body;
     assert_eq!(shown["status"], "requires_action");
     assert_eq!(shown["nextAction"], json!({"type": "promptpay_qr", "qrPayload": "00020101021229370016A000000677010111FAKE"}));
-    let pending = cell.refresh_payment_intent(shop.store, pp.id).await.unwrap();
+    let pending = payments::refresh_payment_intent(&cell, shop.store, pp.id).await.unwrap();
     assert_eq!(pending.version, 2, "an unchanged state is not written again");
     fake.set_status(&pp.provider_ref, "succeeded");
     let read = c.get(&shop.path(pp.id, ""), Some(&shop.owner.token)).await.expect(200).body;
     assert_eq!((read["status"].as_str(), read["nextAction"].clone()), (Some("succeeded"), Value::Null));
-    let stored = cell.payment_intent(shop.store, pp.id).unwrap();
+    let stored = payments::payment_intent(&cell, shop.store, pp.id).unwrap();
     assert_eq!((stored.status, stored.version), (IntentStatus::Succeeded, 3));
     assert_eq!(fake.seen().last().unwrap().path, format!("/v1/payment_intents/{}", pp.provider_ref));
 
     // Stripe refuses the amount: 422, and nothing is stored.
     let before = stored_count(&cell, shop.store);
-    let e =
-        cell.create_payment_intent(shop.store, new_intent(PaymentMethodKind::CreditCard, money(10, "USD"))).await.unwrap_err();
+    let e = payments::create_payment_intent(&cell, shop.store, new_intent(PaymentMethodKind::CreditCard, money(10, "USD")))
+        .await
+        .unwrap_err();
     assert_eq!(
         (e.code.as_str(), e.message.as_str()),
         ("BUSINESS_RULE", "the payment provider does not accept this amount (amount_too_small)")
@@ -473,8 +494,9 @@ async fn stripe_failures_are_bad_gateway_without_the_key() {
     let app = stripe_app(&fake, wrong_key).await;
     let shop = Shop::new(&app.client).await;
     let cell = app.cell();
-    let e =
-        cell.create_payment_intent(shop.store, new_intent(PaymentMethodKind::CreditCard, money(1000, "USD"))).await.unwrap_err();
+    let e = payments::create_payment_intent(&cell, shop.store, new_intent(PaymentMethodKind::CreditCard, money(1000, "USD")))
+        .await
+        .unwrap_err();
     assert_eq!(e.code.as_str(), "BAD_GATEWAY");
     assert!(!e.message.contains("sk_") && !e.body().to_string().contains("sk_"), "{}", e.message);
     assert_eq!(fake.seen()[0].authorization.as_deref(), Some(format!("Bearer {wrong_key}").as_str()));
@@ -492,11 +514,10 @@ async fn stripe_failures_are_bad_gateway_without_the_key() {
     ])
     .await;
     let shop = Shop::new(&dead.client).await;
-    let e = dead
-        .cell()
-        .create_payment_intent(shop.store, new_intent(PaymentMethodKind::CreditCard, money(1000, "USD")))
-        .await
-        .unwrap_err();
+    let e =
+        payments::create_payment_intent(&dead.cell(), shop.store, new_intent(PaymentMethodKind::CreditCard, money(1000, "USD")))
+            .await
+            .unwrap_err();
     assert_eq!(e.code.as_str(), "BAD_GATEWAY");
 }
 
@@ -520,7 +541,9 @@ async fn concurrent_confirmations_of_one_intent_succeed_once() {
     let shop = Shop::new(&app.client).await;
     let cell = app.cell();
     let (intent, secret) =
-        cell.create_payment_intent(shop.store, new_intent(PaymentMethodKind::CreditCard, money(700, "USD"))).await.unwrap();
+        payments::create_payment_intent(&cell, shop.store, new_intent(PaymentMethodKind::CreditCard, money(700, "USD")))
+            .await
+            .unwrap();
     let mut set = tokio::task::JoinSet::new();
     for _ in 0..8 {
         let (c, path, key) = (app.client.clone(), shop.path(intent.id, "/confirm"), shop.key.clone());
@@ -536,6 +559,6 @@ async fn concurrent_confirmations_of_one_intent_succeed_once() {
         statuses.push(a.status.as_u16());
     }
     assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 1, "{statuses:?}");
-    let stored = cell.payment_intent(shop.store, intent.id).unwrap();
+    let stored = payments::payment_intent(&cell, shop.store, intent.id).unwrap();
     assert_eq!((stored.status, stored.version), (IntentStatus::Succeeded, 2));
 }

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use shopcell::cells::product_search;
 use shopcell::domain::product::Product;
 use shopcell::domain::time::parse_rfc3339;
 use shopcell::search::query::{SearchRequest, Sort};
@@ -474,7 +475,7 @@ async fn a_restart_replays_the_outbox_and_keeps_the_index_without_rebuilding_it(
     assert_eq!(outbox_len(&cell_db), 0);
 
     // `admin reindex` rebuilds from redb.
-    let n = shopcell::cells::product_search::reindex_offline(&data.join("cells/cell-1")).expect("reindex");
+    let n = product_search::reindex_offline(&data.join("cells/cell-1")).expect("reindex");
     assert_eq!(n, 2);
     let mut app3 = spawn_app_in(&data).await;
     let c3 = app3.client.clone();

@@ -237,262 +237,257 @@ fn load_products(txn: &redb::ReadTransaction, store: Uuid, ids: Vec<Uuid>) -> Ap
 
 // ---- the cell's operations ------------------------------------------------------------------
 
-impl Cell {
-    /// Creates a collection; a smart one is filled from every product of the store at once.
-    pub async fn create_collection(&self, store: Uuid, input: CreateCollection) -> ApiResult<Collection> {
-        let draft = build(&input, self.clock.new_id(), self.clock.now_ms())?;
-        let requested = input.handle;
-        let position = input.position;
-        let c = self
-            .writer
-            .write(Some(store), move |tx| {
-                let mut c = draft.clone();
-                check_parent(tx, store, c.id, c.parent_id)?;
-                c.handle = collection_handle(tx, store, c.id, requested.as_deref(), &c.title)?;
-                if position.is_none() {
-                    // After every collection ever made: a new one lands last in `sortBy=position`.
-                    let all = record::count::<Collection>(tx, store, None)?;
-                    c.position = i64::try_from(all).unwrap_or(MAX_POSITION).min(MAX_POSITION);
-                }
-                if c.collection_type == CollectionType::Smart {
-                    refresh_smart(tx, store, &mut c)?;
-                }
-                record::write(tx, store, None, Some(&c))?;
-                Ok(c)
-            })
-            .await?;
-        if c.status == CollectionStatus::Scheduled {
-            self.publisher.wake();
-        }
-        Ok(c)
+/// Creates a collection; a smart one is filled from every product of the store at once.
+pub async fn create_collection(cell: &Cell, store: Uuid, input: CreateCollection) -> ApiResult<Collection> {
+    let draft = build(&input, cell.clock.new_id(), cell.clock.now_ms())?;
+    let requested = input.handle;
+    let position = input.position;
+    let c = cell
+        .writer
+        .write(Some(store), move |tx| {
+            let mut c = draft.clone();
+            check_parent(tx, store, c.id, c.parent_id)?;
+            c.handle = collection_handle(tx, store, c.id, requested.as_deref(), &c.title)?;
+            if position.is_none() {
+                // After every collection ever made: a new one lands last in `sortBy=position`.
+                let all = record::count::<Collection>(tx, store, None)?;
+                c.position = i64::try_from(all).unwrap_or(MAX_POSITION).min(MAX_POSITION);
+            }
+            if c.collection_type == CollectionType::Smart {
+                refresh_smart(tx, store, &mut c)?;
+            }
+            record::write(tx, store, None, Some(&c))?;
+            Ok(c)
+        })
+        .await?;
+    if c.status == CollectionStatus::Scheduled {
+        cell.publisher.wake();
     }
+    Ok(c)
+}
 
-    /// One collection; a deleted one only when `include_deleted`.
-    pub fn collection(&self, store: Uuid, id: Uuid, include_deleted: bool) -> ApiResult<Collection> {
-        let c = self.get::<Collection>(store, id)?;
-        if c.deleted_at.is_some() && !include_deleted {
-            return Err(ApiError::not_found());
-        }
-        Ok(c)
+/// One collection; a deleted one only when `include_deleted`.
+pub fn collection(cell: &Cell, store: Uuid, id: Uuid, include_deleted: bool) -> ApiResult<Collection> {
+    let c = cell.get::<Collection>(store, id)?;
+    if c.deleted_at.is_some() && !include_deleted {
+        return Err(ApiError::not_found());
     }
+    Ok(c)
+}
 
-    /// The products of a collection in its order: `skip` then `take`; with `active_only` (shoppers),
-    /// only its ACTIVE products, skipped and taken among themselves.
-    pub fn collection_products(
-        &self,
-        store: Uuid,
-        c: &Collection,
-        skip: usize,
-        take: usize,
-        active_only: bool,
-    ) -> ApiResult<Vec<Product>> {
-        let txn = self.read()?;
-        let ids = if active_only {
-            active_members(&txn, store, c, skip, take, false)?.0
-        } else {
-            let mut ids = Vec::with_capacity(take.min(256));
-            read::scan(&txn, COLLECTION_PRODUCTS, &row_key(store, c.id), c.sort_order.kind().1, skip, take, |k, _| {
-                ids.extend(trailing_id(k));
-                Ok(())
-            })?;
-            ids
-        };
-        load_products(&txn, store, ids)
-    }
-
-    /// A page of a collection's ACTIVE products (what shoppers see) and how many there are.
-    pub fn active_collection_page(
-        &self,
-        store: Uuid,
-        c: &Collection,
-        skip: usize,
-        take: usize,
-    ) -> ApiResult<(Vec<Product>, u64)> {
-        let txn = self.read()?;
-        let (ids, total) = active_members(&txn, store, c, skip, take, true)?;
-        Ok((load_products(&txn, store, ids)?, total))
-    }
-
-    /// How many of a collection's products are ACTIVE: its `productCount` as shoppers see it.
-    pub fn active_product_count(&self, store: Uuid, c: &Collection) -> ApiResult<u64> {
-        Ok(active_members(&self.read()?, store, c, 0, 0, true)?.1)
-    }
-
-    /// Whether `product` is in `collection` (for the `collection` filter of product lists).
-    pub fn collection_contains(&self, store: Uuid, collection: Uuid, product: Uuid) -> ApiResult<bool> {
-        Ok(read::get_raw(&self.read()?, PRODUCT_COLLECTIONS, &reverse_key(store, product, collection))?.is_some())
-    }
-
-    /// The ids of a collection's products in its order, `skip` then `take`, from the index alone.
-    pub fn collection_product_ids(&self, store: Uuid, collection: Uuid, skip: usize, take: usize) -> ApiResult<Vec<Uuid>> {
-        let c = self.collection(store, collection, false)?;
+/// The products of a collection in its order: `skip` then `take`; with `active_only` (shoppers),
+/// only its ACTIVE products, skipped and taken among themselves.
+pub fn collection_products(
+    cell: &Cell,
+    store: Uuid,
+    c: &Collection,
+    skip: usize,
+    take: usize,
+    active_only: bool,
+) -> ApiResult<Vec<Product>> {
+    let txn = cell.read()?;
+    let ids = if active_only {
+        active_members(&txn, store, c, skip, take, false)?.0
+    } else {
         let mut ids = Vec::with_capacity(take.min(256));
-        read::scan(&self.read()?, COLLECTION_PRODUCTS, &row_key(store, c.id), c.sort_order.kind().1, skip, take, |k, _| {
+        read::scan(&txn, COLLECTION_PRODUCTS, &row_key(store, c.id), c.sort_order.kind().1, skip, take, |k, _| {
             ids.extend(trailing_id(k));
             Ok(())
         })?;
-        Ok(ids)
-    }
+        ids
+    };
+    load_products(&txn, store, ids)
+}
 
-    pub async fn update_collection(&self, store: Uuid, id: Uuid, update: UpdateCollection) -> ApiResult<Collection> {
-        let now = self.clock.now_ms();
-        apply_update(&update, &self.collection(store, id, false)?, now)?;
-        let update = Arc::new(update);
-        let c = self
-            .writer
-            .write(Some(store), move |tx| {
-                let old = load_live(tx, store, id)?;
-                let mut c = apply_update(&update, &old, now)?;
-                if update.parent_id.is_some() {
-                    check_parent(tx, store, id, c.parent_id)?;
-                }
-                if let Some(h) = &update.handle {
-                    c.handle = collection_handle(tx, store, id, Some(h), &c.title)?;
-                }
-                // Rows keyed by another kind are re-keyed, read in the old display order.
-                if c.sort_order.kind().0 != old.sort_order.kind().0 {
-                    let order = c.sort_order;
-                    c.sort_order = old.sort_order;
-                    resort(tx, store, &mut c, order)?;
-                }
-                if c.collection_type == CollectionType::Smart && c.rules != old.rules {
-                    refresh_smart(tx, store, &mut c)?;
-                }
-                record::write(tx, store, Some(&old), Some(&c))?;
-                Ok(c)
-            })
-            .await?;
-        if c.status == CollectionStatus::Scheduled {
-            self.publisher.wake();
-        }
-        Ok(c)
-    }
+/// A page of a collection's ACTIVE products (what shoppers see) and how many there are.
+pub fn active_collection_page(
+    cell: &Cell,
+    store: Uuid,
+    c: &Collection,
+    skip: usize,
+    take: usize,
+) -> ApiResult<(Vec<Product>, u64)> {
+    let txn = cell.read()?;
+    let (ids, total) = active_members(&txn, store, c, skip, take, true)?;
+    Ok((load_products(&txn, store, ids)?, total))
+}
 
-    /// Soft delete: the collection keeps its row with `deletedAt`, leaves the lists, frees its
-    /// handle, lets go of its products, and its children move up to its parent.
-    pub async fn delete_collection(&self, store: Uuid, id: Uuid) -> ApiResult<()> {
-        let now = self.clock.now_ms();
-        self.writer
-            .write(Some(store), move |tx| {
-                let old = load_live(tx, store, id)?;
-                let mut c = old.clone();
-                for pid in members_in_order(tx, store, &old)? {
-                    remove_member(tx, store, &mut c, pid)?;
-                }
-                c.deleted_at = Some(now);
-                c.updated_at = now;
-                let children = Key::store(store).id(id).into_vec();
-                for (k, _) in tx.scan_prefix(COLLECTION_CHILDREN, &children, None, usize::MAX)? {
-                    let Some(child) = trailing_id(&k) else { continue };
-                    let before = record::must_load::<Collection>(tx, store, child)?;
-                    let mut moved = before.clone();
-                    moved.parent_id = old.parent_id;
-                    moved.updated_at = now;
-                    record::write(tx, store, Some(&before), Some(&moved))?;
-                }
-                record::write(tx, store, Some(&old), Some(&c))
-            })
-            .await
-    }
+/// How many of a collection's products are ACTIVE: its `productCount` as shoppers see it.
+pub fn active_product_count(cell: &Cell, store: Uuid, c: &Collection) -> ApiResult<u64> {
+    Ok(active_members(&cell.read()?, store, c, 0, 0, true)?.1)
+}
 
-    /// Adds products to a manual collection (at the end, or in its sort place). Ids already in
-    /// it are skipped; an id that is not a product of this store fails the whole request.
-    pub async fn add_collection_products(&self, store: Uuid, id: Uuid, ids: Vec<Uuid>) -> ApiResult<Collection> {
-        self.edit_members(store, id, ids, |tx, store, c, pid| match load_product(tx, store, pid)? {
-            Some(p) => add_member(tx, store, c, &p).map(|_| ()),
-            None => Ok(()),
+/// Whether `product` is in `collection` (for the `collection` filter of product lists).
+pub fn collection_contains(cell: &Cell, store: Uuid, collection: Uuid, product: Uuid) -> ApiResult<bool> {
+    Ok(read::get_raw(&cell.read()?, PRODUCT_COLLECTIONS, &reverse_key(store, product, collection))?.is_some())
+}
+
+/// The ids of a collection's products in its order, `skip` then `take`, from the index alone.
+pub fn collection_product_ids(cell: &Cell, store: Uuid, collection: Uuid, skip: usize, take: usize) -> ApiResult<Vec<Uuid>> {
+    let c = self::collection(cell, store, collection, false)?;
+    let mut ids = Vec::with_capacity(take.min(256));
+    read::scan(&cell.read()?, COLLECTION_PRODUCTS, &row_key(store, c.id), c.sort_order.kind().1, skip, take, |k, _| {
+        ids.extend(trailing_id(k));
+        Ok(())
+    })?;
+    Ok(ids)
+}
+
+pub async fn update_collection(cell: &Cell, store: Uuid, id: Uuid, update: UpdateCollection) -> ApiResult<Collection> {
+    let now = cell.clock.now_ms();
+    apply_update(&update, &collection(cell, store, id, false)?, now)?;
+    let update = Arc::new(update);
+    let c = cell
+        .writer
+        .write(Some(store), move |tx| {
+            let old = load_live(tx, store, id)?;
+            let mut c = apply_update(&update, &old, now)?;
+            if update.parent_id.is_some() {
+                check_parent(tx, store, id, c.parent_id)?;
+            }
+            if let Some(h) = &update.handle {
+                c.handle = collection_handle(tx, store, id, Some(h), &c.title)?;
+            }
+            // Rows keyed by another kind are re-keyed, read in the old display order.
+            if c.sort_order.kind().0 != old.sort_order.kind().0 {
+                let order = c.sort_order;
+                c.sort_order = old.sort_order;
+                resort(tx, store, &mut c, order)?;
+            }
+            if c.collection_type == CollectionType::Smart && c.rules != old.rules {
+                refresh_smart(tx, store, &mut c)?;
+            }
+            record::write(tx, store, Some(&old), Some(&c))?;
+            Ok(c)
+        })
+        .await?;
+    if c.status == CollectionStatus::Scheduled {
+        cell.publisher.wake();
+    }
+    Ok(c)
+}
+
+/// Soft delete: the collection keeps its row with `deletedAt`, leaves the lists, frees its
+/// handle, lets go of its products, and its children move up to its parent.
+pub async fn delete_collection(cell: &Cell, store: Uuid, id: Uuid) -> ApiResult<()> {
+    let now = cell.clock.now_ms();
+    cell.writer
+        .write(Some(store), move |tx| {
+            let old = load_live(tx, store, id)?;
+            let mut c = old.clone();
+            for pid in members_in_order(tx, store, &old)? {
+                remove_member(tx, store, &mut c, pid)?;
+            }
+            c.deleted_at = Some(now);
+            c.updated_at = now;
+            let children = Key::store(store).id(id).into_vec();
+            for (k, _) in tx.scan_prefix(COLLECTION_CHILDREN, &children, None, usize::MAX)? {
+                let Some(child) = trailing_id(&k) else { continue };
+                let before = record::must_load::<Collection>(tx, store, child)?;
+                let mut moved = before.clone();
+                moved.parent_id = old.parent_id;
+                moved.updated_at = now;
+                record::write(tx, store, Some(&before), Some(&moved))?;
+            }
+            record::write(tx, store, Some(&old), Some(&c))
         })
         .await
-    }
+}
 
-    /// Removes products from a manual collection; products of the store that are not in it are
-    /// skipped, ids that are not products of this store fail the whole request.
-    pub async fn remove_collection_products(&self, store: Uuid, id: Uuid, ids: Vec<Uuid>) -> ApiResult<Collection> {
-        self.edit_members(store, id, ids, |tx, store, c, pid| remove_member(tx, store, c, pid).map(|_| ())).await
-    }
+/// Adds products to a manual collection (at the end, or in its sort place). Ids already in
+/// it are skipped; an id that is not a product of this store fails the whole request.
+pub async fn add_collection_products(cell: &Cell, store: Uuid, id: Uuid, ids: Vec<Uuid>) -> ApiResult<Collection> {
+    edit_members(cell, store, id, ids, |tx, store, c, pid| match load_product(tx, store, pid)? {
+        Some(p) => add_member(tx, store, c, &p).map(|_| ()),
+        None => Ok(()),
+    })
+    .await
+}
 
-    /// The frame of an add or remove: checks, then `step` for each id, in one write.
-    async fn edit_members(&self, store: Uuid, id: Uuid, ids: Vec<Uuid>, step: MemberStep) -> ApiResult<Collection> {
-        check_product_ids(&ids, Some(MAX_PRODUCT_IDS))?;
-        manual_only(&self.collection(store, id, false)?)?;
-        let ids = Arc::new(ids);
-        let now = self.clock.now_ms();
-        self.writer
-            .write(Some(store), move |tx| {
-                let old = load_live(tx, store, id)?;
-                manual_only(&old)?;
-                check_products_exist(tx, store, &ids)?;
-                let mut c = old.clone();
-                for pid in ids.iter() {
-                    step(tx, store, &mut c, *pid)?;
-                }
-                if c.product_count != old.product_count {
-                    c.updated_at = now;
-                }
-                record::write(tx, store, Some(&old), Some(&c))?;
-                Ok(c)
-            })
-            .await
-    }
+/// Removes products from a manual collection; products of the store that are not in it are
+/// skipped, ids that are not products of this store fail the whole request.
+pub async fn remove_collection_products(cell: &Cell, store: Uuid, id: Uuid, ids: Vec<Uuid>) -> ApiResult<Collection> {
+    edit_members(cell, store, id, ids, |tx, store, c, pid| remove_member(tx, store, c, pid).map(|_| ())).await
+}
 
-    /// Sets the manual order: `ids` must be exactly the collection's products, in the new order.
-    pub async fn reorder_collection_products(&self, store: Uuid, id: Uuid, ids: Vec<Uuid>) -> ApiResult<Collection> {
-        check_product_ids(&ids, None)?;
-        let ids = Arc::new(ids);
-        let now = self.clock.now_ms();
-        self.writer
-            .write(Some(store), move |tx| {
-                let old = load_live(tx, store, id)?;
-                if old.sort_order != ProductOrder::Manual {
-                    return Err(ApiError::msg(
-                        Code::BUSINESS_RULE,
-                        format!(
-                            "the collection is sorted {}; set sortOrder to manual to order it by hand",
-                            old.sort_order.name()
-                        ),
-                    ));
-                }
-                let mut c = Check::new();
-                let mut places = Vec::with_capacity(ids.len());
-                for (i, pid) in ids.iter().enumerate() {
-                    match placement(tx, store, id, *pid)? {
-                        Some(at) => places.push(at),
-                        None => c.fail(&format!("productIds[{i}]"), "is not a product of this collection"),
-                    }
-                }
-                if places.len() == ids.len() && ids.len() as u64 != old.product_count {
-                    c.fail("productIds", format!("must list all {} products of the collection", old.product_count));
-                }
-                c.finish()?;
-                for (i, (pid, at)) in ids.iter().zip(&places).enumerate() {
-                    let new = (SortKind::Position, segment(SortKind::Position, None, i as i64));
-                    if &new != at {
-                        set_member(tx, store, id, *pid, Some(at), Some(&new))?;
-                    }
-                }
-                let mut next = old.clone();
-                next.next_position = ids.len() as i64;
-                next.updated_at = now;
-                record::write(tx, store, Some(&old), Some(&next))?;
-                Ok(next)
-            })
-            .await
-    }
+/// The frame of an add or remove: checks, then `step` for each id, in one write.
+async fn edit_members(cell: &Cell, store: Uuid, id: Uuid, ids: Vec<Uuid>, step: MemberStep) -> ApiResult<Collection> {
+    check_product_ids(&ids, Some(MAX_PRODUCT_IDS))?;
+    manual_only(&collection(cell, store, id, false)?)?;
+    let ids = Arc::new(ids);
+    let now = cell.clock.now_ms();
+    cell.writer
+        .write(Some(store), move |tx| {
+            let old = load_live(tx, store, id)?;
+            manual_only(&old)?;
+            check_products_exist(tx, store, &ids)?;
+            let mut c = old.clone();
+            for pid in ids.iter() {
+                step(tx, store, &mut c, *pid)?;
+            }
+            if c.product_count != old.product_count {
+                c.updated_at = now;
+            }
+            record::write(tx, store, Some(&old), Some(&c))?;
+            Ok(c)
+        })
+        .await
+}
 
-    /// Schedules publication at `publish_at` (RFC 3339, in the future).
-    pub async fn schedule_collection(&self, store: Uuid, id: Uuid, publish_at: String) -> ApiResult<Collection> {
-        let now = self.clock.now_ms();
-        schedule(&self.collection(store, id, false)?, &publish_at, now)?;
-        let c = self
-            .writer
-            .write(Some(store), move |tx| {
-                let old = load_live(tx, store, id)?;
-                let c = schedule(&old, &publish_at, now)?;
-                record::write(tx, store, Some(&old), Some(&c))?;
-                Ok(c)
-            })
-            .await?;
-        self.publisher.wake();
-        Ok(c)
-    }
+/// Sets the manual order: `ids` must be exactly the collection's products, in the new order.
+pub async fn reorder_collection_products(cell: &Cell, store: Uuid, id: Uuid, ids: Vec<Uuid>) -> ApiResult<Collection> {
+    check_product_ids(&ids, None)?;
+    let ids = Arc::new(ids);
+    let now = cell.clock.now_ms();
+    cell.writer
+        .write(Some(store), move |tx| {
+            let old = load_live(tx, store, id)?;
+            if old.sort_order != ProductOrder::Manual {
+                return Err(ApiError::msg(
+                    Code::BUSINESS_RULE,
+                    format!("the collection is sorted {}; set sortOrder to manual to order it by hand", old.sort_order.name()),
+                ));
+            }
+            let mut c = Check::new();
+            let mut places = Vec::with_capacity(ids.len());
+            for (i, pid) in ids.iter().enumerate() {
+                match placement(tx, store, id, *pid)? {
+                    Some(at) => places.push(at),
+                    None => c.fail(&format!("productIds[{i}]"), "is not a product of this collection"),
+                }
+            }
+            if places.len() == ids.len() && ids.len() as u64 != old.product_count {
+                c.fail("productIds", format!("must list all {} products of the collection", old.product_count));
+            }
+            c.finish()?;
+            for (i, (pid, at)) in ids.iter().zip(&places).enumerate() {
+                let new = (SortKind::Position, segment(SortKind::Position, None, i as i64));
+                if &new != at {
+                    set_member(tx, store, id, *pid, Some(at), Some(&new))?;
+                }
+            }
+            let mut next = old.clone();
+            next.next_position = ids.len() as i64;
+            next.updated_at = now;
+            record::write(tx, store, Some(&old), Some(&next))?;
+            Ok(next)
+        })
+        .await
+}
+
+/// Schedules publication at `publish_at` (RFC 3339, in the future).
+pub async fn schedule_collection(cell: &Cell, store: Uuid, id: Uuid, publish_at: String) -> ApiResult<Collection> {
+    let now = cell.clock.now_ms();
+    schedule(&collection(cell, store, id, false)?, &publish_at, now)?;
+    let c = cell
+        .writer
+        .write(Some(store), move |tx| {
+            let old = load_live(tx, store, id)?;
+            let c = schedule(&old, &publish_at, now)?;
+            record::write(tx, store, Some(&old), Some(&c))?;
+            Ok(c)
+        })
+        .await?;
+    cell.publisher.wake();
+    Ok(c)
 }
