@@ -38,12 +38,14 @@ use uuid::Uuid;
 use crate::clock::Clock;
 use crate::error::ApiResult;
 use crate::memory::{CacheStats, CellShares};
-use crate::storage::keys::Key;
 use crate::storage::list::{self, ListQuery, Listed};
 use crate::storage::record::{self, Record};
-use crate::storage::tables::{MOVE_LOG, STORE_STATE, STORE_TABLES, StoreState};
+use crate::storage::tables::{MOVE_LOG, STORE_STATE, StoreState};
 use crate::storage::writer::{Writer, WriterThread};
 use crate::storage::{self, DbKind};
+
+/// Rows of an interrupted move's copy deleted per transaction at start.
+const STALE_BATCH: usize = 50_000;
 
 /// A cell's database: its tables and the steps from older formats.
 pub const DATABASE: DbKind = DbKind { name: "cell", steps: migrations::STEPS, tables: storage::tables::cell_tables };
@@ -104,27 +106,21 @@ impl Cell {
                 }
             }
         }
-        let txn = db.begin_write()?;
+        // In writes of bounded size, however large the copy.
         for id in &stale {
-            for t in STORE_TABLES {
-                let prefix = Key::store(*id).into_vec();
-                let mut table = txn.open_table(t.def)?;
-                let (start, end) = storage::keys::prefix_range(&prefix);
-                let keys: Vec<Vec<u8>> = match end {
-                    Some(end) => table
-                        .range(start.as_slice()..end.as_slice())?
-                        .map(|r| r.map(|(k, _)| k.value().to_vec()))
-                        .collect::<Result<_, _>>()?,
-                    None => {
-                        table.range(start.as_slice()..)?.map(|r| r.map(|(k, _)| k.value().to_vec())).collect::<Result<_, _>>()?
-                    }
-                };
-                for k in keys {
-                    table.remove(k.as_slice())?;
+            loop {
+                let txn = db.begin_write()?;
+                let gone = moves::delete_store_rows(&txn, *id, STALE_BATCH)?;
+                if gone < STALE_BATCH {
+                    txn.open_table(STORE_STATE)?.remove(id.as_u128())?;
+                }
+                txn.commit()?;
+                if gone < STALE_BATCH {
+                    break;
                 }
             }
-            txn.open_table(STORE_STATE)?.remove(id.as_u128())?;
         }
+        let txn = db.begin_write()?;
         txn.open_table(MOVE_LOG)?.retain(|_, _| false)?;
         txn.commit()?;
         let (writer, thread) = Writer::start(db.clone(), name, memory.rows, memory.lists)?;

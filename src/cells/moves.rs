@@ -21,7 +21,7 @@
 
 use std::ops::Bound;
 
-use redb::ReadableTable;
+use redb::{ReadableTable, WriteTransaction};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -130,13 +130,14 @@ pub async fn move_import(cell: &Cell, store: Uuid, chunk: Chunk) -> ApiResult<()
     }
     check_rows(store, &chunk.rows)?;
     let first = chunk.first;
+    if first {
+        // A leftover copy of an earlier attempt goes first.
+        discard(cell, store).await?;
+    }
     let rows = std::sync::Arc::new(chunk.rows);
     cell.writer
         .write(Some(store), move |tx| {
             if first {
-                for t in STORE_TABLES {
-                    tx.delete_prefix(*t, Key::store(store).bytes())?;
-                }
                 tx.raw().open_table(STORE_STATE)?.insert(store.as_u128(), StoreState::Incoming as u8)?;
             }
             apply_rows(tx, &rows)
@@ -234,7 +235,13 @@ pub async fn move_abort(cell: &Cell, store: Uuid) -> ApiResult<()> {
         .await
 }
 
-/// Deletes every row of a store this cell does not serve (a finished or abandoned copy).
+/// Rows of a store one write of a discard deletes: each transaction stays small however large
+/// the store is.
+const DISCARD_BATCH: usize = 10_000;
+
+/// Deletes every row of a store this cell does not serve (a finished or abandoned copy), in
+/// writes of [`DISCARD_BATCH`] rows. The store is marked `Incoming` on disk first, so a start
+/// after a crash midway discards the rest.
 pub async fn discard(cell: &Cell, store: Uuid) -> ApiResult<()> {
     if cell.holds(store) {
         return Err(ApiError::msg(Code::CONFLICT, "this cell serves the store"));
@@ -242,9 +249,18 @@ pub async fn discard(cell: &Cell, store: Uuid) -> ApiResult<()> {
     // Written without the store's id: the store may be frozen here.
     cell.writer
         .write(None, move |tx| {
-            for t in STORE_TABLES {
-                tx.delete_prefix(*t, Key::store(store).bytes())?;
-            }
+            tx.raw().open_table(STORE_STATE)?.insert(store.as_u128(), StoreState::Incoming as u8)?;
+            Ok(())
+        })
+        .await?;
+    loop {
+        let gone = cell.writer.write(None, move |tx| delete_store_rows(tx.raw(), store, DISCARD_BATCH)).await?;
+        if gone < DISCARD_BATCH {
+            break;
+        }
+    }
+    cell.writer
+        .write(None, move |tx| {
             let prefix = Key::store(store).into_vec();
             let (start, end) = prefix_range(&prefix);
             let mut log = tx.raw().open_table(MOVE_LOG)?;
@@ -271,6 +287,28 @@ pub async fn discard(cell: &Cell, store: Uuid) -> ApiResult<()> {
     Ok(())
 }
 
+/// Deletes up to `limit` rows of `store`, table after table; answers how many went (fewer than
+/// `limit`: none is left).
+pub(crate) fn delete_store_rows(txn: &WriteTransaction, store: Uuid, limit: usize) -> ApiResult<usize> {
+    let prefix = Key::store(store).into_vec();
+    let mut gone = 0;
+    for t in STORE_TABLES {
+        let mut table = txn.open_table(t.def)?;
+        let keys = after_range(&table, &prefix, None)?
+            .take(limit - gone)
+            .map(|item| item.map(|(k, _)| k.value().to_vec()))
+            .collect::<Result<Vec<_>, _>>()?;
+        for k in &keys {
+            table.remove(k.as_slice())?;
+        }
+        gone += keys.len();
+        if gone == limit {
+            break;
+        }
+    }
+    Ok(gone)
+}
+
 /// Rows from another cell must all belong to the store being moved and name known tables.
 fn check_rows(store: Uuid, rows: &[Row]) -> ApiResult<()> {
     let prefix = Key::store(store).into_vec();
@@ -290,4 +328,75 @@ fn apply_rows(tx: &mut crate::storage::writer::Tx, rows: &[Row]) -> ApiResult<()
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use redb::ReadableDatabase;
+
+    use super::*;
+    use crate::storage::tables::{CARTS, PRODUCTS, StoreTable};
+    use crate::storage::{ONE_OFF_CACHE, open};
+
+    #[test]
+    fn a_store_s_rows_go_in_bounded_batches_and_only_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(&dir.path().join("cell.redb"), crate::cells::DATABASE, ONE_OFF_CACHE).unwrap();
+        let (gone, kept) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let txn = db.begin_write().unwrap();
+        for (store, n) in [(gone, 3u128), (kept, 2)] {
+            for t in [PRODUCTS, CARTS] {
+                let mut table = txn.open_table(t.def).unwrap();
+                for i in 0..n {
+                    table.insert(Key::store(store).id(Uuid::from_u128(i)).bytes(), b"row".as_slice()).unwrap();
+                }
+            }
+        }
+        txn.commit().unwrap();
+
+        let mut batches = Vec::new();
+        loop {
+            let txn = db.begin_write().unwrap();
+            let n = delete_store_rows(&txn, gone, 4).unwrap();
+            txn.commit().unwrap();
+            batches.push(n);
+            if n < 4 {
+                break;
+            }
+        }
+        assert_eq!(batches, [4, 2], "six rows in writes of at most four");
+        let txn = db.begin_read().unwrap();
+        let count = |t: StoreTable, store: Uuid| {
+            let table = txn.open_table(t.def).unwrap();
+            after_range(&table, Key::store(store).bytes(), None).unwrap().count()
+        };
+        assert_eq!((count(PRODUCTS, gone), count(CARTS, gone)), (0, 0));
+        assert_eq!((count(PRODUCTS, kept), count(CARTS, kept)), (2, 2), "another store's rows stay");
+    }
+
+    #[tokio::test]
+    async fn a_start_discards_the_copy_a_crash_left_incoming() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Uuid::from_u128(9);
+        {
+            let db = open(&dir.path().join("cell.redb"), crate::cells::DATABASE, ONE_OFF_CACHE).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.open_table(STORE_STATE).unwrap().insert(store.as_u128(), StoreState::Incoming as u8).unwrap();
+            let mut products = txn.open_table(PRODUCTS.def).unwrap();
+            for i in 0..7u128 {
+                products.insert(Key::store(store).id(Uuid::from_u128(i)).bytes(), b"row".as_slice()).unwrap();
+            }
+            drop(products);
+            txn.commit().unwrap();
+        }
+        let shares = crate::memory::Shares::of_one_cell(256 << 20).cell;
+        let cell = Cell::open("c", dir.path(), crate::clock::Clock::system(), &shares).unwrap();
+        assert_eq!(cell.state_of(store), None);
+        let txn = cell.db.begin_read().unwrap();
+        assert!(txn.open_table(STORE_STATE).unwrap().get(store.as_u128()).unwrap().is_none());
+        let products = txn.open_table(PRODUCTS.def).unwrap();
+        assert_eq!(after_range(&products, Key::store(store).bytes(), None).unwrap().count(), 0);
+        drop((products, txn));
+        cell.close();
+    }
 }
