@@ -18,6 +18,7 @@ use crate::storage::codec::{decode, encode};
 use crate::storage::keys::{Key, trailing_id};
 use crate::storage::list::{ListQuery, Listed};
 use crate::storage::list_orders::HeldList;
+use crate::storage::ranked::Keys;
 use crate::storage::read;
 use crate::storage::record::{Filter, FilterValue, List, Listable, Sort};
 use crate::storage::row_cache::Cached;
@@ -76,17 +77,22 @@ fn order_keys(sorts: &ProductSorts, id: Uuid) -> Vec<(u16, Box<[u8]>)> {
     keys
 }
 
-/// The keys of list `which` of `store`, read from its committed `product_sorts` rows.
-fn stored_list_keys(txn: &redb::ReadTransaction, store: Uuid, which: u16) -> ApiResult<Vec<Box<[u8]>>> {
+/// The keys of list `which` of `store`, read from its committed `product_sorts` rows, packed as
+/// they are read (one buffer for the list, no allocation per key).
+fn stored_list_keys(txn: &redb::ReadTransaction, store: Uuid, which: u16) -> ApiResult<Keys> {
     let (field, wanted) = ((which >> 8) as u8, (which & 0xFF) as u8);
-    let mut keys = Vec::new();
+    let sort = &ProductSorts::LIST.sorts[field as usize];
+    let mut keys = Keys::default();
+    let mut scratch = Vec::new();
     read::scan(txn, PRODUCT_SORTS, Key::store(store).bytes(), false, 0, usize::MAX, |k, v| {
         let (Some(id), Ok(sorts)) = (trailing_id(k), decode::<ProductSorts>(v)) else {
             // A row that does not decode is logged by the codec and left out of the lists.
             return Ok(());
         };
         if wanted == ANY || wanted == bucket(sorts.status) {
-            keys.push(sort_key(&sorts, field, id));
+            let key = (sort.key)(&sorts, Key::reuse(std::mem::take(&mut scratch))).id(id);
+            keys.push(key.bytes());
+            scratch = key.into_vec();
         }
         Ok(())
     })?;

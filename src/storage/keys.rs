@@ -18,6 +18,12 @@ impl Key {
         Key(v)
     }
 
+    /// An empty key written into `buffer` (cleared): a loop building many keys reuses one.
+    pub fn reuse(mut buffer: Vec<u8>) -> Self {
+        buffer.clear();
+        Key(buffer)
+    }
+
     pub fn id(mut self, id: Uuid) -> Self {
         self.0.extend_from_slice(id.as_bytes());
         self

@@ -24,10 +24,8 @@ use uuid::Uuid;
 
 use crate::error::{ApiError, ApiResult};
 use crate::memory::Meter;
-use crate::storage::ranked::Ranked;
+use crate::storage::ranked::{Keys, Ranked};
 
-/// What one key costs besides its bytes: its pointer in the chunk and the allocation's header.
-const KEY_OVERHEAD: usize = 32;
 /// Builds running at once, each on a blocking thread: a build reads a whole store, and the
 /// async workers (two on a small machine) must stay free for every other request.
 const BUILDERS: usize = 2;
@@ -44,29 +42,27 @@ pub struct Change {
     pub insert: bool,
 }
 
-fn key_cost(key: &[u8]) -> usize {
-    key.len() + KEY_OVERHEAD
-}
-
-/// A list held, and what it costs.
+/// A list held, and what it costs: the bytes its keys hold on the heap.
 pub struct HeldList {
     keys: Ranked,
     bytes: usize,
 }
 
 impl HeldList {
-    fn build(keys: Vec<Box<[u8]>>) -> HeldList {
-        let bytes = keys.iter().map(|k| key_cost(k)).sum();
-        HeldList { keys: Ranked::from_keys(keys), bytes }
+    fn build(keys: Keys) -> HeldList {
+        let keys = Ranked::from_keys(keys);
+        HeldList { bytes: keys.heap_bytes(), keys }
     }
 
     /// Applies `c`; answers how the list's cost changed.
     fn apply(&mut self, c: Change) -> i64 {
-        let cost = key_cost(&c.key) as i64;
-        let changed = if c.insert { self.keys.insert(c.key).then_some(cost) } else { self.keys.remove(&c.key).then_some(-cost) };
-        let delta = changed.unwrap_or(0);
-        self.bytes = (self.bytes as i64 + delta).max(0) as usize;
-        delta
+        if c.insert {
+            self.keys.insert(&c.key);
+        } else {
+            self.keys.remove(&c.key);
+        }
+        let before = std::mem::replace(&mut self.bytes, self.keys.heap_bytes());
+        self.bytes as i64 - before as i64
     }
 
     /// Up to `limit` keys from rank `offset` (see [`Ranked::page`]) and the list's length.
@@ -183,7 +179,7 @@ impl ListOrders {
     pub async fn read<T>(
         self: &Arc<Self>,
         id: ListId,
-        build: impl FnOnce() -> ApiResult<Vec<Box<[u8]>>> + Send + 'static,
+        build: impl FnOnce() -> ApiResult<Keys> + Send + 'static,
         read: impl FnOnce(&HeldList) -> T + Send + 'static,
     ) -> ApiResult<T>
     where
@@ -240,7 +236,7 @@ impl ListOrders {
         id: ListId,
         loading: &Arc<Loading>,
         tick: u64,
-        build: impl FnOnce() -> ApiResult<Vec<Box<[u8]>>>,
+        build: impl FnOnce() -> ApiResult<Keys>,
         read: impl FnOnce(&HeldList) -> T,
     ) -> ApiResult<T> {
         let started = std::time::Instant::now();
@@ -331,6 +327,24 @@ mod tests {
         vec![n].into_boxed_slice()
     }
 
+    fn keys_of(ns: &[u8]) -> Keys {
+        let mut keys = Keys::default();
+        for n in ns {
+            keys.push(&[*n]);
+        }
+        keys
+    }
+
+    /// What a list of `ns`, freshly built, costs.
+    fn cost(ns: &[u8]) -> u64 {
+        HeldList::build(keys_of(ns)).bytes as u64
+    }
+
+    /// What the held list of `store` costs now.
+    async fn held(orders: &Arc<ListOrders>, store: Uuid) -> u64 {
+        orders.read((store, 1), || Ok(Keys::default()), |l| l.bytes as u64).await.unwrap()
+    }
+
     fn change(store: Uuid, n: u8, insert: bool) -> Change {
         Change { store, list: 1, key: key(n), insert }
     }
@@ -340,10 +354,7 @@ mod tests {
     }
 
     async fn keys(orders: &Arc<ListOrders>, store: Uuid, build: Vec<u8>) -> Vec<u8> {
-        orders
-            .read((store, 1), move || Ok(build.into_iter().map(key).collect()), |l| l.page(false, 0, 100).0.concat())
-            .await
-            .unwrap()
+        orders.read((store, 1), move || Ok(keys_of(&build)), |l| l.page(false, 0, 100).0.concat()).await.unwrap()
     }
 
     #[tokio::test]
@@ -355,8 +366,10 @@ mod tests {
         assert_eq!(keys(&orders, a, vec![]).await, vec![1, 2], "held lists are not built again");
         assert_eq!(keys(&orders, b, vec![5]).await, vec![5], "a list not held is built from its rows");
         let stats = orders.meter.stats();
-        assert_eq!((stats.entries, stats.bytes), (2, 3 * key_cost(&[0]) as u64), "two lists, three keys");
         assert_eq!((stats.hits, stats.misses), (1, 2));
+        let (ca, cb) = (held(&orders, a).await, held(&orders, b).await);
+        assert_eq!((stats.entries, stats.bytes), (2, ca + cb), "the meter holds what the two lists hold");
+        assert_eq!(cb, cost(&[5]));
     }
 
     #[tokio::test]
@@ -370,7 +383,7 @@ mod tests {
                 move || {
                     // Committed while the snapshot is read: one change it holds, one it misses.
                     during.apply(vec![change(a, 1, false), change(a, 2, true), change(a, 4, true)]);
-                    Ok(vec![key(2), key(3)])
+                    Ok(keys_of(&[2, 3]))
                 },
                 |l| l.page(false, 0, 100).0.concat(),
             )
@@ -389,7 +402,7 @@ mod tests {
                 (a, 1),
                 move || {
                     during.forget(a);
-                    Ok(vec![key(7)])
+                    Ok(keys_of(&[7]))
                 },
                 |l| l.page(false, 0, 100).0.concat(),
             )
@@ -401,8 +414,8 @@ mod tests {
 
     #[tokio::test]
     async fn the_budget_drops_the_least_recently_read_lists_and_keeps_none_larger_than_itself() {
-        // Room for four keys.
-        let orders = orders(4 * key_cost(&[0]) as u64);
+        // Room for two lists of two keys.
+        let orders = orders(2 * cost(&[1, 2]));
         let (a, b, c) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
         keys(&orders, a, vec![1, 2]).await;
         keys(&orders, b, vec![3, 4]).await;
@@ -418,7 +431,9 @@ mod tests {
         assert!(stats.bytes <= stats.budget, "{stats:?}");
         // A list larger than the whole budget is answered, never kept.
         let big = Uuid::from_u128(4);
-        assert_eq!(keys(&orders, big, vec![1, 2, 3, 4, 5, 6]).await, vec![1, 2, 3, 4, 5, 6]);
+        let many: Vec<u8> = (1..=60).collect();
+        assert!(cost(&many) > orders.meter.budget());
+        assert_eq!(keys(&orders, big, many.clone()).await, many);
         assert_eq!(keys(&orders, big, vec![7]).await, vec![7], "built again: nothing was kept");
     }
 

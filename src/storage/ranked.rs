@@ -1,31 +1,170 @@
 //! A sorted set of byte keys that answers "the n keys from rank r" without walking the first r:
 //! the keys sit in sorted chunks of bounded size, so an insert or removal moves at most one
-//! chunk's worth of pointers and finding a rank adds up chunk lengths (a few hundred for 100,000
+//! chunk's worth of bytes and finding a rank adds up chunk lengths (a few thousand for 1,000,000
 //! keys) instead of visiting keys one by one.
+//!
+//! A chunk packs its keys end to end in one buffer with their end offsets beside them: a key
+//! costs its bytes and four more, not an allocation of its own, and a set is built from
+//! [`Keys`] (one buffer for a whole list) without allocating per key.
+
+use std::cmp::Ordering;
 
 /// Chunks are split when they grow past twice this and dropped when they empty.
 const CHUNK: usize = 256;
+
+/// Keys collected in any order, packed into one buffer: what a list is built from.
+#[derive(Debug, Default)]
+pub struct Keys {
+    bytes: Vec<u8>,
+    /// `(start, length)` of each key in `bytes`.
+    spans: Vec<(u32, u32)>,
+}
+
+impl Keys {
+    /// Adds the key `write` appends to the buffer it is given.
+    pub fn push_with(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
+        let start = self.bytes.len();
+        write(&mut self.bytes);
+        self.spans.push((start as u32, (self.bytes.len() - start) as u32));
+    }
+
+    pub fn push(&mut self, key: &[u8]) {
+        self.push_with(|b| b.extend_from_slice(key));
+    }
+
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    fn key(&self, (start, len): (u32, u32)) -> &[u8] {
+        &self.bytes[start as usize..(start + len) as usize]
+    }
+}
+
+/// Sorted keys packed end to end: key `i` is `bytes[end(i - 1)..end(i)]`.
+#[derive(Debug, Default)]
+struct Chunk {
+    bytes: Vec<u8>,
+    ends: Vec<u32>,
+}
+
+impl Chunk {
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn start(&self, i: usize) -> usize {
+        if i == 0 { 0 } else { self.ends[i - 1] as usize }
+    }
+
+    fn key(&self, i: usize) -> &[u8] {
+        &self.bytes[self.start(i)..self.ends[i] as usize]
+    }
+
+    fn last(&self) -> Option<&[u8]> {
+        self.len().checked_sub(1).map(|i| self.key(i))
+    }
+
+    fn search(&self, key: &[u8]) -> Result<usize, usize> {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.key(mid).cmp(key) {
+                Ordering::Less => lo = mid + 1,
+                Ordering::Greater => hi = mid,
+                Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
+    }
+
+    fn push(&mut self, key: &[u8]) {
+        self.bytes.extend_from_slice(key);
+        self.ends.push(self.bytes.len() as u32);
+    }
+
+    fn insert(&mut self, at: usize, key: &[u8]) {
+        let start = self.start(at);
+        self.bytes.splice(start..start, key.iter().copied());
+        self.ends.insert(at, (start + key.len()) as u32);
+        for end in &mut self.ends[at + 1..] {
+            *end += key.len() as u32;
+        }
+    }
+
+    fn remove(&mut self, at: usize) {
+        let (start, end) = (self.start(at), self.ends[at] as usize);
+        self.bytes.drain(start..end);
+        self.ends.remove(at);
+        for e in &mut self.ends[at..] {
+            *e -= (end - start) as u32;
+        }
+    }
+
+    /// The keys from `at` on, moved to a new chunk.
+    fn split_off(&mut self, at: usize) -> Chunk {
+        let start = self.start(at);
+        let bytes = self.bytes.split_off(start);
+        let ends = self.ends.split_off(at).into_iter().map(|e| e - start as u32).collect();
+        self.bytes.shrink_to_fit();
+        self.ends.shrink_to_fit();
+        Chunk { bytes, ends }
+    }
+
+    /// What the chunk holds on the heap.
+    fn heap(&self) -> usize {
+        self.bytes.capacity() + self.ends.capacity() * 4
+    }
+}
 
 /// A sorted set of byte strings with rank access.
 #[derive(Debug, Default)]
 pub struct Ranked {
     /// Non-empty, each sorted, and every key of a chunk below every key of the next.
-    chunks: Vec<Vec<Box<[u8]>>>,
+    chunks: Vec<Chunk>,
     len: usize,
+    /// Heap bytes of the chunks, kept as they change.
+    heap: usize,
 }
 
 impl Ranked {
-    /// A set of `keys` (any order; duplicates kept once).
-    pub fn from_keys(mut keys: Vec<Box<[u8]>>) -> Ranked {
-        keys.sort_unstable();
-        keys.dedup();
-        let len = keys.len();
+    /// The set of `keys` (any order; duplicates kept once).
+    pub fn from_keys(mut keys: Keys) -> Ranked {
+        let mut spans = std::mem::take(&mut keys.spans);
+        // Most comparisons are settled by eight bytes kept beside each span, so the sort rarely
+        // follows a span into the buffer: the eight after what every key shares (titles that all
+        // begin alike would otherwise tie on their first eight).
+        let shared = spans.first().map_or(0, |first| {
+            let first = keys.key(*first);
+            spans.iter().fold(first.len(), |n, s| n.min(first.iter().zip(keys.key(*s)).take_while(|(a, b)| a == b).count()))
+        });
+        let prefix = |s: (u32, u32)| {
+            let k = keys.key(s).get(shared..).unwrap_or_default();
+            let mut p = [0u8; 8];
+            let n = k.len().min(8);
+            p[..n].copy_from_slice(&k[..n]);
+            u64::from_be_bytes(p)
+        };
+        let mut sortable: Vec<(u64, (u32, u32))> = spans.drain(..).map(|s| (prefix(s), s)).collect();
+        drop(spans);
+        sortable.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| keys.key(a.1).cmp(keys.key(b.1))));
+        sortable.dedup_by(|a, b| a.0 == b.0 && keys.key(a.1) == keys.key(b.1));
+        let len = sortable.len();
         let mut chunks = Vec::with_capacity(len / CHUNK + 1);
-        let mut rest = keys.into_iter().peekable();
-        while rest.peek().is_some() {
-            chunks.push(rest.by_ref().take(CHUNK).collect());
+        for group in sortable.chunks(CHUNK) {
+            let size = group.iter().map(|(_, (_, l))| *l as usize).sum();
+            let mut chunk = Chunk { bytes: Vec::with_capacity(size), ends: Vec::with_capacity(group.len()) };
+            for (_, s) in group {
+                chunk.push(keys.key(*s));
+            }
+            chunks.push(chunk);
         }
-        Ranked { chunks, len }
+        let heap = chunks.iter().map(Chunk::heap).sum::<usize>() + chunks.capacity() * std::mem::size_of::<Chunk>();
+        Ranked { chunks, len, heap }
     }
 
     pub fn len(&self) -> usize {
@@ -36,28 +175,48 @@ impl Ranked {
         self.len == 0
     }
 
+    /// The bytes the set holds on the heap.
+    pub fn heap_bytes(&self) -> usize {
+        self.heap
+    }
+
     /// The chunk that holds `key` or would: the first whose last key is not below it.
     fn chunk_for(&self, key: &[u8]) -> usize {
-        let i = self.chunks.partition_point(|c| c.last().is_some_and(|last| &**last < key));
+        let i = self.chunks.partition_point(|c| c.last().is_some_and(|last| last < key));
         i.min(self.chunks.len().saturating_sub(1))
     }
 
+    /// Runs `f` on chunk `i` (or on the chunk list), keeping the heap figure.
+    fn measured<T>(&mut self, f: impl FnOnce(&mut Vec<Chunk>) -> T) -> T {
+        let outer = |c: &Vec<Chunk>| c.capacity() * std::mem::size_of::<Chunk>();
+        let before = outer(&self.chunks);
+        let out = f(&mut self.chunks);
+        self.heap = (self.heap + outer(&self.chunks)).saturating_sub(before);
+        out
+    }
+
     /// Adds `key`; answers false when it was there already.
-    pub fn insert(&mut self, key: Box<[u8]>) -> bool {
+    pub fn insert(&mut self, key: &[u8]) -> bool {
         if self.chunks.is_empty() {
-            self.chunks.push(vec![key]);
+            let mut chunk = Chunk::default();
+            chunk.push(key);
+            self.heap += chunk.heap();
+            self.measured(|c| c.push(chunk));
             self.len = 1;
             return true;
         }
-        let i = self.chunk_for(&key);
+        let i = self.chunk_for(key);
         let chunk = &mut self.chunks[i];
-        let Err(at) = chunk.binary_search(&key) else { return false };
+        let Err(at) = chunk.search(key) else { return false };
+        let before = chunk.heap();
         chunk.insert(at, key);
-        self.len += 1;
-        if chunk.len() > 2 * CHUNK {
-            let upper = chunk.split_off(CHUNK);
-            self.chunks.insert(i + 1, upper);
+        let split = (chunk.len() > 2 * CHUNK).then(|| chunk.split_off(CHUNK));
+        self.heap = (self.heap + chunk.heap()).saturating_sub(before);
+        if let Some(upper) = split {
+            self.heap += upper.heap();
+            self.measured(|c| c.insert(i + 1, upper));
         }
+        self.len += 1;
         true
     }
 
@@ -68,12 +227,15 @@ impl Ranked {
         }
         let i = self.chunk_for(key);
         let chunk = &mut self.chunks[i];
-        let Ok(at) = chunk.binary_search_by(|k| (**k).cmp(key)) else { return false };
+        let Ok(at) = chunk.search(key) else { return false };
+        let before = chunk.heap();
         chunk.remove(at);
-        self.len -= 1;
-        if chunk.is_empty() {
-            self.chunks.remove(i);
+        self.heap = (self.heap + chunk.heap()).saturating_sub(before);
+        if chunk.len() == 0 {
+            let gone = self.measured(|c| c.remove(i));
+            self.heap = self.heap.saturating_sub(gone.heap());
         }
+        self.len -= 1;
         true
     }
 
@@ -94,13 +256,13 @@ impl Ranked {
         let at = start - before;
         let mut out = Vec::with_capacity(take);
         if desc {
-            let firsts = self.chunks[ci][..=at].iter().rev();
-            let rest = self.chunks[..ci].iter().rev().flat_map(|c| c.iter().rev());
-            out.extend(firsts.chain(rest).take(take).map(|k| &**k));
+            let firsts = (0..=at).rev().map(|i| (ci, i));
+            let rest = (0..ci).rev().flat_map(|c| (0..self.chunks[c].len()).rev().map(move |i| (c, i)));
+            out.extend(firsts.chain(rest).take(take).map(|(c, i)| self.chunks[c].key(i)));
         } else {
-            let firsts = self.chunks[ci][at..].iter();
-            let rest = self.chunks[ci + 1..].iter().flat_map(|c| c.iter());
-            out.extend(firsts.chain(rest).take(take).map(|k| &**k));
+            let firsts = (at..self.chunks[ci].len()).map(|i| (ci, i));
+            let rest = (ci + 1..self.chunks.len()).flat_map(|c| (0..self.chunks[c].len()).map(move |i| (c, i)));
+            out.extend(firsts.chain(rest).take(take).map(|(c, i)| self.chunks[c].key(i)));
         }
         out
     }
@@ -114,20 +276,44 @@ mod tests {
 
     use super::*;
 
-    fn key(n: u32) -> Box<[u8]> {
-        n.to_be_bytes().to_vec().into_boxed_slice()
+    fn key(n: u32) -> Vec<u8> {
+        n.to_be_bytes().to_vec()
+    }
+
+    fn keys_of(ns: impl IntoIterator<Item = u32>) -> Keys {
+        let mut keys = Keys::default();
+        for n in ns {
+            keys.push(&key(n));
+        }
+        keys
     }
 
     #[test]
     fn pages_in_both_directions_across_chunks() {
-        let set = Ranked::from_keys((0..1000).rev().map(key).collect());
+        let set = Ranked::from_keys(keys_of((0..1000).rev()));
         assert_eq!(set.len(), 1000);
         let asc: Vec<_> = set.page(false, 255, 3).into_iter().map(|k| k.to_vec()).collect();
-        assert_eq!(asc, vec![key(255).to_vec(), key(256).to_vec(), key(257).to_vec()]);
+        assert_eq!(asc, vec![key(255), key(256), key(257)]);
         let desc: Vec<_> = set.page(true, 743, 3).into_iter().map(|k| k.to_vec()).collect();
-        assert_eq!(desc, vec![key(256).to_vec(), key(255).to_vec(), key(254).to_vec()]);
+        assert_eq!(desc, vec![key(256), key(255), key(254)]);
         assert_eq!(set.page(true, 998, 5).len(), 2);
         assert!(set.page(false, 1000, 5).is_empty());
+    }
+
+    #[test]
+    fn keys_of_any_length_keep_byte_order() {
+        let mut keys = Keys::default();
+        for k in [&b"b"[..], b"abc", b"", b"ab", b"abcdefghij", b"abcdefghi", b"ab"] {
+            keys.push(k);
+        }
+        let set = Ranked::from_keys(keys);
+        let all: Vec<&[u8]> = set.page(false, 0, 10);
+        assert_eq!(all, [&b""[..], b"ab", b"abc", b"abcdefghi", b"abcdefghij", b"b"]);
+    }
+
+    /// The heap figure kept as the set changes is what its buffers hold.
+    fn counted(set: &Ranked) -> usize {
+        set.chunks.iter().map(Chunk::heap).sum::<usize>() + set.chunks.capacity() * std::mem::size_of::<Chunk>()
     }
 
     proptest! {
@@ -139,18 +325,19 @@ mod tests {
             ops in prop::collection::vec((any::<bool>(), 0u32..3000), 0..2000),
             pages in prop::collection::vec((any::<bool>(), 0usize..3000, 0usize..40), 1..20),
         ) {
-            let mut set = Ranked::from_keys(start.iter().copied().map(key).collect());
-            let mut model: BTreeSet<Vec<u8>> = start.iter().map(|n| key(*n).to_vec()).collect();
+            let mut set = Ranked::from_keys(keys_of(start.iter().copied()));
+            let mut model: BTreeSet<Vec<u8>> = start.iter().map(|n| key(*n)).collect();
             for (insert, n) in ops {
                 let k = key(n);
                 if insert {
-                    prop_assert_eq!(set.insert(k.clone()), model.insert(k.to_vec()));
+                    prop_assert_eq!(set.insert(&k), model.insert(k.clone()));
                 } else {
-                    prop_assert_eq!(set.remove(&k), model.remove(&k.to_vec()));
+                    prop_assert_eq!(set.remove(&k), model.remove(&k));
                 }
             }
             prop_assert_eq!(set.len(), model.len());
-            prop_assert!(set.chunks.iter().all(|c| !c.is_empty() && c.len() <= 2 * CHUNK));
+            prop_assert_eq!(set.heap_bytes(), counted(&set));
+            prop_assert!(set.chunks.iter().all(|c| c.len() > 0 && c.len() <= 2 * CHUNK));
             let sorted: Vec<Vec<u8>> = model.into_iter().collect();
             for (desc, offset, limit) in pages {
                 let got: Vec<Vec<u8>> = set.page(desc, offset, limit).into_iter().map(<[u8]>::to_vec).collect();
