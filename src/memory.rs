@@ -90,22 +90,14 @@ impl Meter {
     }
 }
 
-/// What redb's page cache of `db` holds, with its share of the budget.
-pub fn redb_stats(db: &redb::Database, budget: u64) -> CacheStats {
-    // redb 4.4 counts some write-buffer hits without counting their lookup, so the write misses
-    // it derives can go below zero: a panic where overflow is checked (debug builds, the
-    // tests), a wrapped figure elsewhere. Debug builds show the share alone; release builds read
-    // the bytes held and the read hits and misses.
-    #[cfg(debug_assertions)]
-    {
-        let _ = db;
-        CacheStats { budget, ..CacheStats::default() }
-    }
-    #[cfg(not(debug_assertions))]
-    {
-        let s = redb::ReadableDatabase::cache_stats(db);
-        CacheStats { budget, bytes: s.used_bytes() as u64, entries: 0, hits: s.read_hits(), misses: s.read_misses() }
-    }
+/// What redb's page cache of the database in `file` holds, at most: its share of the budget, or
+/// the whole file when that is smaller (the cache holds pages of the file). redb counts its
+/// hits and misses only with its `cache_metrics` feature, whose shared counters, bumped on
+/// every page read from every thread, cost a fifth of the throughput of searches that read many
+/// rows; so they are not counted, and the bytes are this bound.
+pub fn redb_stats(file: &std::path::Path, budget: u64) -> CacheStats {
+    let size = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+    CacheStats { budget, bytes: size.min(budget), ..CacheStats::default() }
 }
 
 /// The process's memory budget and where its figure came from.

@@ -60,12 +60,14 @@ pub struct AccountService {
     pub clock: Clock,
     /// The shares of the memory budget its caches keep within.
     memory: AccountShares,
+    /// `account.redb`, whose size bounds what redb's cache of it can hold.
+    file: std::path::PathBuf,
 }
 
 impl AccountService {
     /// Every cache of the directory with its share and what it holds, for `/metrics`.
     pub fn caches(&self) -> Vec<(&'static str, crate::memory::CacheStats)> {
-        vec![("redb", crate::memory::redb_stats(&self.db, self.memory.redb)), ("admissions", self.admissions.meter.stats())]
+        vec![("redb", crate::memory::redb_stats(&self.file, self.memory.redb)), ("admissions", self.admissions.meter.stats())]
     }
 }
 
@@ -97,6 +99,7 @@ impl AccountService {
             plans: Arc::new(plans::Catalogue::default()),
             admissions: admission::Admissions::new(memory.entries),
             memory: *memory,
+            file: dir.join("account.redb"),
             clock,
         })
     }

@@ -149,7 +149,7 @@ impl Cell {
     /// Every cache of the cell with its share and what it holds, for `/metrics`.
     pub fn caches(&self) -> Vec<(&'static str, CacheStats)> {
         vec![
-            ("redb", crate::memory::redb_stats(&self.db, self.memory.redb)),
+            ("redb", crate::memory::redb_stats(&self.dir.join("cell.redb"), self.memory.redb)),
             ("rows", self.writer.rows.meter.stats()),
             ("lists", self.writer.orders.meter.stats()),
             ("pricing", self.pricing.meter.stats()),

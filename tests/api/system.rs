@@ -131,6 +131,8 @@ async fn metrics_show_every_cache_within_its_share_of_the_budget() {
     assert!(held[&lists] >= 3 * 16, "{}", held[&lists]);
     let rows = (cell.clone(), "rows".to_string());
     assert_eq!(entries[&rows], 3, "the page's three views are cached");
+    let redb = (cell.clone(), "redb".to_string());
+    assert!(held[&redb] > 0 && held[&redb] <= shares[&redb], "redb's bound is its file, within its share: {}", held[&redb]);
     assert!(text.contains("shopcell_process_anonymous_bytes "), "{text}");
 }
 
