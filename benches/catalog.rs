@@ -193,6 +193,19 @@ fn bench() -> Result<(), BoxError> {
     let (a, p) = (authed.clone(), typo_path);
     let search_typo_uncached =
         measure(&load, "search typo (all), popular set, cache off", server.addr, &settings, move |i| a.get(&p(i)));
+    // What the search caches did meanwhile: a rate to read beside their hits and misses.
+    let samples = load.block_on(common::inspect::scrape_metrics(&mut Client::new(server.addr), &authed))?;
+    for cache in ["search_words", "search_columns"] {
+        let of = |family: &str| -> f64 {
+            samples.iter().filter(|m| m.name == family && m.label("cache") == Some(cache)).map(|m| m.value).sum()
+        };
+        println!(
+            "{cache} after the cache-off typo search: {:.0} hits, {:.0} misses, {:.0} bytes held",
+            of("shopcell_cache_hits_total"),
+            of("shopcell_cache_misses_total"),
+            of("shopcell_cache_bytes")
+        );
+    }
     let (a, p) = (authed, list_path);
     let list_uncached = measure(&load, "list by price, cache off", server.addr, &settings, move |i| a.get(&p(i)));
 
