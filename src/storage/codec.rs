@@ -20,3 +20,54 @@ pub fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, ApiError> {
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     bincode::serde::decode_from_slice(bytes, config()).map(|(v, _)| v).map_err(ApiError::internal)
 }
+
+/// A record's fields read where they lie, in the codec's encoding (bincode's standard
+/// configuration: integers as varints, signed ones zigzagged; a string as its length then its
+/// bytes; an enum's variant as a u32 varint), without decoding the record whole: for a loop over
+/// many rows that needs a few fields (a list's build). Each read answers `None` past the end or
+/// on a malformed value.
+pub struct Fields<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> Fields<'a> {
+    pub fn new(bytes: &'a [u8]) -> Fields<'a> {
+        Fields { bytes }
+    }
+
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let (head, rest) = self.bytes.split_at_checked(n)?;
+        self.bytes = rest;
+        Some(head)
+    }
+
+    pub fn u64(&mut self) -> Option<u64> {
+        let first = *self.take(1)?.first()?;
+        Some(match first {
+            0..=250 => u64::from(first),
+            251 => u64::from(u16::from_le_bytes(self.take(2)?.try_into().ok()?)),
+            252 => u64::from(u32::from_le_bytes(self.take(4)?.try_into().ok()?)),
+            253 => u64::from_le_bytes(self.take(8)?.try_into().ok()?),
+            _ => return None,
+        })
+    }
+
+    pub fn i64(&mut self) -> Option<i64> {
+        let z = self.u64()?;
+        Some(((z >> 1) as i64) ^ -((z & 1) as i64))
+    }
+
+    pub fn str(&mut self) -> Option<&'a str> {
+        let n = usize::try_from(self.u64()?).ok()?;
+        std::str::from_utf8(self.take(n)?).ok()
+    }
+
+    pub fn variant(&mut self) -> Option<u32> {
+        u32::try_from(self.u64()?).ok()
+    }
+
+    /// Whether every byte has been read.
+    pub fn is_done(&self) -> bool {
+        self.bytes.is_empty()
+    }
+}
