@@ -19,15 +19,13 @@
 //! A chunk holds about [`Cursor::bytes`] of rows, so neither cell nor the orchestrator ever holds
 //! a store whole, and each import is a write of bounded size.
 
-use std::ops::Bound;
-
 use redb::{ReadableTable, WriteTransaction};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::error::{ApiError, ApiResult, Code};
-use crate::storage::keys::{Key, prefix_range};
+use crate::storage::keys::{Key, bounds_after, prefix_range};
 use crate::storage::tables::{MOVE_LOG, STORE_STATE, STORE_TABLES, StoreState};
 
 /// Row bytes a chunk holds unless the move asks otherwise.
@@ -73,16 +71,8 @@ fn after_range<'t, T: ReadableTable<&'static [u8], &'static [u8]>>(
     prefix: &[u8],
     after: Option<&[u8]>,
 ) -> ApiResult<redb::Range<'t, &'static [u8], &'static [u8]>> {
-    let (start, end) = prefix_range(prefix);
-    let lower = match after {
-        Some(a) => Bound::Excluded(a),
-        None => Bound::Included(start.as_slice()),
-    };
-    let upper = match &end {
-        Some(e) => Bound::Excluded(e.as_slice()),
-        None => Bound::Unbounded,
-    };
-    Ok(table.range::<&[u8]>((lower, upper))?)
+    let range = prefix_range(prefix);
+    Ok(table.range::<&[u8]>(bounds_after(&range, after))?)
 }
 
 /// Step 1 (source): record writes to the store from now on.
@@ -221,18 +211,14 @@ pub async fn move_finish(cell: &Cell, store: Uuid) -> ApiResult<()> {
 pub async fn move_abort(cell: &Cell, store: Uuid) -> ApiResult<()> {
     cell.writer.gate.set_tracked(store, false);
     cell.writer.gate.set_frozen(store, false);
-    cell.writer
-        .write(None, move |tx| {
-            let prefix = Key::store(store).into_vec();
-            let (start, end) = prefix_range(&prefix);
-            let mut log = tx.raw().open_table(MOVE_LOG)?;
-            match end {
-                Some(end) => log.retain_in(start.as_slice()..end.as_slice(), |_, _| false)?,
-                None => log.retain_in(start.as_slice().., |_, _| false)?,
-            }
-            Ok(())
-        })
-        .await
+    cell.writer.write(None, move |tx| clear_log(tx.raw(), store)).await
+}
+
+/// Drops the store's move log.
+fn clear_log(txn: &WriteTransaction, store: Uuid) -> ApiResult<()> {
+    let range = prefix_range(Key::store(store).bytes());
+    txn.open_table(MOVE_LOG)?.retain_in::<&[u8], _>(bounds_after(&range, None), |_, _| false)?;
+    Ok(())
 }
 
 /// Rows of a store one write of a discard deletes: each transaction stays small however large
@@ -261,14 +247,7 @@ pub async fn discard(cell: &Cell, store: Uuid) -> ApiResult<()> {
     }
     cell.writer
         .write(None, move |tx| {
-            let prefix = Key::store(store).into_vec();
-            let (start, end) = prefix_range(&prefix);
-            let mut log = tx.raw().open_table(MOVE_LOG)?;
-            match end {
-                Some(end) => log.retain_in(start.as_slice()..end.as_slice(), |_, _| false)?,
-                None => log.retain_in(start.as_slice().., |_, _| false)?,
-            }
-            drop(log);
+            clear_log(tx.raw(), store)?;
             tx.raw().open_table(STORE_STATE)?.remove(store.as_u128())?;
             Ok(())
         })

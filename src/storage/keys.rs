@@ -4,6 +4,8 @@
 //! are one contiguous range in every table: that is what makes exporting and moving a store a
 //! range scan. Components are encoded so that byte order equals logical order.
 
+use std::ops::Bound;
+
 use uuid::Uuid;
 
 /// A key under construction.
@@ -83,6 +85,20 @@ pub fn prefix_range(prefix: &[u8]) -> (Vec<u8>, Option<Vec<u8>>) {
         }
     }
     (start, None)
+}
+
+/// The bounds of the keys in `range` (a [`prefix_range`]) that come after `after`, or all of
+/// them.
+pub fn bounds_after<'a>(range: &'a (Vec<u8>, Option<Vec<u8>>), after: Option<&'a [u8]>) -> (Bound<&'a [u8]>, Bound<&'a [u8]>) {
+    let lower = match after {
+        Some(a) => Bound::Excluded(a),
+        None => Bound::Included(range.0.as_slice()),
+    };
+    let upper = match &range.1 {
+        Some(e) => Bound::Excluded(e.as_slice()),
+        None => Bound::Unbounded,
+    };
+    (lower, upper)
 }
 
 /// Reads the trailing 16-byte id of a key (index rows end with the record id).

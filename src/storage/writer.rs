@@ -20,7 +20,7 @@ use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use crate::error::{ApiError, ApiResult, Code};
-use crate::storage::keys::{Key, prefix_range};
+use crate::storage::keys::{Key, bounds_after, prefix_range};
 use crate::storage::list_orders::{Change, ListOrders};
 use crate::storage::row_cache::RowCache;
 use crate::storage::tables::{COUNTERS, MOVE_LOG, StoreTable};
@@ -464,16 +464,8 @@ impl<'a> Tx<'a> {
 
     /// The rows of `table` under `prefix` (after `after`, at most `take`), in key order.
     pub fn scan_prefix(&self, table: StoreTable, prefix: &[u8], after: Option<&[u8]>, take: usize) -> ApiResult<Rows> {
-        let (start, end) = prefix_range(prefix);
-        let lo = match after {
-            Some(a) => Bound::Excluded(a),
-            None => Bound::Included(start.as_slice()),
-        };
-        let hi = match &end {
-            Some(e) => Bound::Excluded(e.as_slice()),
-            None => Bound::Unbounded,
-        };
-        self.scan(table, (lo, hi), take)
+        let range = prefix_range(prefix);
+        self.scan(table, bounds_after(&range, after), take)
     }
 
     /// The rows of `table` in `range` (at most `take`), in key order.
@@ -495,12 +487,7 @@ impl<'a> Tx<'a> {
 
     /// The keys of `table` under `prefix`.
     pub fn keys_with_prefix(&self, table: StoreTable, prefix: &[u8]) -> ApiResult<Vec<Vec<u8>>> {
-        let (start, end) = prefix_range(prefix);
-        let hi = match &end {
-            Some(e) => Bound::Excluded(e.as_slice()),
-            None => Bound::Unbounded,
-        };
-        Ok(self.scan(table, (Bound::Included(start.as_slice()), hi), usize::MAX)?.into_iter().map(|(k, _)| k).collect())
+        Ok(self.scan_prefix(table, prefix, None, usize::MAX)?.into_iter().map(|(k, _)| k).collect())
     }
 
     /// Deletes every row of `table` whose key starts with `prefix`; returns how many.
