@@ -81,7 +81,8 @@ fn order_keys(sorts: &ProductSorts, id: Uuid) -> Vec<(u16, Box<[u8]>)> {
 /// they are read (one buffer for the list, no allocation per key).
 fn stored_list_keys(txn: &redb::ReadTransaction, store: Uuid, which: u16) -> ApiResult<Keys> {
     let (field, wanted) = ((which >> 8) as u8, (which & 0xFF) as u8);
-    let sort = &ProductSorts::LIST.sorts[field as usize];
+    // The list number may come from the restart hint, a file: one naming no sort lists nothing.
+    let Some(sort) = ProductSorts::LIST.sorts.get(field as usize) else { return Ok(Keys::default()) };
     let mut keys = Keys::default();
     let mut scratch = Vec::new();
     // One row value, its title's buffer reused from row to row.
@@ -534,6 +535,25 @@ mod tests {
             prop_assert!(read_sorts(&encode(&row).unwrap(), &mut read).is_some());
             prop_assert_eq!(read, row);
         }
+    }
+
+    #[test]
+    fn a_list_number_naming_no_sort_lists_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let db =
+            crate::storage::open(&dir.path().join("cell.redb"), crate::cells::DATABASE, crate::storage::ONE_OFF_CACHE).unwrap();
+        let store = Uuid::from_u128(3);
+        let txn = db.begin_write().unwrap();
+        let row =
+            ProductSorts { created_at: 1, updated_at: 1, title: "t".into(), price: 1, inventory: 1, status: Status::Active };
+        txn.open_table(PRODUCT_SORTS.def)
+            .unwrap()
+            .insert(Key::store(store).id(Uuid::from_u128(1)).bytes(), encode(&row).unwrap().as_slice())
+            .unwrap();
+        txn.commit().unwrap();
+        let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
+        assert_eq!(stored_list_keys(&txn, store, list(0, ANY)).unwrap().len(), 1);
+        assert!(stored_list_keys(&txn, store, list(200, ANY)).unwrap().is_empty(), "a damaged hint's number");
     }
 
     #[test]
