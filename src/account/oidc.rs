@@ -543,6 +543,11 @@ impl AccountService {
 
     /// Native sign-in: an ID token the app got from the provider's SDK (no nonce of ours).
     pub async fn social_native(&self, provider: &str, id_token: &str) -> ApiResult<User> {
+        // The provider is a body field here, not a path: an unknown one is a bad field, not a 404.
+        if !self.social.providers.contains_key(provider) {
+            let known: Vec<&str> = self.social.providers.keys().map(String::as_str).collect();
+            return Err(ApiError::field("provider", format!("unknown provider; one of: {}", known.join(", "))));
+        }
         let p = self.social.provider(provider)?.clone();
         let mut audiences = vec![p.client_id.clone()];
         audiences.extend(p.native_client_ids.iter().cloned());

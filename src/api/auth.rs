@@ -31,16 +31,32 @@ pub fn routes() -> Vec<Route> {
     use Access::*;
     use Service::Account;
     vec![
-        Route::post("/auth/register", Account, Public, handler!(register), "Create an account and sign in").body::<Register>(),
+        Route::post("/auth/register", Account, Public, handler!(register), "Create an account and sign in")
+            .errors(&[409])
+            .id("register")
+            .body::<Register>(),
         Route::post("/auth/login", Account, Public, handler!(login), "Sign in with email and password (may ask for MFA)")
+            .errors(&[401, 429])
+            .id("login")
             .body::<Login>(),
         Route::post("/auth/mfa/verify", Account, Public, handler!(mfa_verify), "Complete an MFA sign-in with a code")
+            .errors(&[401, 429])
+            .id("verifyMfa")
             .body::<MfaVerify>(),
-        Route::post("/auth/mfa/setup", Account, Member, handler!(mfa_setup), "Start MFA enrolment: a TOTP secret"),
+        Route::post("/auth/mfa/setup", Account, Member, handler!(mfa_setup), "Start MFA enrolment: a TOTP secret")
+            .errors(&[409])
+            .id("setUpMfa"),
         Route::post("/auth/mfa/enable", Account, Member, handler!(mfa_enable), "Confirm MFA with a code; recovery codes")
+            .errors(&[409])
+            .id("enableMfa")
             .body::<MfaCode>(),
-        Route::post("/auth/mfa/disable", Account, Member, handler!(mfa_disable), "Turn MFA off with a code").body::<MfaCode>(),
+        Route::post("/auth/mfa/disable", Account, Member, handler!(mfa_disable), "Turn MFA off with a code")
+            .errors(&[409])
+            .id("disableMfa")
+            .body::<MfaCode>(),
         Route::post("/auth/native", Account, Public, handler!(native), "Sign in with a provider's native ID token")
+            .errors(&[401, 429, 503])
+            .id("signInNative")
             .body::<Native>(),
         Route::get(
             "/auth/social-accounts/connect/{provider}",
@@ -48,7 +64,9 @@ pub fn routes() -> Vec<Route> {
             Public,
             handler!(social_connect),
             "Start social sign-in: redirect to the provider (state, PKCE, nonce)",
-        ),
+        )
+        .errors(&[503])
+        .id("socialConnect"),
         Route::get(
             "/auth/social-accounts/callback/{provider}",
             Account,
@@ -57,7 +75,10 @@ pub fn routes() -> Vec<Route> {
             "The provider's redirect back: `code` and `state` (302 to the client URL with a one-time code when one \
              is configured)",
         )
-        .answers::<Json<LoginAnswer>>(),
+        .errors(&[401, 429, 503])
+        .id("socialCallback")
+        .answers::<Json<LoginAnswer>>()
+        .answers::<Redirect>(),
         Route::post(
             "/auth/social-accounts/callback/{provider}",
             Account,
@@ -66,8 +87,11 @@ pub fn routes() -> Vec<Route> {
             "The provider's redirect back as a form post (Apple; 302 to the client URL with a one-time code when one \
              is configured)",
         )
+        .errors(&[401, 429, 503])
+        .id("socialCallbackForm")
         .raw(CALLBACK_BODY_LIMIT)
-        .answers::<Json<LoginAnswer>>(),
+        .answers::<Json<LoginAnswer>>()
+        .answers::<Redirect>(),
         Route::post(
             "/auth/social-accounts/exchange",
             Account,
@@ -75,6 +99,8 @@ pub fn routes() -> Vec<Route> {
             handler!(social_exchange),
             "Trade the callback's one-time code for tokens",
         )
+        .errors(&[401, 429])
+        .id("socialExchange")
         .body::<SocialExchange>(),
         Route::post(
             "/auth/refresh",
@@ -83,15 +109,22 @@ pub fn routes() -> Vec<Route> {
             handler!(refresh),
             "Exchange a refresh token (body or cookie) for a new pair",
         )
+        .errors(&[401, 429])
+        .id("refreshTokens")
         .body::<Refresh>()
         .answers::<Json<TokenPair>>(),
         Route::post("/auth/exchange", Account, Member, handler!(exchange), "Set a refresh-token cookie for a new session here")
+            .id("exchangeSession")
             .answers::<NoContent>(),
-        Route::post("/auth/logout", Account, Member, handler!(logout), "End the current session").answers::<NoContent>(),
-        Route::get("/auth/me", Account, Member, handler!(me), "The signed-in user"),
-        Route::get("/auth/sessions", Account, Member, handler!(sessions), "The caller's sessions"),
-        Route::delete("/auth/sessions", Account, Member, handler!(revoke_others), "End every session but the current one"),
-        Route::delete("/auth/sessions/{sessionId}", Account, Member, handler!(revoke_one), "End one of the caller's sessions"),
+        Route::post("/auth/logout", Account, Member, handler!(logout), "End the current session")
+            .id("logout")
+            .answers::<NoContent>(),
+        Route::get("/auth/me", Account, Member, handler!(me), "The signed-in user").id("getMe"),
+        Route::get("/auth/sessions", Account, Member, handler!(sessions), "The caller's sessions").id("listSessions"),
+        Route::delete("/auth/sessions", Account, Member, handler!(revoke_others), "End every session but the current one")
+            .id("deleteOtherSessions"),
+        Route::delete("/auth/sessions/{sessionId}", Account, Member, handler!(revoke_one), "End one of the caller's sessions")
+            .id("deleteSession"),
     ]
 }
 

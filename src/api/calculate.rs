@@ -19,6 +19,7 @@ pub fn routes() -> Vec<Route> {
             "Calculate a cart or order: subtotal, discount, shipping, tax, total, taxLines, appliedDiscountCodes, \
              warnings, lineItems",
         )
+        .id("calculate")
         .body::<CalculateBody>(),
     ]
 }

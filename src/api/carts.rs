@@ -33,11 +33,15 @@ pub fn routes() -> Vec<Route> {
             "Add a variant (quantity 1..100): creates the cart when cartId is absent (then 201); the same variant again \
              adds to its line (over 100 is 422)",
         )
+        .id("addCartItem")
         .body::<AddItem>()
-        .answers::<Json<CartView>>(),
+        .answers::<Json<CartView>>()
+        .answers::<Created<CartView>>(),
         Route::patch("/stores/{storeId}/carts/{cartId}/items", Cell, Storefront, handler!(update), "Set a line's quantity")
+            .id("updateCartItem")
             .body::<UpdateItem>(),
-        Route::delete("/stores/{storeId}/carts/{cartId}/items/{variantId}", Cell, Storefront, handler!(remove), "Remove a line"),
+        Route::delete("/stores/{storeId}/carts/{cartId}/items/{variantId}", Cell, Storefront, handler!(remove), "Remove a line")
+            .id("removeCartItem"),
     ]
 }
 

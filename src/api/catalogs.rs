@@ -37,7 +37,9 @@ pub fn routes() -> Vec<Route> {
             handler!(add_products),
             "Add products: SPECIFIC inserts inclusion entries, ALL deletes exclusion entries",
         )
-        .body::<ProductIds>(),
+        .errors(&[422])
+        .body::<ProductIds>()
+        .id("addCatalogProducts"),
         Route::post(
             "/stores/{storeId}/catalogs/{catalogId}/products/remove",
             Cell,
@@ -45,6 +47,8 @@ pub fn routes() -> Vec<Route> {
             handler!(remove_products),
             "Remove products: SPECIFIC deletes inclusion entries, ALL inserts exclusion entries",
         )
+        .errors(&[422])
+        .id("removeCatalogProducts")
         .body::<ProductIds>(),
     ]
 }
@@ -87,9 +91,9 @@ pub struct ProductWindow {
 impl QueryParams for ProductWindow {
     fn params() -> Vec<Param> {
         vec![
-            param("offset", "integer", "products skipped, default 0"),
-            param("limit", "integer", "page size, 1..250, default 20"),
-            param("sortOrder", "string", "desc (default, newest products first) or asc"),
+            param("offset", "integer", "products skipped, default 0").range(0, MAX_OFFSET),
+            param("limit", "integer", "page size, 1..250, default 20").range(1, 250),
+            param("sortOrder", "string", "desc (default, newest products first) or asc").one_of(&["asc", "desc"]),
         ]
     }
 

@@ -19,17 +19,17 @@ use crate::http::route::{Access, Param, QueryParams, Service, param};
 use crate::node::context::{Ctx, Route};
 
 const LIST_PARAMS: &[Param] = &[
-    param("page", "integer", "1-based page, default 1"),
-    param("limit", "integer", "page size, 1..100, default 50"),
+    param("page", "integer", "1-based page, default 1").range(1, u32::MAX as i64),
+    param("limit", "integer", "page size, 1..100, default 50").range(1, 100),
     param("search", "string", "case-insensitive part of the name"),
     param("level", "integer", "hierarchy level, 0 is the root level"),
     param("parentId", "string", "a category id, or null for root categories; absent means any"),
 ];
 
 const TREE_PARAMS: &[Param] = &[
-    param("childrenDepth", "integer", "levels of children under each node, 0..5, default 1"),
-    param("page", "integer", "1-based page of top nodes, default 1"),
-    param("limit", "integer", "top nodes per page, 1..100, default 50"),
+    param("childrenDepth", "integer", "levels of children under each node, 0..5, default 1").range(0, 5),
+    param("page", "integer", "1-based page of top nodes, default 1").range(1, u32::MAX as i64),
+    param("limit", "integer", "top nodes per page, 1..100, default 50").range(1, 100),
     param("search", "string", "case-insensitive part of the name of the top nodes"),
     param("parentId", "string", "top nodes are this category's children; null for roots (the default)"),
 ];
@@ -41,7 +41,8 @@ pub fn routes() -> Vec<Route> {
     use Service::Global;
     vec![
         Route::get("/categories", Global, Public, handler!(list), "Product categories, paginated"),
-        Route::get("/categories/tree", Global, Public, handler!(tree), "Product categories with nested children"),
+        Route::get("/categories/tree", Global, Public, handler!(tree), "Product categories with nested children")
+            .id("getCategoryTree"),
         Route::get("/categories/{id}", Global, Public, handler!(get), "One product category"),
         Route::get("/categories/{id}/attributes", Global, Public, handler!(attributes), "A category's attributes with defaults"),
     ]

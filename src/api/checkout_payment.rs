@@ -32,26 +32,42 @@ pub fn routes() -> Vec<Route> {
     let mut rows = Vec::new();
     for base in BASES {
         let one = format!("{base}/{{checkoutId}}");
-        rows.extend([
-            Route::post(
-                &format!("{one}/gift-cards/lookup"),
-                Cell,
-                Storefront,
-                handler!(lookup),
-                "A gift card's status and spendable balance; read-only, redeems nothing",
-            )
-            .body::<LookupBody>(),
-            Route::post(
-                &format!("{one}/payment-session"),
-                Cell,
-                Storefront,
-                handler!(payment_session),
-                "Open a payment session for the checkout's payment due → {clientSecret, paymentIntentId}",
-            )
-            .body::<PaymentSession>(),
-            Route::post(&format!("{one}/complete"), Cell, Storefront, handler!(complete), "Complete the checkout → 201 Order")
-                .body::<CompleteCheckout>(),
-        ]);
+        // The singular spelling serves the same operations again.
+        let alias = base != BASES[0];
+        rows.extend(
+            [
+                Route::post(
+                    &format!("{one}/gift-cards/lookup"),
+                    Cell,
+                    Storefront,
+                    handler!(lookup),
+                    "A gift card's status and spendable balance; read-only, redeems nothing",
+                )
+                .errors(&[429])
+                .body::<LookupBody>()
+                .id("lookupCheckoutGiftCard"),
+                Route::post(
+                    &format!("{one}/payment-session"),
+                    Cell,
+                    Storefront,
+                    handler!(payment_session),
+                    "Open a payment session for the checkout's payment due → {clientSecret, paymentIntentId}",
+                )
+                .body::<PaymentSession>()
+                .id("createCheckoutPaymentSession"),
+                Route::post(
+                    &format!("{one}/complete"),
+                    Cell,
+                    Storefront,
+                    handler!(complete),
+                    "Complete the checkout → 201 Order",
+                )
+                .errors(&[409, 429])
+                .body::<CompleteCheckout>()
+                .id("completeCheckout"),
+            ]
+            .map(|r| if alias { r.alias() } else { r }),
+        );
     }
     rows
 }

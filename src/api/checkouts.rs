@@ -61,55 +61,67 @@ pub fn routes() -> Vec<Route> {
     let mut rows = Vec::new();
     for base in BASES {
         let one = format!("{base}/{{checkoutId}}");
-        rows.extend([
-            Route::post(
-                base,
-                Cell,
-                Storefront,
-                handler!(create),
-                "Create a checkout from a cart or line items (guests get a sessionToken)",
-            )
-            .body::<CreateCheckout>(),
-            Route::get(&one, Cell, Storefront, handler!(get), "One checkout, priced now"),
-            Route::patch(
-                &one,
-                Cell,
-                Storefront,
-                handler!(update),
-                "Update contact, addresses, shipping method, note, tip, payment method",
-            )
-            .body::<UpdateCheckout>(),
-            Route::post(
-                &format!("{one}/shipping-rates"),
-                Cell,
-                Storefront,
-                handler!(shipping_rates),
-                "The shipping rates offered for the checkout shipped to an address",
-            )
-            .body::<RatesBody>(),
-            Route::post(
-                &format!("{one}/discount-codes"),
-                Cell,
-                Storefront,
-                handler!(add_code),
-                "Apply a discount code (422 when it does not apply) or a gift card's code",
-            )
-            .body::<CodeBody>(),
-            Route::delete(
-                &format!("{one}/discount-codes/{{code}}"),
-                Cell,
-                Storefront,
-                handler!(remove_code),
-                "Remove a discount code",
-            ),
-            Route::delete(
-                &format!("{one}/gift-cards/{{giftCardId}}"),
-                Cell,
-                Storefront,
-                handler!(remove_gift_card),
-                "Take a gift card off the checkout",
-            ),
-        ]);
+        // The singular spelling serves the same operations again.
+        let alias = base != BASES[0];
+        rows.extend(
+            [
+                Route::post(
+                    base,
+                    Cell,
+                    Storefront,
+                    handler!(create),
+                    "Create a checkout from a cart or line items (guests get a sessionToken)",
+                )
+                .body::<CreateCheckout>()
+                .id("createCheckout"),
+                Route::get(&one, Cell, Storefront, handler!(get), "One checkout, priced now").id("getCheckout"),
+                Route::patch(
+                    &one,
+                    Cell,
+                    Storefront,
+                    handler!(update),
+                    "Update contact, addresses, shipping method, note, tip, payment method",
+                )
+                .body::<UpdateCheckout>()
+                .id("updateCheckout"),
+                Route::post(
+                    &format!("{one}/shipping-rates"),
+                    Cell,
+                    Storefront,
+                    handler!(shipping_rates),
+                    "The shipping rates offered for the checkout shipped to an address",
+                )
+                .body::<RatesBody>()
+                .id("listCheckoutShippingRates"),
+                Route::post(
+                    &format!("{one}/discount-codes"),
+                    Cell,
+                    Storefront,
+                    handler!(add_code),
+                    "Apply a discount code (422 when it does not apply) or a gift card's code",
+                )
+                .errors(&[409])
+                .body::<CodeBody>()
+                .id("applyCheckoutCode"),
+                Route::delete(
+                    &format!("{one}/discount-codes/{{code}}"),
+                    Cell,
+                    Storefront,
+                    handler!(remove_code),
+                    "Remove a discount code",
+                )
+                .id("removeCheckoutDiscountCode"),
+                Route::delete(
+                    &format!("{one}/gift-cards/{{giftCardId}}"),
+                    Cell,
+                    Storefront,
+                    handler!(remove_gift_card),
+                    "Take a gift card off the checkout",
+                )
+                .id("removeCheckoutGiftCard"),
+            ]
+            .map(|r| if alias { r.alias() } else { r }),
+        );
     }
     rows
 }

@@ -68,9 +68,11 @@ pub fn routes() -> Vec<Route> {
     let products = "/stores/{storeId}/collections/{id}/products";
     vec![
         Route::get(p, Cell, Storefront, handler!(list), "List collections (shoppers: published ones only)"),
-        Route::post(p, Cell, Member, handler!(create), "Create a manual or smart collection").body::<CreateCollection>(),
+        Route::post(p, Cell, Member, handler!(create), "Create a manual or smart collection")
+            .errors(&[409])
+            .body::<CreateCollection>(),
         Route::get(one, Cell, Storefront, handler!(get), "One collection (shoppers: a published one)"),
-        Route::patch(one, Cell, Member, handler!(update), "Change a collection").body::<UpdateCollection>(),
+        Route::patch(one, Cell, Member, handler!(update), "Change a collection").errors(&[409]).body::<UpdateCollection>(),
         Route::delete(one, Cell, Member, handler!(delete), "Soft-delete a collection"),
         Route::get(
             products,
@@ -79,7 +81,10 @@ pub fn routes() -> Vec<Route> {
             handler!(list_products),
             "A collection's products in order (shoppers: ACTIVE ones of a published collection)",
         ),
-        Route::post(products, Cell, Member, handler!(add_products), "Add products to a manual collection").body::<ProductIds>(),
+        Route::post(products, Cell, Member, handler!(add_products), "Add products to a manual collection")
+            .errors(&[422])
+            .body::<ProductIds>()
+            .id("addCollectionProducts"),
         Route::post(
             "/stores/{storeId}/collections/{id}/products/remove",
             Cell,
@@ -87,6 +92,8 @@ pub fn routes() -> Vec<Route> {
             handler!(remove_products),
             "Remove products from a manual collection",
         )
+        .errors(&[422])
+        .id("removeCollectionProducts")
         .body::<ProductIds>(),
         Route::put(
             "/stores/{storeId}/collections/{id}/products/order",
@@ -95,6 +102,8 @@ pub fn routes() -> Vec<Route> {
             handler!(reorder),
             "Set the order of a collection's products (every product, in order)",
         )
+        .errors(&[422])
+        .id("reorderCollectionProducts")
         .body::<ProductIds>(),
         Route::post(
             "/stores/{storeId}/collections/{id}/schedule",
@@ -103,6 +112,8 @@ pub fn routes() -> Vec<Route> {
             handler!(schedule),
             "Publish a collection at publishAt",
         )
+        .errors(&[422])
+        .id("scheduleCollection")
         .body::<Schedule>(),
     ]
 }

@@ -5,9 +5,7 @@
 //!
 //! `UPDATE_SNAPSHOTS=1 cargo test --lib api::contract` rewrites the snapshot.
 
-use schemars::SchemaGenerator;
-use schemars::generate::SchemaSettings;
-
+use crate::http::openapi::operation_id;
 use crate::http::route::Access;
 use crate::node::context::Route;
 
@@ -23,21 +21,26 @@ fn access(a: Access) -> &'static str {
     }
 }
 
-/// One line per route: method, path, access level, success status, response type, and the
-/// content type when the body is not JSON. A row without a documented answer shows `- -`.
+/// One line per route: method, path, access level, operation id, success status, response type
+/// (and its content type when the body is not JSON), then the error statuses it documents. A row
+/// without a documented answer shows `- -`.
 fn lines(routes: &[Route]) -> Vec<String> {
-    let mut g = SchemaGenerator::new(SchemaSettings::openapi3());
+    let mut g = crate::http::openapi::generator();
     routes
         .iter()
         .map(|r| {
-            let head = format!("{} {} {}", r.method, r.path, access(r.access));
-            match r.reply_doc(&mut g) {
-                None => format!("{head} - -"),
-                Some(d) => match d.content_type {
-                    Some(ct) if ct != "application/json" => format!("{head} {} {} {ct}", d.status, d.type_name),
-                    _ => format!("{head} {} {}", d.status, d.type_name),
-                },
-            }
+            let head = format!("{} {} {} {}", r.method, r.path, access(r.access), operation_id(r));
+            let answers: Vec<String> = r
+                .reply_docs(&mut g)
+                .into_iter()
+                .map(|d| match d.content_type {
+                    Some(ct) if ct != "application/json" => format!("{} {} {ct}", d.status, d.type_name),
+                    _ => format!("{} {}", d.status, d.type_name),
+                })
+                .collect();
+            let answer = if answers.is_empty() { "- -".to_string() } else { answers.join(" | ") };
+            let errors: Vec<String> = r.error_statuses().iter().map(u16::to_string).collect();
+            format!("{head} {answer} [{}]", errors.join(" "))
         })
         .collect()
 }
@@ -72,7 +75,7 @@ fn diff(old: &[&str], new: &[&str]) -> String {
 fn every_route_documents_its_success_answer() {
     let routes = super::routes();
     let untyped: Vec<(String, String)> = {
-        let mut g = SchemaGenerator::new(SchemaSettings::openapi3());
+        let mut g = crate::http::openapi::generator();
         routes.iter().filter(|r| r.reply_doc(&mut g).is_none()).map(|r| (r.method.to_string(), r.path.clone())).collect()
     };
     let missing: Vec<String> = untyped.iter().map(|(m, p)| format!("{m} {p}")).collect();
@@ -82,6 +85,16 @@ fn every_route_documents_its_success_answer() {
          it with Route::answers when the handler builds its own response:\n{}",
         missing.join("\n")
     );
+}
+
+#[test]
+fn operation_ids_are_unique() {
+    let mut seen = std::collections::HashMap::new();
+    for r in super::routes() {
+        if let Some(other) = seen.insert(operation_id(&r), format!("{} {}", r.method, r.path)) {
+            panic!("{} {} and {other} share the operation id {}", r.method, r.path, operation_id(&r));
+        }
+    }
 }
 
 #[test]

@@ -37,9 +37,11 @@ pub fn routes() -> Vec<Route> {
     vec![
         Route::get(p, Cell, Member, handler!(list), "List discounts"),
         Route::post(p, Cell, Member, handler!(create), "Create a discount: a code discount with `code`, automatic without")
+            .errors(&[409])
             .body::<DiscountInput>(),
         Route::get(one, Cell, Member, handler!(get), "One discount"),
         Route::patch(one, Cell, Member, handler!(update), "Replace a discount (the whole body; id and usage are kept)")
+            .errors(&[409])
             .body::<DiscountInput>(),
         Route::delete(one, Cell, Member, handler!(delete), "Delete a discount with its usage counts and comments"),
         Route::post(
@@ -49,6 +51,7 @@ pub fn routes() -> Vec<Route> {
             handler!(validate),
             "Validate a code against a cart: 200 {valid, discount, amount, reasons}, valid false when it does not apply",
         )
+        .id("validateDiscountCode")
         .body::<ValidateBody>(),
         Route::post(
             "/stores/{storeId}/discounts/validate-many",
@@ -57,6 +60,7 @@ pub fn routes() -> Vec<Route> {
             handler!(validate_many),
             "Validate up to 10 codes in sequence, respecting combination rules",
         )
+        .id("validateDiscountCodes")
         .body::<ValidateManyBody>(),
         Route::get(
             "/stores/{storeId}/discounts/codes/search",
@@ -64,7 +68,8 @@ pub fn routes() -> Vec<Route> {
             Member,
             handler!(search_codes),
             "Search ACTIVE discount codes (draft-order autocomplete)",
-        ),
+        )
+        .id("searchDiscountCodes"),
         Route::post(
             "/stores/{storeId}/discounts/automatic/eligible",
             Cell,
@@ -72,6 +77,7 @@ pub fn routes() -> Vec<Route> {
             handler!(eligible),
             "The automatic discounts that apply to a cart, with their amounts",
         )
+        .id("listEligibleAutomaticDiscounts")
         .body::<EligibleBody>(),
         Route::get(
             "/stores/{storeId}/discounts/export",
@@ -80,12 +86,15 @@ pub fn routes() -> Vec<Route> {
             handler!(export),
             "DEPRECATED, not implemented: always 503; use POST bulk-jobs {operation: EXPORT, entity: discount}",
         )
+        .id("exportDiscounts")
         .answers::<AlwaysUnavailable>(),
         Route::get(comments, Cell, Member, handler!(list_comments), "A discount's comments, oldest first by default"),
         Route::post(comments, Cell, Member, handler!(add_comment), "Comment on a discount").body::<CommentInput>(),
         Route::patch(comment, Cell, Member, handler!(update_comment), "Change a comment (its author, an owner or an admin)")
+            .errors(&[403])
             .body::<CommentInput>(),
-        Route::delete(comment, Cell, Member, handler!(delete_comment), "Delete a comment (its author, an owner or an admin)"),
+        Route::delete(comment, Cell, Member, handler!(delete_comment), "Delete a comment (its author, an owner or an admin)")
+            .errors(&[403]),
     ]
 }
 
@@ -202,7 +211,7 @@ impl QueryParams for CodeSearch {
     fn params() -> Vec<Param> {
         vec![
             param("search", "string", "text in the code or the title (any case); codes starting with it come first"),
-            param("limit", "integer", "1..250, default 10"),
+            param("limit", "integer", "1..250, default 10").range(1, 250),
             param("channel", "string", "only codes usable on this sales channel"),
         ]
     }

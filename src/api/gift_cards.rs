@@ -19,6 +19,7 @@ pub fn routes() -> Vec<Route> {
     vec![
         Route::get(p, Cell, Member, handler!(list), "List gift cards (codes masked)"),
         Route::post(p, Cell, Member, handler!(issue), "Issue a gift card: the answer shows the full code, this once")
+            .errors(&[409])
             .body::<IssueGiftCard>(),
         Route::get(one, Cell, Member, handler!(get), "One gift card with its redemptions (code masked)"),
         Route::patch(
@@ -28,6 +29,7 @@ pub fn routes() -> Vec<Route> {
             handler!(update),
             "Disable a gift card (for good), or change its note, expiry or customer",
         )
+        .errors(&[422])
         .body::<UpdateGiftCard>(),
     ]
 }

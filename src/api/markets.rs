@@ -18,10 +18,11 @@ pub fn routes() -> Vec<Route> {
     vec![
         Route::get(p, Cell, Member, handler!(list), "List markets"),
         Route::post(p, Cell, Member, handler!(create), "Create a market (its countries in no other market)")
+            .errors(&[409])
             .body::<CreateMarket>(),
         Route::get(one, Cell, Member, handler!(get), "One market"),
-        Route::patch(one, Cell, Member, handler!(update), "Change a market").body::<UpdateMarket>(),
-        Route::delete(one, Cell, Member, handler!(delete), "Delete a market no catalog uses"),
+        Route::patch(one, Cell, Member, handler!(update), "Change a market").errors(&[409]).body::<UpdateMarket>(),
+        Route::delete(one, Cell, Member, handler!(delete), "Delete a market no catalog uses").errors(&[409]),
     ]
 }
 

@@ -32,16 +32,22 @@ pub fn routes() -> Vec<Route> {
     vec![
         Route::get("/stores/{storeId}/members", Cell, Member, handler!(list), "The store's members with their roles"),
         Route::post("/stores/{storeId}/members", Cell, Admin, handler!(add), "Add a registered user as admin or staff")
+            .errors(&[409])
+            .id("addMember")
             .body::<AddMember>(),
-        Route::patch(one, Cell, Admin, handler!(change), "Change a member's role (admin or staff)").body::<ChangeRole>(),
-        Route::delete(one, Cell, Admin, handler!(remove), "Remove a member (never the owner)"),
+        Route::patch(one, Cell, Admin, handler!(change), "Change a member's role (admin or staff)")
+            .errors(&[422])
+            .body::<ChangeRole>(),
+        Route::delete(one, Cell, Admin, handler!(remove), "Remove a member (never the owner)").errors(&[422]).id("removeMember"),
         Route::post(
             "/stores/{storeId}/members/{userId}/transfer-ownership",
             Cell,
             Admin,
             handler!(transfer),
             "Make a member the owner; the current owner becomes an admin (owner only)",
-        ),
+        )
+        .errors(&[422])
+        .id("transferOwnership"),
         Route::get(store, Account, Internal, handler!(internal_list), "A store's members"),
         Route::post(store, Account, Internal, handler!(internal_add), "Add a member on behalf of `actor`"),
         Route::patch(member, Account, Internal, handler!(internal_change), "Change a role on behalf of `actor`"),
@@ -66,10 +72,10 @@ pub fn page_of<T: Serialize>(items: Vec<T>, paging: &Paging) -> Page<T> {
 /// The parameters of an in-memory list's paging; `sort_doc` names its sortable fields.
 pub fn paging_params(sort_doc: &'static str) -> Vec<Param> {
     vec![
-        param("page", "integer", "1-based page, default 1"),
-        param("limit", "integer", "page size, 1..250, default 20"),
+        param("page", "integer", "1-based page, default 1").range(1, u32::MAX as i64),
+        param("limit", "integer", "page size, 1..250, default 20").range(1, 250),
         param("sortBy", "string", sort_doc),
-        param("sortOrder", "string", "asc or desc (default)"),
+        param("sortOrder", "string", "asc or desc (default)").one_of(&["asc", "desc"]),
     ]
 }
 

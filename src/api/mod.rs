@@ -29,37 +29,35 @@ pub mod system;
 
 use crate::node::context::Route;
 
-/// Every served route.
+/// Every served route, each area's under its tag.
 pub fn routes() -> Vec<Route> {
-    [
-        system::routes(),
-        auth::routes(),
-        stores::routes(),
-        products::routes(),
-        search::routes(),
-        selection::routes(),
-        categories::routes(),
-        collections::routes(),
-        markets::routes(),
-        catalogs::routes(),
-        discounts::routes(),
-        gift_cards::routes(),
-        shipping::routes(),
-        calculate::routes(),
-        carts::routes(),
-        checkouts::routes(),
-        checkout_payment::routes(),
-        orders::routes(),
-        storefront::routes(),
-        members::routes(),
-        payments::routes(),
-        publishable_keys::routes(),
-        subscriptions::routes(),
-        internal::routes(),
-    ]
-    .into_iter()
-    .flatten()
-    .collect()
+    let areas = [
+        ("System", system::routes()),
+        ("Auth", auth::routes()),
+        ("Stores", stores::routes()),
+        ("Products", products::routes()),
+        ("Search", search::routes()),
+        ("Selection", selection::routes()),
+        ("Categories", categories::routes()),
+        ("Collections", collections::routes()),
+        ("Markets", markets::routes()),
+        ("Catalogs", catalogs::routes()),
+        ("Discounts", discounts::routes()),
+        ("Gift cards", gift_cards::routes()),
+        ("Shipping and tax", shipping::routes()),
+        ("Calculation", calculate::routes()),
+        ("Carts", carts::routes()),
+        ("Checkouts", checkouts::routes()),
+        ("Checkouts", checkout_payment::routes()),
+        ("Orders", orders::routes()),
+        ("Storefront", storefront::routes()),
+        ("Members", members::routes()),
+        ("Payments", payments::routes()),
+        ("Publishable keys", publishable_keys::routes()),
+        ("Subscriptions", subscriptions::routes()),
+        ("Internal", internal::routes()),
+    ];
+    areas.into_iter().flat_map(|(tag, rows)| rows.into_iter().map(move |r| Route { tag, ..r })).collect()
 }
 
 /// Who is calling, for the session's device label: the User-Agent, shortened.

@@ -33,6 +33,8 @@ pub fn routes() -> Vec<Route> {
              pm_card_chargeDeclined declines, pm_card_authenticationRequired asks for authentication); \
              a decline answers 200 with status requires_payment_method and lastError",
         )
+        .errors(&[409])
+        .id("confirmPaymentIntent")
         .body::<ConfirmBody>(),
     ]
 }

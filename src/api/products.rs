@@ -18,7 +18,7 @@ pub fn routes() -> Vec<Route> {
     let p = "/stores/{storeId}/products";
     vec![
         Route::get(p, Cell, Storefront, handler!(list), "List products (shoppers: ACTIVE ones only)"),
-        Route::post(p, Cell, Member, handler!(create), "Create a product").body::<CreateProduct>(),
+        Route::post(p, Cell, Member, handler!(create), "Create a product").errors(&[409]).body::<CreateProduct>(),
         Route::get(
             "/stores/{storeId}/products/{productId}",
             Cell,
@@ -27,6 +27,7 @@ pub fn routes() -> Vec<Route> {
             "One product with its variants (shoppers: ACTIVE ones only)",
         ),
         Route::patch("/stores/{storeId}/products/{productId}", Cell, Member, handler!(update), "Change a product")
+            .errors(&[409])
             .body::<UpdateProduct>(),
         Route::delete("/stores/{storeId}/products/{productId}", Cell, Member, handler!(delete), "Delete a product"),
         Route::get(
@@ -37,6 +38,7 @@ pub fn routes() -> Vec<Route> {
             "A product's variants",
         ),
         Route::post("/stores/{storeId}/products/{productId}/variants", Cell, Member, handler!(create_variant), "Add a variant")
+            .errors(&[409])
             .body::<VariantInput>(),
         Route::get(
             "/stores/{storeId}/products/{productId}/variants/{variantId}",
@@ -52,6 +54,7 @@ pub fn routes() -> Vec<Route> {
             handler!(update_variant),
             "Change a variant",
         )
+        .errors(&[409])
         .body::<UpdateVariant>(),
         Route::delete(
             "/stores/{storeId}/products/{productId}/variants/{variantId}",
@@ -59,7 +62,8 @@ pub fn routes() -> Vec<Route> {
             Member,
             handler!(delete_variant),
             "Delete a variant",
-        ),
+        )
+        .errors(&[422]),
     ]
 }
 

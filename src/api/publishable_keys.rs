@@ -30,7 +30,8 @@ pub fn routes() -> Vec<Route> {
         Route::get(keys, Cell, Member, handler!(list), "The store's publishable keys, masked"),
         Route::post(keys, Cell, Admin, handler!(create), "Create a publishable key; the full key is shown only in this answer")
             .body::<CreateKey>(),
-        Route::delete("/stores/{storeId}/publishable-keys/{keyId}", Cell, Admin, handler!(revoke), "Revoke a publishable key"),
+        Route::delete("/stores/{storeId}/publishable-keys/{keyId}", Cell, Admin, handler!(revoke), "Revoke a publishable key")
+            .id("revokePublishableKey"),
         Route::post(
             "/auth/publishable-keys/validate",
             Account,
@@ -38,6 +39,8 @@ pub fn routes() -> Vec<Route> {
             handler!(validate),
             "Check a publishable key: {valid, storeId, type, environment}, or {valid: false}",
         )
+        .errors(&[429])
+        .id("validatePublishableKey")
         .body::<ValidateKey>(),
         Route::get(internal, Account, Internal, handler!(internal_list), "A store's publishable keys"),
         Route::post(internal, Account, Internal, handler!(internal_create), "Create a key on behalf of `actor`"),

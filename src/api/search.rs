@@ -27,24 +27,32 @@ use crate::search::query::{Cursor, SearchBy, SearchRequest, Sort, fingerprint};
 /// Longest accepted `q` or `search`, in characters.
 pub const TERM_MAX_CHARS: usize = 200;
 
-const PARAMS: &[Param] = &[
-    required("q", "string", "what to look for"),
-    param("searchBy", "string", "all (default), title, sku, variantTitle or barcode"),
-    param("search", "string", "a second term that results must also match (same searchBy)"),
-    param("sort", "string", "relevance (default), price_asc, price_desc, title_asc, title_desc, created_desc"),
-    param("page", "integer", "1-based page, default 1 (page × limit at most 10000; use cursor beyond)"),
-    param("limit", "integer", "page size, 1..250, default 20"),
-    param("cursor", "string", "nextCursor of the previous page; replaces page"),
-];
+/// The query parameters it reads.
+fn query_params() -> Vec<Param> {
+    vec![
+        required("q", "string", "what to look for"),
+        param("searchBy", "string", "all (default), title, sku, variantTitle or barcode").one_of(SearchBy::NAMES),
+        param("search", "string", "a second term that results must also match (same searchBy)"),
+        param("sort", "string", "relevance (default), price_asc, price_desc, title_asc, title_desc, created_desc")
+            .one_of(Sort::NAMES),
+        param("page", "integer", "1-based page, default 1 (page × limit at most 10000; use cursor beyond)")
+            .range(1, u32::MAX as i64),
+        param("limit", "integer", "page size, 1..250, default 20").range(1, 250),
+        param("cursor", "string", "nextCursor of the previous page; replaces page"),
+    ]
+}
 
 pub fn routes() -> Vec<Route> {
-    vec![Route::get(
-        "/stores/{storeId}/products/search",
-        Service::Cell,
-        Access::Storefront,
-        handler!(search),
-        "Search products (shoppers: ACTIVE ones only)",
-    )]
+    vec![
+        Route::get(
+            "/stores/{storeId}/products/search",
+            Service::Cell,
+            Access::Storefront,
+            handler!(search),
+            "Search products (shoppers: ACTIVE ones only)",
+        )
+        .id("searchProducts"),
+    ]
 }
 
 /// A page of search results: the list envelope and the cursor of the next page. Answers are
@@ -99,7 +107,7 @@ fn first_term(q: &Query) -> ApiResult<&str> {
 
 impl QueryParams for SearchQuery {
     fn params() -> Vec<Param> {
-        PARAMS.to_vec()
+        query_params()
     }
 
     fn parse(q: &Query) -> ApiResult<Self> {

@@ -26,23 +26,29 @@ use crate::node::context::{Ctx, Route};
 use crate::search::MAX_OFFSET;
 use crate::search::query::{SearchBy, SearchRequest, Sort, fingerprint};
 
-const PARAMS: &[Param] = &[
-    param("offset", "integer", "products skipped, default 0 (offset + limit at most 10000)"),
-    param("limit", "integer", "page size, 1..250, default 20"),
-    param("status", "string", "DRAFT, ACTIVE or ARCHIVED (any case)"),
-    param("productType", "string", "exact product type, any case"),
-    param("collection", "string", "a collection id: only its products"),
-    param("search", "string", "part of the product name (typo-tolerant) or a SKU (exact or prefix)"),
-];
+/// The query parameters it reads.
+fn query_params() -> Vec<Param> {
+    vec![
+        param("offset", "integer", "products skipped, default 0 (offset + limit at most 10000)").range(0, MAX_OFFSET as i64 - 1),
+        param("limit", "integer", "page size, 1..250, default 20").range(1, 250),
+        param("status", "string", "DRAFT, ACTIVE or ARCHIVED (any case)").one_of(Status::NAMES),
+        param("productType", "string", "exact product type, any case"),
+        param("collection", "string", "a collection id: only its products").format("uuid"),
+        param("search", "string", "part of the product name (typo-tolerant) or a SKU (exact or prefix)"),
+    ]
+}
 
 pub fn routes() -> Vec<Route> {
-    vec![Route::get(
-        "/stores/{storeId}/products/selection",
-        Service::Cell,
-        Access::Member,
-        handler!(selection),
-        "Products for catalog selection (simplified)",
-    )]
+    vec![
+        Route::get(
+            "/stores/{storeId}/products/selection",
+            Service::Cell,
+            Access::Member,
+            handler!(selection),
+            "Products for catalog selection (simplified)",
+        )
+        .id("listProductsForSelection"),
+    ]
 }
 
 /// One product as the selection list shows it.
@@ -76,7 +82,7 @@ pub struct SelectionQuery {
 
 impl QueryParams for SelectionQuery {
     fn params() -> Vec<Param> {
-        PARAMS.to_vec()
+        query_params()
     }
 
     fn parse(q: &Query) -> ApiResult<Self> {

@@ -23,6 +23,7 @@ pub fn routes() -> Vec<Route> {
     vec![
         Route::get(zones, Cell, Member, handler!(list_zones), "List shipping zones with their rates"),
         Route::post(zones, Cell, Member, handler!(create_zone), "Create a shipping zone: countries, provinces and rates")
+            .errors(&[409])
             .body::<ShippingZoneInput>(),
         Route::get(zone, Cell, Member, handler!(get_zone), "One shipping zone"),
         Route::patch(
@@ -32,11 +33,14 @@ pub fn routes() -> Vec<Route> {
             handler!(update_zone),
             "Replace a shipping zone (rates keep the ids they are sent with)",
         )
+        .errors(&[409])
         .body::<ShippingZoneInput>(),
         Route::delete(zone, Cell, Member, handler!(delete_zone), "Delete a shipping zone"),
         Route::get(rates, Cell, Member, handler!(list_rates), "List tax rates"),
-        Route::post(rates, Cell, Member, handler!(create_rate), "Create a tax rate (basis points)").body::<TaxRateInput>(),
-        Route::patch(rate, Cell, Member, handler!(update_rate), "Replace a tax rate").body::<TaxRateInput>(),
+        Route::post(rates, Cell, Member, handler!(create_rate), "Create a tax rate (basis points)")
+            .errors(&[409])
+            .body::<TaxRateInput>(),
+        Route::patch(rate, Cell, Member, handler!(update_rate), "Replace a tax rate").errors(&[409]).body::<TaxRateInput>(),
         Route::delete(rate, Cell, Member, handler!(delete_rate), "Delete a tax rate"),
     ]
 }

@@ -23,7 +23,8 @@ pub fn routes() -> Vec<Route> {
             Storefront,
             handler!(create_session),
             "Start a storefront session from the request context → {sessionToken} for guest checkout",
-        ),
+        )
+        .id("startStorefrontSession"),
         Route::post(
             "/stores/{storeId}/storefront/events",
             Cell,
@@ -31,6 +32,7 @@ pub fn routes() -> Vec<Route> {
             handler!(event),
             "Record a storefront event (page views, add-to-cart) from the request context → 202",
         )
+        .id("trackStorefrontEvent")
         .body::<StorefrontEvent>(),
     ]
 }

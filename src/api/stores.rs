@@ -21,6 +21,7 @@ pub fn routes() -> Vec<Route> {
     vec![
         Route::get("/stores", Account, Member, handler!(list), "The caller's stores, with their role"),
         Route::post("/stores", Account, Member, handler!(create), "Create a store; the caller becomes its owner")
+            .errors(&[422])
             .body::<CreateStore>(),
         Route::get("/stores/{storeId}", Cell, Member, handler!(get), "Store settings"),
         Route::patch("/stores/{storeId}", Cell, Admin, handler!(update), "Change store settings").body::<UpdateStore>(),

@@ -12,11 +12,14 @@ pub fn routes() -> Vec<Route> {
     use Access::*;
     use Service::Account;
     vec![
-        Route::get("/subscriptions/plans", Account, Public, handler!(plans), "The platform plans"),
-        Route::get("/subscriptions", Account, Member, handler!(current), "The caller's plan subscription"),
+        Route::get("/subscriptions/plans", Account, Public, handler!(plans), "The platform plans").id("listPlans"),
+        Route::get("/subscriptions", Account, Member, handler!(current), "The caller's plan subscription").id("getSubscription"),
         Route::post("/subscriptions", Account, Member, handler!(subscribe), "Subscribe to a plan or change plan")
+            .id("subscribe")
             .body::<Subscribe>(),
-        Route::post("/subscriptions/cancel", Account, Member, handler!(cancel), "Cancel at the end of the current period"),
+        Route::post("/subscriptions/cancel", Account, Member, handler!(cancel), "Cancel at the end of the current period")
+            .errors(&[409])
+            .id("cancelSubscription"),
     ]
 }
 

@@ -18,11 +18,12 @@ pub fn routes() -> Vec<Route> {
     use Access::Public;
     use Service::Global;
     vec![
-        Route::get("/healthz", Global, Public, handler!(healthz), "Liveness: the process answers"),
-        Route::get("/readyz", Global, Public, handler!(readyz), "Readiness: the process takes traffic"),
-        Route::get("/metrics", Global, Public, handler!(metrics), "Prometheus metrics"),
-        Route::get("/openapi.json", Global, Public, handler!(openapi), "This API, machine-readable"),
-        Route::get("/.well-known/jwks.json", Service::Account, Public, handler!(jwks), "Public keys of the token issuer"),
+        Route::get("/healthz", Global, Public, handler!(healthz), "Liveness: the process answers").id("getHealth"),
+        Route::get("/readyz", Global, Public, handler!(readyz), "Readiness: the process takes traffic").id("getReadiness"),
+        Route::get("/metrics", Global, Public, handler!(metrics), "Prometheus metrics").id("getMetrics"),
+        Route::get("/openapi.json", Global, Public, handler!(openapi), "This API, machine-readable").id("getOpenApi"),
+        Route::get("/.well-known/jwks.json", Service::Account, Public, handler!(jwks), "Public keys of the token issuer")
+            .id("getJwks"),
     ]
 }
 

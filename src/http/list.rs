@@ -65,7 +65,10 @@ impl PageWindow {
 
 impl QueryParams for PageWindow {
     fn params() -> Vec<Param> {
-        vec![param("page", "integer", "1-based page, default 1"), param("limit", "integer", "page size, 1..250, default 20")]
+        vec![
+            param("page", "integer", "1-based page, default 1").range(1, u32::MAX as i64),
+            param("limit", "integer", "page size, 1..250, default 20").range(1, 250),
+        ]
     }
 
     fn parse(q: &Query) -> ApiResult<Self> {
@@ -95,8 +98,8 @@ impl<R: Listable> QueryParams for ListOf<R> {
 impl<R: Listable> QueryParams for OffsetListOf<R> {
     fn params() -> Vec<Param> {
         let window = vec![
-            param("offset", "integer", "records skipped, default 0"),
-            param("limit", "integer", "page size, 1..250, default 20"),
+            param("offset", "integer", "records skipped, default 0").range(0, MAX_OFFSET),
+            param("limit", "integer", "page size, 1..250, default 20").range(1, 250),
         ];
         params_of::<R>(window)
     }
@@ -132,8 +135,9 @@ fn params_of<R: Listable>(mut out: Vec<Param>) -> Vec<Param> {
         .iter()
         .map(|s| if s.name == list.default_sort { format!("{} (default)", s.name) } else { s.name.to_string() })
         .collect();
-    out.push(Param { doc: Cow::Owned(sorts.join(", ")), ..param("sortBy", "string", "") });
-    out.push(param("sortOrder", "string", "asc or desc (default)"));
+    let names: Vec<&'static str> = list.sorts.iter().map(|s| s.name).collect();
+    out.push(Param { doc: Cow::Owned(sorts.join(", ")), values: Cow::Owned(names), ..param("sortBy", "string", "") });
+    out.push(param("sortOrder", "string", "asc or desc (default)").one_of(&["asc", "desc"]));
     for f in list.filters {
         let doc = match f.kind {
             FilterKind::Enum { values, any } | FilterKind::Timed { values, any, .. } => {
@@ -151,8 +155,8 @@ fn params_of<R: Listable>(mut out: Vec<Param>) -> Vec<Param> {
         }
     }
     for r in list.ranges {
-        out.push(param(r.from, "string", "RFC 3339 date-time, inclusive lower bound"));
-        out.push(param(r.to, "string", "RFC 3339 date-time, inclusive upper bound"));
+        out.push(param(r.from, "string", "RFC 3339 date-time, inclusive lower bound").format("date-time"));
+        out.push(param(r.to, "string", "RFC 3339 date-time, inclusive upper bound").format("date-time"));
     }
     if let Some(s) = &list.search {
         out.push(param("search", "string", s.doc));

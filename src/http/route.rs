@@ -129,18 +129,47 @@ pub enum Access {
 #[derive(Debug, Clone)]
 pub struct Param {
     pub name: &'static str,
+    /// Its JSON Schema type: `string`, `integer` or `boolean`.
     pub kind: &'static str,
     pub required: bool,
     pub doc: Cow<'static, str>,
+    /// The values it takes, when they are a fixed set.
+    pub values: Cow<'static, [&'static str]>,
+    /// Inclusive bounds of an integer.
+    pub range: Option<(i64, i64)>,
+    /// A string's format (`uuid`, `date-time`).
+    pub format: Option<&'static str>,
 }
 
 /// Shorthand for [`Param`] rows: `param("limit", "integer", "page size, 1..250")`.
 pub const fn param(name: &'static str, kind: &'static str, doc: &'static str) -> Param {
-    Param { name, kind, required: false, doc: Cow::Borrowed(doc) }
+    Param { name, kind, required: false, doc: Cow::Borrowed(doc), values: Cow::Borrowed(&[]), range: None, format: None }
 }
 
 pub const fn required(name: &'static str, kind: &'static str, doc: &'static str) -> Param {
-    Param { name, kind, required: true, doc: Cow::Borrowed(doc) }
+    let mut p = param(name, kind, doc);
+    p.required = true;
+    p
+}
+
+impl Param {
+    /// An integer between `min` and `max`, both included.
+    pub const fn range(mut self, min: i64, max: i64) -> Param {
+        self.range = Some((min, max));
+        self
+    }
+
+    /// One of `values`.
+    pub fn one_of(mut self, values: &'static [&'static str]) -> Param {
+        self.values = Cow::Borrowed(values);
+        self
+    }
+
+    /// A string of `format`.
+    pub const fn format(mut self, format: &'static str) -> Param {
+        self.format = Some(format);
+        self
+    }
 }
 
 /// JSON request bodies are limited to 1 MiB unless a route says otherwise.
@@ -159,12 +188,23 @@ pub struct Route<C> {
     pub query: Vec<Param>,
     /// The success answer its handler's type documents.
     pub reply: ReplyFn,
-    /// What an untyped handler (answering a built [`Resp`]) answers, declared on the row.
-    pub answers: Option<ReplyFn>,
+    /// What an untyped handler (answering a built [`Resp`]) answers, declared on the row: one
+    /// success answer or several (a cart created or changed: 201 or 200).
+    pub answers: Vec<ReplyFn>,
     pub body: Option<SchemaFn>,
     pub body_limit: usize,
     /// The body is not JSON (uploads, internal transfers): no content-type check.
     pub raw_body: bool,
+    /// The area it belongs to: its tag in the document.
+    pub tag: &'static str,
+    /// Its operation id when the one derived from method and path would not read well.
+    pub operation_id: Option<&'static str>,
+    /// Error statuses its rules give besides those its shape implies (see [`Route::errors`]).
+    pub errors: &'static [u16],
+    /// Kept for old clients; a successor exists.
+    pub deprecated: bool,
+    /// The same operation as another row, served at a second path (the spec's spelling).
+    pub alias: bool,
 }
 
 fn schema_of<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
@@ -185,10 +225,15 @@ impl<C> Route<C> {
             summary,
             query: (endpoint.params)(),
             reply: endpoint.reply,
-            answers: None,
+            answers: Vec::new(),
             body: None,
             body_limit: JSON_BODY_LIMIT,
             raw_body: false,
+            tag: "",
+            operation_id: None,
+            errors: &[],
+            deprecated: false,
+            alias: false,
         }
     }
 
@@ -208,22 +253,94 @@ impl<C> Route<C> {
         Route::new(Method::DELETE, path, service, access, endpoint, summary)
     }
 
-    /// Declares the success answer of a handler that builds its [`Resp`] itself (headers of its
-    /// own, bodies that are not JSON): the reply type `R` documents it.
+    /// Declares a success answer of a handler that builds its [`Resp`] itself (headers of its
+    /// own, bodies that are not JSON, one of several statuses): the reply type `R` documents it.
     pub fn answers<R: Reply>(mut self) -> Self {
-        self.answers = Some(R::doc);
+        self.answers.push(R::doc);
         self
     }
 
-    /// The documented success answer: the handler's type, or what the row declares.
+    /// The first documented success answer: the handler's type, or what the row declares first.
     pub fn reply_doc(&self, g: &mut SchemaGenerator) -> Option<ReplyDoc> {
-        (self.reply)(g).or_else(|| self.answers.and_then(|f| f(g)))
+        self.reply_docs(g).into_iter().next()
+    }
+
+    /// Every documented success answer: the handler's type, then what the row declares.
+    pub fn reply_docs(&self, g: &mut SchemaGenerator) -> Vec<ReplyDoc> {
+        std::iter::once(self.reply).chain(self.answers.iter().copied()).filter_map(|f| f(g)).collect()
     }
 
     /// Declares the JSON body type (documented in OpenAPI from the same type serde reads).
     pub fn body<T: JsonSchema>(mut self) -> Self {
         self.body = Some(schema_of::<T>);
         self
+    }
+
+    /// Names the operation (`getJwks`) where the derived id would not read well.
+    pub fn id(mut self, operation_id: &'static str) -> Self {
+        self.operation_id = Some(operation_id);
+        self
+    }
+
+    /// Declares the error statuses the route's rules give (409 on a taken code, 412 where it
+    /// honours `If-Match`, 422 on a business rule, 429 where it is rate-limited). The statuses
+    /// its shape implies are not repeated: 400 for ids, a query or a body, 401 unless public,
+    /// 403 on owner/admin and storefront rows, 404 on path ids, 413 and 415 with a body, 422 on a
+    /// POST (a reused idempotency key), 503 on store rows.
+    pub fn errors(mut self, statuses: &'static [u16]) -> Self {
+        assert!(self.errors.is_empty(), "{} {}: declare its errors once", self.method, self.path);
+        self.errors = statuses;
+        self
+    }
+
+    /// Marks the route deprecated: served for old clients, its successor documented.
+    pub fn deprecated(mut self) -> Self {
+        self.deprecated = true;
+        self
+    }
+
+    /// Marks the row as another path of an operation documented under its first path.
+    pub fn alias(mut self) -> Self {
+        self.alias = true;
+        self
+    }
+
+    /// The statuses of its error answers, in order.
+    pub fn error_statuses(&self) -> Vec<u16> {
+        let has_ids = self.path.contains('{');
+        let has_body = self.body.is_some() || self.raw_body;
+        let mut out = Vec::new();
+        if has_ids || has_body || !self.query.is_empty() {
+            out.push(400);
+        }
+        if self.access != Access::Public {
+            out.push(401);
+        }
+        // Roles refuse on owner/admin rows; a shopper is refused a guest checkout without its
+        // session token, and what only members may do.
+        if matches!(self.access, Access::Admin | Access::Storefront) {
+            out.push(403);
+        }
+        if has_ids {
+            out.push(404);
+        }
+        if has_body {
+            out.push(413);
+        }
+        if self.body.is_some() {
+            out.push(415);
+        }
+        // Any POST may carry an `Idempotency-Key`, refused when reused with another request.
+        if self.method == Method::POST {
+            out.push(422);
+        }
+        if self.service == Service::Cell {
+            out.push(503);
+        }
+        out.extend_from_slice(self.errors);
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// A body that is not JSON, up to `limit` bytes.

@@ -174,7 +174,9 @@ async fn native_id_tokens_sign_in_when_valid() {
         assert_eq!(a.code(), "INVALID_TOKEN", "{name}");
     }
     p.set_tweak(Tweak::None);
-    c.post("/api/v1/auth/native", None, json!({"provider": "myspace", "idToken": "x"})).await.expect(404);
+    let unknown = c.post("/api/v1/auth/native", None, json!({"provider": "myspace", "idToken": "x"})).await.expect(400);
+    assert_eq!(unknown.body["error"]["fields"][0]["field"], "provider", "{}", unknown.body);
+    assert!(unknown.body["message"].as_str().unwrap().contains("google"), "{}", unknown.body);
 }
 
 #[tokio::test]

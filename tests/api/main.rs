@@ -14,6 +14,7 @@ mod catalogs;
 mod categories;
 mod checkout;
 mod collections;
+mod contract;
 mod crash;
 mod discounts;
 mod docs;

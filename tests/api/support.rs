@@ -125,7 +125,7 @@ impl HttpClient {
         headers: &[(&str, &str)],
         body: Option<Bytes>,
     ) -> Option<Answer> {
-        let mut b = Request::builder().method(method).uri(format!("{}{}", self.base, path));
+        let mut b = Request::builder().method(method.clone()).uri(format!("{}{}", self.base, path));
         if let Some(t) = token {
             b = b.header("authorization", format!("Bearer {t}"));
         }
@@ -141,6 +141,7 @@ impl HttpClient {
         let status = res.status();
         let headers = res.headers().clone();
         let raw = res.into_body().collect().await.ok()?.to_bytes();
+        crate::contract::check(&method, path, status.as_u16(), &headers, &raw);
         let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
         Some(Answer { status, headers, body, raw })
     }
