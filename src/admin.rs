@@ -24,6 +24,11 @@ pub async fn run(cmd: AdminCommand) -> Result<(), BoxError> {
         AdminCommand::Check { data } => check(&data),
         AdminCommand::Reindex { data, cell } => reindex(&data, cell.as_deref()),
         AdminCommand::Compact { data, cell } => compact(&data, cell.as_deref()),
+        AdminCommand::Openapi => {
+            let doc = crate::http::openapi::document(&crate::api::routes());
+            println!("{}", serde_json::to_string_pretty(&doc)?);
+            Ok(())
+        }
         AdminCommand::Taxonomy(TaxonomyCommand::Import { file, data }) => {
             let n = crate::domain::taxonomy::files::import(&file, &data)?;
             let path = crate::domain::taxonomy::files::taxonomy_path(&data);

@@ -258,6 +258,9 @@ pub enum AdminCommand {
     /// The global product-category taxonomy.
     #[command(subcommand)]
     Taxonomy(TaxonomyCommand),
+    /// Prints the OpenAPI document of this build (what `GET /api/v1/openapi.json` answers), for
+    /// client generators and linters; needs no data directory.
+    Openapi,
 }
 
 #[derive(Subcommand, Debug)]
