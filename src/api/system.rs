@@ -1,6 +1,9 @@
 //! Liveness, readiness, metrics, the OpenAPI document and the JWKS.
 
+use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -9,7 +12,7 @@ use crate::account::keys::Jwks;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
 use crate::http::openapi::OpenApi;
-use crate::http::reply::{Json, PrometheusText, Raw};
+use crate::http::reply::{Css, HtmlPage, Json, PrometheusText, Raw};
 use crate::http::route::{Access, Service};
 use crate::memory::CacheStats;
 use crate::node::context::{Ctx, Route};
@@ -22,6 +25,9 @@ pub fn routes() -> Vec<Route> {
         Route::get("/readyz", Global, Public, handler!(readyz), "Readiness: the process takes traffic").id("getReadiness"),
         Route::get("/metrics", Global, Public, handler!(metrics), "Prometheus metrics").id("getMetrics"),
         Route::get("/openapi.json", Global, Public, handler!(openapi), "This API, machine-readable").id("getOpenApi"),
+        Route::get("/docs", Global, Public, handler!(docs), "This API's reference, as a page").id("getDocs"),
+        Route::get("/docs/style.css", Global, Public, handler!(docs_style), "The reference page's stylesheet")
+            .id("getDocsStylesheet"),
         Route::get("/.well-known/jwks.json", Service::Account, Public, handler!(jwks), "Public keys of the token issuer")
             .id("getJwks"),
     ]
@@ -116,6 +122,18 @@ fn memory(cx: &Ctx, out: &mut String) {
 
 async fn openapi(cx: Ctx) -> ApiResult<Json<OpenApi>> {
     Ok(Json(OpenApi(crate::http::openapi::document(cx.node.routes.routes()))))
+}
+
+/// The page is the same for the life of the process (the route table is fixed at start).
+async fn docs(cx: Ctx) -> ApiResult<HtmlPage> {
+    static PAGE: OnceLock<Bytes> = OnceLock::new();
+    let page = PAGE
+        .get_or_init(|| Bytes::from(crate::http::docs_page::render(&crate::http::openapi::document(cx.node.routes.routes()))));
+    Ok(HtmlPage(page.clone()))
+}
+
+async fn docs_style(_: Ctx) -> ApiResult<Raw<Css>> {
+    Ok(Raw::new(crate::http::docs_page::CSS))
 }
 
 async fn jwks(cx: Ctx) -> ApiResult<Json<Jwks>> {

@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod cors;
+pub mod docs_page;
 pub mod list;
 pub mod openapi;
 pub mod parse;

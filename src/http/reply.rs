@@ -167,6 +167,30 @@ impl<M> Raw<M> {
     }
 }
 
+/// A stylesheet.
+pub struct Css;
+
+impl Media for Css {
+    const CONTENT_TYPE: &'static str = "text/css; charset=utf-8";
+    const NAME: &'static str = "Css";
+}
+
+/// An HTML page of our own making: no script and nothing from elsewhere, so it is sent under
+/// the strictest policy, `default-src 'self'`.
+pub struct HtmlPage(pub Bytes);
+
+impl Reply for HtmlPage {
+    fn into_resp(self) -> Resp {
+        let mut r = Response::new(Full::new(self.0));
+        r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+        r.headers_mut().insert("content-security-policy", HeaderValue::from_static("default-src 'self'"));
+        r
+    }
+    fn doc(_: &mut SchemaGenerator) -> Option<ReplyDoc> {
+        Some(ReplyDoc { status: 200, content_type: Some("text/html"), schema: None, type_name: "HtmlPage".into() })
+    }
+}
+
 /// Prometheus' text exposition format.
 pub struct PrometheusText;
 

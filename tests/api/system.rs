@@ -33,6 +33,84 @@ async fn health_openapi_and_jwks() {
 }
 
 #[tokio::test]
+async fn the_document_is_openapi_3_1_with_readable_ids_errors_and_bounds() {
+    let app = spawn_app().await;
+    let doc = app.client.get("/api/v1/openapi.json", None).await.expect(200).body;
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(doc["jsonSchemaDialect"], "https://json-schema.org/draft/2020-12/schema");
+    assert!(!doc.to_string().contains("\"nullable\""), "3.0's nullable has no place in 3.1");
+    assert_eq!(doc["servers"][0]["url"], "/");
+    let list = &doc["paths"]["/api/v1/stores/{storeId}/products"]["get"];
+    assert_eq!(list["operationId"], "listProducts");
+    assert_eq!(list["tags"], json!(["Products"]));
+    assert_eq!(doc["paths"]["/.well-known/jwks.json"]["get"]["operationId"], "getJwks");
+    let param = |op: &Value, name: &str| op["parameters"].as_array().unwrap().iter().find(|p| p["name"] == name).cloned();
+    assert_eq!(param(list, "limit").unwrap()["schema"], json!({"type": "integer", "minimum": 1, "maximum": 250}));
+    assert_eq!(param(list, "storeId").unwrap()["schema"], json!({"type": "string", "format": "uuid"}));
+    assert_eq!(param(list, "sortOrder").unwrap()["schema"]["enum"], json!(["asc", "desc"]));
+    // A store row: ids, a query, a token, a store mid-move.
+    let statuses = |op: &Value| op["responses"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(statuses(list), ["200", "400", "401", "403", "404", "503"]);
+    let create = &doc["paths"]["/api/v1/stores/{storeId}/products"]["post"];
+    assert_eq!(statuses(create), ["201", "400", "401", "404", "409", "413", "415", "422", "503"]);
+    assert!(param(create, "Idempotency-Key").is_some_and(|p| p["in"] == "header"));
+    assert!(param(list, "Idempotency-Key").is_none());
+    let error = &create["responses"]["409"]["content"]["application/json"]["schema"]["$ref"];
+    assert_eq!(error, "#/components/schemas/Error");
+    // Every operation id is unique, and every operation has a tag.
+    let mut ids = std::collections::HashSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            assert!(ids.insert(op["operationId"].as_str().unwrap().to_string()), "{method} {path}: id repeated");
+            assert!(op["tags"][0].is_string(), "{method} {path} has no tag");
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_reference_page_renders_every_operation_without_scripts() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let a = c.get("/api/v1/docs", None).await.expect(200);
+    assert_eq!(a.headers["content-type"], "text/html; charset=utf-8");
+    assert_eq!(a.headers["content-security-policy"], "default-src 'self'");
+    let page = String::from_utf8(a.raw.to_vec()).unwrap();
+    assert!(!page.to_lowercase().contains("<script"), "the page works with scripts off");
+    assert!(!page.contains("http://") && !page.contains("https://"), "nothing is fetched from elsewhere");
+    let doc = c.get("/api/v1/openapi.json", None).await.expect(200).body;
+    let ids: std::collections::HashSet<&str> = page
+        .match_indices(" id=\"")
+        .map(|(i, m)| {
+            let rest = &page[i + m.len()..];
+            &rest[..rest.find('"').unwrap()]
+        })
+        .collect();
+    for item in doc["paths"].as_object().unwrap().values() {
+        for op in item.as_object().unwrap().values() {
+            assert!(ids.contains(op["operationId"].as_str().unwrap()), "{} has no anchor", op["operationId"]);
+        }
+    }
+    // Every in-page link lands on an anchor of the page.
+    for (i, m) in page.match_indices("href=\"#") {
+        let rest = &page[i + m.len()..];
+        let target = &rest[..rest.find('"').unwrap()];
+        assert!(ids.contains(target), "a link to #{target} lands nowhere");
+    }
+    // An operation shows its access, parameters, body, answers and errors.
+    let start = page.find("id=\"createProduct\"").unwrap();
+    let op = &page[start..start + page[start..].find("</article>").unwrap()];
+    for part in ["Access", "Parameters", "Idempotency-Key", "Request body", "CreateProduct", "409", "HANDLE_TAKEN", "201"] {
+        assert!(op.contains(part), "createProduct shows no {part}: {op}");
+    }
+    assert!(page.contains("id=\"schema-CreateProduct\""));
+    // The stylesheet it links is served from here.
+    assert!(page.contains("<link rel=\"stylesheet\" href=\"/api/v1/docs/style.css\">"));
+    let css = c.get("/api/v1/docs/style.css", None).await.expect(200);
+    assert_eq!(css.headers["content-type"], "text/css; charset=utf-8");
+    assert!(String::from_utf8_lossy(&css.raw).contains("table"));
+}
+
+#[tokio::test]
 async fn unknown_paths_and_internal_routes_are_plain_404s() {
     let app = spawn_app().await;
     let c = &app.client;
