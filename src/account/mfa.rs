@@ -238,7 +238,7 @@ impl AccountService {
     /// Completes an MFA login: the verified `mfaToken`'s claims and a TOTP or recovery code.
     /// Answers the user and the new session's tokens.
     pub async fn mfa_verify(&self, claims: Claims, code: String, device: String) -> ApiResult<(User, String, String)> {
-        let invalid = || ApiError::new(Code::INVALID_TOKEN);
+        let invalid = || ApiError::msg(Code::INVALID_TOKEN, "the mfaToken was already used or has expired; sign in again");
         let challenge_id = Uuid::parse_str(&claims.jti).map_err(|_| invalid())?;
         let user_id = Uuid::parse_str(&claims.sub).map_err(|_| invalid())?;
         let user = self.user(user_id)?.ok_or_else(invalid)?;

@@ -185,12 +185,13 @@ impl AccountService {
             .write(None, move |tx| {
                 let txn = tx.raw();
                 let mut sessions = txn.open_table(SESSIONS)?;
+                let ended = || ApiError::msg(Code::INVALID_TOKEN, "the refresh token's session has ended; sign in again");
                 let mut s: Session = match sessions.get(sid.as_u128())? {
                     Some(v) => decode(v.value())?,
-                    None => return Err(ApiError::new(Code::INVALID_TOKEN)),
+                    None => return Err(ended()),
                 };
                 if s.revoked_at.is_some() {
-                    return Err(ApiError::new(Code::INVALID_TOKEN));
+                    return Err(ended());
                 }
                 if s.refresh_jti != jti {
                     s.revoked_at = Some(now);

@@ -96,7 +96,13 @@ impl TokenVerifier {
     /// Verifies a token of type `typ` and returns its claims: 401 `TOKEN_EXPIRED` once the
     /// clock is past its `exp`, 401 `INVALID_TOKEN` for anything else wrong with it.
     pub fn verify(&self, token: &str, typ: &str) -> Result<Claims, ApiError> {
-        let invalid = || ApiError::new(Code::INVALID_TOKEN);
+        // The message names the token the caller sent: an access, refresh or MFA token.
+        let what = match typ {
+            "refresh" => "refresh token",
+            "mfa" => "mfaToken",
+            _ => "access token",
+        };
+        let invalid = || ApiError::msg(Code::INVALID_TOKEN, format!("the {what} is invalid"));
         let header = decode_header(token).map_err(|_| invalid())?;
         if header.alg != Algorithm::RS256 {
             return Err(invalid());
@@ -105,7 +111,7 @@ impl TokenVerifier {
         let key = self.keys.iter().find(|k| k.kid == kid).ok_or_else(invalid)?;
         let data = decode::<Claims>(token, &key.key, &self.validation).map_err(|_| invalid())?;
         if data.claims.exp < self.clock.now_secs() - LEEWAY_SECS {
-            return Err(ApiError::new(Code::TOKEN_EXPIRED));
+            return Err(ApiError::msg(Code::TOKEN_EXPIRED, format!("the {what} has expired")));
         }
         if data.claims.typ != typ {
             return Err(invalid());

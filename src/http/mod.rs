@@ -15,11 +15,11 @@ pub mod upstream;
 
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER};
+use hyper::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
 use hyper::{Response, StatusCode};
 use serde::Serialize;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, Code};
 
 /// Every response body is buffered: handlers build whole JSON documents.
 pub type Resp = Response<Full<Bytes>>;
@@ -104,6 +104,15 @@ pub fn error(e: &ApiError) -> Resp {
     r.headers_mut().insert(CONTENT_TYPE, JSON);
     if let Some(s) = e.retry_after {
         r.headers_mut().insert(RETRY_AFTER, HeaderValue::from(s));
+    }
+    // HTTP asks a 401 to name the scheme that would admit (RFC 9110 §15.5.2); RFC 6750 adds
+    // `invalid_token` when a token was sent and refused.
+    if status == StatusCode::UNAUTHORIZED {
+        let challenge = match e.code {
+            Code::INVALID_TOKEN | Code::TOKEN_EXPIRED => "Bearer error=\"invalid_token\"",
+            _ => "Bearer",
+        };
+        r.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
     }
     r
 }

@@ -360,7 +360,8 @@ pub struct RouteTable<C> {
 /// What a request path resolved to.
 pub enum Matched<'a, C> {
     Found(&'a Route<C>, Vec<(String, String)>),
-    MethodNotAllowed,
+    /// The path is served, not with this method: the methods it takes, for `Allow`.
+    MethodNotAllowed(String),
     NotFound,
 }
 
@@ -395,7 +396,13 @@ impl<C> RouteTable<C> {
         let method = if method == Method::HEAD { &Method::GET } else { method };
         match m.value.iter().map(|&i| &self.routes[i]).find(|r| r.method == method) {
             Some(r) => Matched::Found(r, m.params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
-            None => Matched::MethodNotAllowed,
+            None => {
+                let mut allow: Vec<&str> = m.value.iter().map(|&i| self.routes[i].method.as_str()).collect();
+                if allow.contains(&"GET") {
+                    allow.push("HEAD");
+                }
+                Matched::MethodNotAllowed(allow.join(", "))
+            }
         }
     }
 }

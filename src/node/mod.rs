@@ -174,7 +174,13 @@ impl Node {
         let (parts, body) = req.into_parts();
         let (route, params) = match self.routes.find(&parts.method, parts.uri.path()) {
             Matched::Found(r, p) => (r, p),
-            Matched::MethodNotAllowed => return Err(ApiError::new(Code::METHOD_NOT_ALLOWED)),
+            Matched::MethodNotAllowed(allow) => {
+                let mut r = http::error(&ApiError::new(Code::METHOD_NOT_ALLOWED));
+                if let Ok(v) = HeaderValue::from_str(&allow) {
+                    r.headers_mut().insert(hyper::header::ALLOW, v);
+                }
+                return Ok(r);
+            }
             Matched::NotFound => return Err(ApiError::not_found()),
         };
         let body = collect(body, route.body_limit).await?;

@@ -28,8 +28,11 @@ async fn register_login_refresh_and_me() {
     assert_eq!(pair["expiresIn"], 3600);
     let new_access = pair["accessToken"].as_str().unwrap();
     c.get("/api/v1/auth/me", Some(new_access)).await.expect(200);
-    // An access token is not a refresh token.
-    c.post("/api/v1/auth/refresh", None, json!({"refreshToken": u.token})).await.expect(401);
+    // An access token is not a refresh token, and the message says which was expected.
+    let wrong = c.post("/api/v1/auth/refresh", None, json!({"refreshToken": u.token})).await.expect(401);
+    assert_eq!(wrong.body["message"], "the refresh token is invalid");
+    let garbage = c.post("/api/v1/auth/refresh", None, json!({"refreshToken": "x.y.z"})).await.expect(401);
+    assert_eq!(garbage.body["message"], "the refresh token is invalid");
 }
 
 #[tokio::test]

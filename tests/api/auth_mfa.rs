@@ -89,6 +89,7 @@ async fn mfa_enrolment_login_codes_once_recovery_codes_once_and_disable() {
     // The mfaToken worked once.
     let spent = verify(c, &mfa_token, &totp_at(&key, now + 30)).await.expect(401);
     assert_eq!(spent.code(), "INVALID_TOKEN");
+    assert_eq!(spent.body["message"], "the mfaToken was already used or has expired; sign in again");
 
     // Each code is accepted once, even with a fresh mfaToken.
     let t2 = login(c, &u.email).await["mfaToken"].as_str().unwrap().to_string();

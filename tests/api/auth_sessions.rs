@@ -71,7 +71,8 @@ async fn sessions_are_listed_revoked_one_by_one_and_all_but_current() {
     let refused = c.get("/api/v1/auth/me", b_pair["accessToken"].as_str()).await.expect(401);
     assert_eq!(refused.code(), "INVALID_TOKEN");
     c.get("/api/v1/auth/me", Some(&b_token)).await.expect(401);
-    c.post("/api/v1/auth/refresh", None, json!({"refreshToken": b_pair["refreshToken"]})).await.expect(401);
+    let ended = c.post("/api/v1/auth/refresh", None, json!({"refreshToken": b_pair["refreshToken"]})).await.expect(401);
+    assert_eq!(ended.body["message"], "the refresh token's session has ended; sign in again");
     c.delete(&format!("/api/v1/auth/sessions/{b_id}"), Some(&a_token)).await.expect(404);
     let list = c.get("/api/v1/auth/sessions", Some(&a_token)).await.expect(200).body;
     assert_eq!(list.as_array().unwrap().len(), 2);

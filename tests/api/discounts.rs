@@ -331,7 +331,14 @@ async fn the_export_is_deprecated_and_always_503() {
     assert_eq!(h("deprecation"), "@1767225600");
     assert_eq!(h("sunset"), "Wed, 30 Jun 2027 00:00:00 GMT");
     assert_eq!(h("link"), format!("</api/v1/stores/{}/bulk-jobs>; rel=\"successor-version\"", shop.store));
-    c.get(&shop.path("/discounts/export"), None).await.expect(401);
+    // The same 503 to anyone, with or without a token, for any store id: it never serves.
+    let anonymous = c.get(&shop.path("/discounts/export"), None).await.expect(503);
+    assert_eq!((anonymous.code(), anonymous.headers["deprecation"].to_str().unwrap()), ("UNAVAILABLE", "@1767225600"));
+    let stranger = create_user(c).await;
+    c.get(&shop.path("/discounts/export"), Some(&stranger.token)).await.expect(503);
+    c.get("/api/v1/stores/01a2d0c0-0000-7000-8000-000000000000/discounts/export", None).await.expect(503);
+    let doc = c.get("/api/v1/openapi.json", None).await.expect(200).body;
+    assert_eq!(doc["paths"]["/api/v1/stores/{storeId}/discounts/export"]["get"]["deprecated"], true);
 }
 
 #[tokio::test]

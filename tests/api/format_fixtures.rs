@@ -261,13 +261,13 @@ async fn a_format_1_data_directory_reads_back_through_the_migrations_and_takes_n
         (Some(SUMMER), Some("draft"), Some(1))
     );
     let winter = c.get(&s(&format!("/collections/{WINTER}")), t).await.expect(200).body;
-    assert_eq!((winter["status"].as_str(), winter["publishAt"].as_str()), (Some("scheduled"), Some("2099-01-01T00:00:00Z")));
+    assert_eq!((winter["status"].as_str(), winter["publishAt"].as_str()), (Some("scheduled"), Some("2099-01-01T00:00:00.000Z")));
     // Spring Preview fell due after the fixture was written: the publisher publishes it on its
     // first pass over the migrated schedule, at the scheduled time.
     let spring = eventually(c, &s(&format!("/collections/{SPRING}")), &[], t, |b| b["status"] == "published").await;
     assert_eq!(
         (spring["title"].as_str(), spring["publishedAt"].as_str()),
-        (Some("Spring Preview"), Some("2026-11-25T10:40:55Z"))
+        (Some("Spring Preview"), Some("2026-11-25T10:40:55.000Z"))
     );
     c.get(&s(&format!("/collections/{RETIRED}")), t).await.expect(404);
     let retired = c.get(&s(&format!("/collections/{RETIRED}?includeDeleted=true")), t).await.expect(200).body;

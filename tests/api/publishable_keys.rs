@@ -85,7 +85,7 @@ async fn keys_are_shown_once_stored_hashed_listed_masked_and_revoked() {
     }
     let missing = c.post("/api/v1/auth/publishable-keys/validate", None, json!({})).await.expect(400);
     assert_eq!(missing.code(), "VALIDATION_FAILED");
-    assert!(missing.body["error"]["message"].as_str().unwrap().contains("`key`"));
+    assert_eq!(missing.body["error"]["fields"], json!([{"field": "key", "message": "is required"}]));
 
     // Revoked: invalid at once, still listed with its revocation time.
     let id = live["id"].as_str().unwrap();

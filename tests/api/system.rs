@@ -128,6 +128,29 @@ async fn unknown_paths_and_internal_routes_are_plain_404s() {
     assert_eq!(metrics.body, Value::Null);
 }
 
+#[tokio::test]
+async fn a_405_names_the_methods_allowed_and_a_401_the_scheme() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let u = create_user(c).await;
+    let store = create_store(c, &u).await;
+    let a = c.put(&format!("/api/v1/stores/{store}/products"), Some(&u.token), json!({})).await.expect(405);
+    assert_eq!(a.code(), "METHOD_NOT_ALLOWED");
+    assert_eq!(a.headers["allow"], "GET, POST, HEAD");
+    let a = c.delete("/api/v1/auth/login", None).await.expect(405);
+    assert_eq!(a.headers["allow"], "POST");
+    // No token: the scheme that would admit. A refused token: RFC 6750's invalid_token.
+    let a = c.get("/api/v1/auth/me", None).await.expect(401);
+    assert_eq!(a.headers["www-authenticate"], "Bearer");
+    let a = c.get("/api/v1/auth/me", Some("not-a-token")).await.expect(401);
+    assert_eq!(a.headers["www-authenticate"], "Bearer error=\"invalid_token\"");
+    assert_eq!(a.body["message"], "the access token is invalid");
+    // A missing field is named itself, not the body around it.
+    let a = c.post("/api/v1/auth/login", None, json!({"email": u.email})).await.expect(400);
+    assert_eq!(a.body["error"]["fields"], json!([{"field": "password", "message": "is required"}]));
+    assert_eq!(a.body["message"], "password: is required");
+}
+
 #[cfg(unix)]
 #[tokio::test]
 async fn secrets_are_written_readable_by_the_owner_only() {
