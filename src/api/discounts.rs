@@ -206,15 +206,17 @@ async fn validate_many(cx: Ctx) -> ApiResult<Json<ValidateManyAnswer>> {
 pub struct CodeSearch {
     search: Option<String>,
     channel: Option<String>,
-    limit: usize,
+    page: u32,
+    limit: u32,
 }
 
 impl QueryParams for CodeSearch {
     fn params() -> Vec<Param> {
         vec![
             param("search", "string", "text in the code or the title (any case); codes starting with it come first"),
-            param("limit", "integer", "1..250, default 10").range(1, 250),
             param("channel", "string", "only codes usable on this sales channel"),
+            param("page", "integer", "1-based page, default 1").range(1, CODE_SEARCH_PAGES),
+            param("limit", "integer", "1..250, default 10").range(1, 250),
         ]
     }
 
@@ -222,22 +224,22 @@ impl QueryParams for CodeSearch {
         Ok(CodeSearch {
             search: q.str("search").map(str::to_string),
             channel: q.str("channel").map(str::to_string),
-            limit: q.int("limit", SEARCH_LIMIT_DEFAULT, 1, LIMIT_MAX.into())? as usize,
+            page: q.int("page", 1, 1, CODE_SEARCH_PAGES)? as u32,
+            limit: q.int("limit", SEARCH_LIMIT_DEFAULT, 1, LIMIT_MAX.into())? as u32,
         })
     }
 }
 
-/// `{data}`: the codes found, best first.
-#[derive(Serialize, JsonSchema)]
-pub struct CodeSearchAnswer {
-    data: Vec<DiscountView>,
-}
+/// Deepest page of the code search: an autocomplete is read from its first pages.
+const CODE_SEARCH_PAGES: i64 = 1000;
 
-async fn search_codes(cx: Ctx, q: CodeSearch) -> ApiResult<Json<CodeSearchAnswer>> {
+async fn search_codes(cx: Ctx, q: CodeSearch) -> ApiResult<Json<Page<DiscountView>>> {
     let s = cx.scope()?;
     let now = cx.node.clock.now_ms();
-    let found = discounts::search_codes(&s.cell, s.id, q.search.as_deref(), q.channel.as_deref(), q.limit, now)?;
-    Ok(Json(CodeSearchAnswer { data: found.iter().map(|d| d.view(now)).collect() }))
+    let offset = (q.page as usize - 1) * q.limit as usize;
+    let window = (offset, q.limit as usize);
+    let (found, total) = discounts::search_codes(&s.cell, s.id, q.search.as_deref(), q.channel.as_deref(), window, now)?;
+    Ok(Json(Page::new(found.iter().map(|d| d.view(now)).collect(), total, q.page, q.limit)))
 }
 
 /// `{discounts}`: the automatic discounts that apply, with their amounts.

@@ -6,7 +6,7 @@ use crate::domain::product::{
 };
 use crate::error::{ApiError, ApiResult};
 use crate::handler;
-use crate::http::list::ListOf;
+use crate::http::list::{ListOf, PageWindow};
 use crate::http::reply::{Borrowed, NoContent, Rendered};
 use crate::http::route::{Access, Service};
 use crate::http::{Page, page_body};
@@ -126,11 +126,14 @@ async fn delete(cx: Ctx) -> ApiResult<NoContent> {
     Ok(NoContent)
 }
 
-async fn list_variants(cx: Ctx) -> ApiResult<Rendered<Vec<VariantView<'static>>>> {
+/// A product's variants in their order, in the list envelope (a product has at most
+/// [`MAX_VARIANTS`](crate::domain::product::MAX_VARIANTS), so a page is read from the product row).
+async fn list_variants(cx: Ctx, w: PageWindow) -> ApiResult<Rendered<Page<VariantView<'static>>>> {
     let s = cx.scope()?;
     let p = products::product(&s.cell, s.id, cx.path_id("productId")?)?;
-    let data: Vec<_> = p.variants.iter().enumerate().map(|(i, v)| p.variant_view(v, i)).collect();
-    Rendered::view(&data)
+    let data: Vec<_> =
+        p.variants.iter().enumerate().skip(w.offset()).take(w.limit as usize).map(|(i, v)| p.variant_view(v, i)).collect();
+    Rendered::view(&w.page(data, p.variants.len() as u64))
 }
 
 async fn create_variant(cx: Ctx) -> ApiResult<Rendered<VariantView<'static>, 201>> {

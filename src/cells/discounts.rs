@@ -223,17 +223,22 @@ pub async fn delete(cell: &Cell, store: Uuid, id: Uuid) -> ApiResult<()> {
 /// ACTIVE code discounts whose code or title contains `search` (any case), usable on `channel`
 /// when one is named, at most `limit`: codes starting with the search first, then the other
 /// matches, each group in code order.
+/// The active code discounts matching `search`, codes starting with it first, then codes or
+/// titles containing it, each group in code order: the window `offset..offset + limit` of them
+/// and how many match in all. Walks the store's codes (a store has few compared with products).
 pub fn search_codes(
     cell: &Cell,
     store: Uuid,
     search: Option<&str>,
     channel: Option<&str>,
-    limit: usize,
+    (offset, limit): (usize, usize),
     now: i64,
-) -> ApiResult<Vec<Discount>> {
+) -> ApiResult<(Vec<Discount>, u64)> {
     let txn = cell.read()?;
     let lower = search.map(|s| s.trim().to_lowercase()).unwrap_or_default();
+    let keep = offset.saturating_add(limit);
     let (mut starts, mut contains) = (Vec::new(), Vec::new());
+    let mut total = 0u64;
     read::walk(&txn, DISCOUNT_CODES, Key::store(store).bytes(), false, |_, v| {
         let Ok(id) = Uuid::from_slice(v) else { return Ok(true) };
         let Some(d) = record::get::<Discount>(&txn, store, id)? else { return Ok(true) };
@@ -242,15 +247,20 @@ pub fn search_codes(
         }
         let code = d.code.as_deref().unwrap_or("").to_ascii_lowercase();
         if code.starts_with(&lower) {
-            starts.push(d);
-        } else if contains.len() < limit && matches_text(&d, &lower) {
-            contains.push(d);
+            total += 1;
+            if starts.len() < keep {
+                starts.push(d);
+            }
+        } else if matches_text(&d, &lower) {
+            total += 1;
+            if contains.len() < keep {
+                contains.push(d);
+            }
         }
-        Ok(starts.len() < limit)
+        Ok(true)
     })?;
     starts.extend(contains);
-    starts.truncate(limit);
-    Ok(starts)
+    Ok((starts.into_iter().skip(offset).take(limit).collect(), total))
 }
 
 fn matches_text(d: &Discount, lower: &str) -> bool {

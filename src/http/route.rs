@@ -8,7 +8,7 @@ use std::pin::Pin;
 use hyper::Method;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::http::Resp;
 use crate::http::query::Query;
 use crate::http::reply::{Reply, ReplyDoc};
@@ -284,7 +284,7 @@ impl<C> Route<C> {
 
     /// Declares the error statuses the route's rules give (409 on a taken code, 412 where it
     /// honours `If-Match`, 422 on a business rule, 429 where it is rate-limited). The statuses
-    /// its shape implies are not repeated: 400 for ids, a query or a body, 401 unless public,
+    /// its shape implies are not repeated: 400 always (ids, query, body), 401 unless public,
     /// 403 on owner/admin and storefront rows, 404 on path ids, 413 and 415 with a body, 422 on a
     /// POST (a reused idempotency key), 503 on store rows.
     pub fn errors(mut self, statuses: &'static [u16]) -> Self {
@@ -305,14 +305,30 @@ impl<C> Route<C> {
         self
     }
 
+    /// Refuses a query parameter the row does not read, naming it: a misspelt `sortby=price`
+    /// must not quietly sort by the default.
+    pub fn check_query(&self, raw: Option<&str>) -> ApiResult<()> {
+        let Some(raw) = raw.filter(|q| !q.is_empty()) else { return Ok(()) };
+        for (name, _) in form_urlencoded::parse(raw.as_bytes()) {
+            if !self.query.iter().any(|p| p.name == name) {
+                let known: Vec<&str> = self.query.iter().map(|p| p.name).collect();
+                let message = if known.is_empty() {
+                    "unknown parameter: this operation takes none".to_string()
+                } else {
+                    format!("unknown parameter; this operation takes: {}", known.join(", "))
+                };
+                return Err(ApiError::field(name.into_owned(), message));
+            }
+        }
+        Ok(())
+    }
+
     /// The statuses of its error answers, in order.
     pub fn error_statuses(&self) -> Vec<u16> {
         let has_ids = self.path.contains('{');
         let has_body = self.body.is_some() || self.raw_body;
-        let mut out = Vec::new();
-        if has_ids || has_body || !self.query.is_empty() {
-            out.push(400);
-        }
+        // Every operation refuses a query parameter it does not take.
+        let mut out = vec![400];
         if self.access != Access::Public {
             out.push(401);
         }

@@ -183,6 +183,7 @@ impl Node {
             }
             Matched::NotFound => return Err(ApiError::not_found()),
         };
+        route.check_query(parts.uri.query())?;
         let body = collect(body, route.body_limit).await?;
         let service_call = parts
             .headers

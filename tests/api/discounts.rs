@@ -272,11 +272,23 @@ async fn code_search_finds_active_codes_only() {
     let r = search("search=spring").await.expect(200).body;
     let expected: Vec<String> = (1..=10).map(|i| format!("SPRING{i:02}")).collect();
     assert_eq!(codes(&r), expected);
+    assert_eq!(
+        (r["total"].as_u64(), r["page"].as_u64(), r["limit"].as_u64(), r["totalPages"].as_u64()),
+        (Some(13), Some(1), Some(10), Some(2))
+    );
     let r = search("search=SPRING&limit=50").await.expect(200).body;
     let mut expected: Vec<String> = (1..=12).map(|i| format!("SPRING{i:02}")).collect();
     // Then codes whose title matches (never the automatic one, nor the inactive codes).
     expected.push("POSONLY".into());
     assert_eq!(codes(&r), expected);
+    // Pages continue where the previous one stopped, across both groups.
+    let r = search("search=spring&page=2").await.expect(200).body;
+    assert_eq!(codes(&r), ["SPRING11", "SPRING12", "POSONLY"]);
+    assert_eq!(r["total"], 13);
+    // A misspelt parameter is refused by name, not ignored.
+    let typo = search("serch=spring").await.expect(400);
+    assert_eq!(fields(&typo), ["serch"]);
+    assert!(typo.body["message"].as_str().unwrap().contains("search, channel, page, limit"), "{}", typo.body);
     // A channel keeps the codes usable there.
     let r = search("search=till&channel=pos").await.expect(200).body;
     assert_eq!(codes(&r), ["POSONLY"]);

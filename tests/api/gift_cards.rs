@@ -180,7 +180,10 @@ async fn disabling_is_for_good_and_patch_changes_only_note_expiry_and_customer()
         .expect(200)
         .body;
     assert_eq!((edited["note"].as_str(), edited["customerId"].as_str()), (Some("thank you"), Some(customer.as_str())));
-    assert_eq!((edited["expiresOn"].as_str(), edited["expiresAt"].as_str()), (Some("2099-12-31"), Some("2100-01-01T00:00:00.000Z")));
+    assert_eq!(
+        (edited["expiresOn"].as_str(), edited["expiresAt"].as_str()),
+        (Some("2099-12-31"), Some("2100-01-01T00:00:00.000Z"))
+    );
     assert_eq!((edited["status"].as_str(), edited["balance"]["amount"].as_i64()), (Some("ACTIVE"), Some(1500)));
     let ms = |v: &Value| parse_rfc3339(v.as_str().unwrap()).unwrap();
     assert!(ms(&edited["updatedAt"]) >= ms(&g["updatedAt"]) && edited["createdAt"] == g["createdAt"]);

@@ -64,8 +64,15 @@ async fn create_read_update_delete_a_product_with_variants() {
         .body;
     assert_eq!(v["position"], 2);
     let vid = v["id"].as_str().unwrap();
+    // The variants answer the list envelope, in position order, paged.
     let listed = c.get(&format!("{base}/{id}/variants"), Some(&u.token)).await.expect(200).body;
-    assert_eq!(listed.as_array().unwrap().len(), 2);
+    assert_eq!((listed["total"].as_u64(), listed["page"].as_u64(), listed["limit"].as_u64()), (Some(2), Some(1), Some(20)));
+    assert_eq!(listed["data"].as_array().unwrap().len(), 2);
+    assert_eq!(listed["data"][1]["id"], vid);
+    let second = c.get(&format!("{base}/{id}/variants?limit=1&page=2"), Some(&u.token)).await.expect(200).body;
+    assert_eq!((second["data"][0]["id"].as_str(), second["totalPages"].as_u64()), (Some(vid), Some(2)));
+    let wrong = c.get(&format!("{base}/{id}/variants?limit=0"), Some(&u.token)).await.expect(400);
+    assert_eq!(wrong.body["error"]["fields"][0]["field"], "limit");
     let v2 =
         c.patch(&format!("{base}/{id}/variants/{vid}"), Some(&u.token), json!({"inventoryQuantity": 7})).await.expect(200).body;
     assert_eq!(v2["inventoryQuantity"], 7);

@@ -129,7 +129,7 @@ async fn unknown_paths_and_internal_routes_are_plain_404s() {
 }
 
 #[tokio::test]
-async fn a_405_names_the_methods_allowed_and_a_401_the_scheme() {
+async fn errors_name_the_methods_allowed_the_scheme_and_the_field() {
     let app = spawn_app().await;
     let c = &app.client;
     let u = create_user(c).await;
@@ -145,6 +145,11 @@ async fn a_405_names_the_methods_allowed_and_a_401_the_scheme() {
     let a = c.get("/api/v1/auth/me", Some("not-a-token")).await.expect(401);
     assert_eq!(a.headers["www-authenticate"], "Bearer error=\"invalid_token\"");
     assert_eq!(a.body["message"], "the access token is invalid");
+    // A parameter the operation does not take is refused by name: `sortby` does not sort.
+    let a = c.get(&format!("/api/v1/stores/{store}/products?sortby=price"), Some(&u.token)).await.expect(400);
+    assert_eq!(a.body["error"]["fields"][0]["field"], "sortby");
+    let a = c.get("/healthz?verbose=1", None).await.expect(400);
+    assert_eq!(a.body["message"], "verbose: unknown parameter: this operation takes none");
     // A missing field is named itself, not the body around it.
     let a = c.post("/api/v1/auth/login", None, json!({"email": u.email})).await.expect(400);
     assert_eq!(a.body["error"]["fields"], json!([{"field": "password", "message": "is required"}]));
