@@ -139,12 +139,23 @@ pub struct AuthArgs {
     /// Sign-in calls (login, MFA verify, refresh, key validation) allowed per client address per minute.
     #[arg(long, env = "SHOPCELL_RATE_ADDRESS", default_value_t = 60)]
     pub rate_per_address: u32,
+    /// A proxy in front of this process (a load balancer, a TLS terminator) whose
+    /// `X-Forwarded-For` is believed: a CIDR network or one address, repeatable. Without one,
+    /// the peer is the client (see `docs/contract.md`, "Behind a proxy").
+    #[arg(long = "trusted-proxy", env = "SHOPCELL_TRUSTED_PROXIES", value_delimiter = ',', value_parser = crate::http::forwarded::parse_proxy)]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
 }
 
 impl Default for AuthArgs {
     /// The flags' defaults, for processes built in code (tests, benchmarks).
     fn default() -> Self {
-        AuthArgs { cors_origins: Vec::new(), oidc_config: None, rate_per_account: 10, rate_per_address: 60 }
+        AuthArgs {
+            cors_origins: Vec::new(),
+            oidc_config: None,
+            rate_per_account: 10,
+            rate_per_address: 60,
+            trusted_proxies: Vec::new(),
+        }
     }
 }
 

@@ -23,6 +23,7 @@ use crate::clock::Clock;
 use crate::error::BoxError;
 use crate::http::auth::TokenVerifier;
 use crate::http::cors::Cors;
+use crate::http::forwarded::TrustedProxies;
 use crate::http::ratelimit::RateLimits;
 use crate::http::upstream::{Body, Upstream};
 use crate::memory::{Budget, CellShares, Shares, human};
@@ -164,10 +165,11 @@ fn open_account(data: &Path, auth: &AuthArgs, shares: &Shares, clock: &Clock) ->
     Ok(account)
 }
 
-/// Applies the sign-in flags every HTTP-facing role shares: CORS origins and rate limits.
+/// Applies the flags every HTTP-facing role shares: CORS origins, rate limits, trusted proxies.
 fn with_auth(mut node: Node, auth: &AuthArgs) -> Node {
     node.cors = Cors::new(&auth.cors_origins);
     node.limits = RateLimits::new(auth.rate_per_account, auth.rate_per_address);
+    node.proxies = TrustedProxies::new(auth.trusted_proxies.clone());
     node
 }
 

@@ -1,13 +1,13 @@
 //! `S/storefront/*`: request-context operations of the storefront. Each reads the browser's real
-//! `User-Agent`, `Referer` and `X-Forwarded-For` headers (as forwarded by the storefront host);
-//! a missing one is a 400 naming the header.
+//! `User-Agent` and `Referer` headers (a missing one is a 400 naming the header) and the client's
+//! address: the peer, or what a router or a `--trusted-proxy` (a storefront host) forwards.
 
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::cells::storefront::{self, RequestContext, StorefrontEvent};
 use crate::domain::time::rfc3339;
-use crate::error::{ApiError, ApiResult, Check};
+use crate::error::{ApiResult, Check};
 use crate::handler;
 use crate::http::reply::{Accepted, Created};
 use crate::http::route::{Access, Service};
@@ -55,12 +55,9 @@ fn context(cx: &Ctx) -> ApiResult<RequestContext> {
     };
     let user_agent = header("user-agent");
     let referer = header("referer");
-    let forwarded = header("x-forwarded-for");
     c.finish()?;
-    let client_address = forwarded.split(',').next().unwrap_or("").trim().to_string();
-    if client_address.parse::<std::net::IpAddr>().is_err() {
-        return Err(ApiError::field("x-forwarded-for", "must start with the client's IP address"));
-    }
+    // The one answer to who the client is: the peer, or what a trusted proxy or router says.
+    let client_address = cx.client.map(|ip| ip.to_string()).unwrap_or_default();
     Ok(RequestContext { user_agent, referer, client_address })
 }
 

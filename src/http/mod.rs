@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod cors;
 pub mod docs_page;
+pub mod forwarded;
 pub mod list;
 pub mod openapi;
 pub mod parse;

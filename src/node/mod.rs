@@ -28,6 +28,7 @@ use crate::domain::role::Role;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::auth::{Principal, TokenVerifier, bearer};
 use crate::http::cors::Cors;
+use crate::http::forwarded::TrustedProxies;
 use crate::http::parse::parse_path_id;
 use crate::http::query::Query;
 use crate::http::ratelimit::RateLimits;
@@ -77,6 +78,8 @@ pub struct Node {
     pub cors: Cors,
     /// Sign-in rate limits (set after construction from flags).
     pub limits: RateLimits,
+    /// Whose `X-Forwarded-For` is believed (set after construction from flags).
+    pub proxies: TrustedProxies,
     /// `Idempotency-Key` requests under way in this process, and the sweeps of their records.
     pub idempotency: Idempotency,
     /// The process's one clock, shared with its account service and cells.
@@ -111,6 +114,7 @@ impl Node {
             taxonomy: RwLock::new(crate::domain::taxonomy::files::starter()),
             cors: Cors::default(),
             limits: RateLimits::default(),
+            proxies: TrustedProxies::default(),
             idempotency: Idempotency::default(),
             clock,
             memory: None,
@@ -247,7 +251,7 @@ impl Node {
                 }
             }
         }
-        let client = client_address(&parts.headers, client, service_call);
+        let client = self.proxies.client(&parts.headers, client, service_call);
         let cx = Ctx {
             client,
             node: self.clone(),
@@ -359,16 +363,6 @@ fn clone_request(req: &Request<Full<Bytes>>) -> Request<Full<Bytes>> {
         *h = req.headers().clone();
     }
     b.body(req.body().clone()).unwrap_or_default()
-}
-
-/// The client's address. A router (which carries the service key) appends the address it saw to
-/// `X-Forwarded-For`; anyone else could write that header, so it is believed only from routers.
-fn client_address(headers: &hyper::HeaderMap, peer: Option<IpAddr>, service_call: bool) -> Option<IpAddr> {
-    if !service_call {
-        return peer;
-    }
-    let forwarded = headers.get("x-forwarded-for").and_then(|v| v.to_str().ok());
-    forwarded.and_then(|v| v.rsplit(',').next()).and_then(|ip| ip.trim().parse().ok()).or(peer)
 }
 
 fn is_json(headers: &hyper::HeaderMap) -> bool {

@@ -2,6 +2,7 @@
 
 use std::time::Instant;
 
+use hyper::Method;
 use serde_json::json;
 
 use crate::auth_support::*;
@@ -82,4 +83,31 @@ async fn publishable_key_validation_is_limited_per_client_address() {
     let limited = c.post("/api/v1/auth/publishable-keys/validate", None, guess).await.expect(429);
     assert_eq!(limited.code(), "RATE_LIMITED");
     assert!(limited.headers.get("retry-after").is_some());
+}
+
+#[tokio::test]
+async fn forwarded_addresses_count_only_from_a_trusted_proxy() {
+    let validate = |c: &HttpClient, from: &'static str| {
+        let c = c.clone();
+        async move {
+            let body = json!({"key": "pk_live_0000000000000000000000000000"}).to_string();
+            let headers = [("x-forwarded-for", from)];
+            c.send(Method::POST, "/api/v1/auth/publishable-keys/validate", None, &headers, Some(body.into())).await.status
+        }
+    };
+    // No proxy trusted: a client writing another address into the header still spends its own.
+    let app = spawn_app_with_flags(&["--rate-per-address", "2"]).await;
+    for from in ["198.51.100.1", "198.51.100.2"] {
+        assert_eq!(validate(&app.client, from).await, 200);
+    }
+    assert_eq!(validate(&app.client, "198.51.100.3").await, 429);
+    // Behind a trusted proxy (here the test's own address), each forwarded client has its own.
+    let app = spawn_app_with_flags(&["--rate-per-address", "2", "--trusted-proxy", "127.0.0.0/8"]).await;
+    for _ in 0..2 {
+        assert_eq!(validate(&app.client, "198.51.100.1").await, 200);
+    }
+    assert_eq!(validate(&app.client, "198.51.100.1").await, 429);
+    assert_eq!(validate(&app.client, "198.51.100.2").await, 200, "another client behind the proxy");
+    // A malformed entry falls back to the peer: the proxy's own allowance.
+    assert_eq!(validate(&app.client, "not-an-address").await, 200);
 }

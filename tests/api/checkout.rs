@@ -119,7 +119,7 @@ async fn a_guest_checks_out_with_a_session_token_from_cart_to_order() {
     let missing = c.send(Method::POST, &sessions, None, &[("x-publishable-key", &guest.key), CONTEXT[0]], None).await.expect(400);
     let named: Vec<&str> =
         missing.body["error"]["fields"].as_array().unwrap().iter().map(|f| f["field"].as_str().unwrap()).collect();
-    assert_eq!(named, ["referer", "x-forwarded-for"]);
+    assert_eq!(named, ["referer"]);
     let mut headers = vec![("x-publishable-key", guest.key.as_str())];
     headers.extend(CONTEXT);
     let session = c.send(Method::POST, &sessions, None, &headers, None).await.expect(201).body;
@@ -540,7 +540,7 @@ async fn storefront_events_are_counted_per_day_and_keep_the_session_alive() {
         )
         .await
         .expect(400);
-    assert_eq!(no_context.body["error"]["fields"].as_array().unwrap().len(), 3);
+    assert_eq!(no_context.body["error"]["fields"].as_array().unwrap().len(), 2);
 
     let store: uuid::Uuid = shop.store.parse().unwrap();
     let cell = app.cell();
@@ -549,7 +549,8 @@ async fn storefront_events_are_counted_per_day_and_keep_the_session_alive() {
     assert_eq!(storefront::storefront_event_count(&cell, store, "add_to_cart", now).unwrap(), 1);
     let session = storefront::storefront_session(&cell, store, &token).unwrap().expect("live");
     assert!(session.expires_at > now + 29 * 24 * 3600 * 1000);
-    assert_eq!(session.context.client_address, "203.0.113.9");
+    // The X-Forwarded-For the client sent is not believed: no trusted proxy is configured.
+    assert_eq!(session.context.client_address, "127.0.0.1");
     app.stop().await;
 }
 
