@@ -107,7 +107,7 @@ impl Cart {
     /// else as a new line. Attributes given replace the line's.
     pub fn add(&mut self, variant: Uuid, quantity: u32, attributes: Option<Attributes>) -> ApiResult<()> {
         if let Some(line) = self.lines.iter_mut().find(|l| l.variant_id == variant) {
-            let total = line.quantity + quantity;
+            let total = line.quantity.saturating_add(quantity);
             if total > MAX_QUANTITY {
                 return Err(ApiError::msg(
                     Code::BUSINESS_RULE,

@@ -47,7 +47,9 @@ impl PriceAdjustment {
     /// The adjusted price of `amount`, never below zero; percentages round half away from zero.
     pub fn apply(&self, amount: i64) -> i64 {
         let adjusted = match self.kind {
-            AdjustmentType::Percentage => amount.saturating_add(round_div(i128::from(amount) * i128::from(self.value), 10_000)),
+            AdjustmentType::Percentage => {
+                amount.saturating_add(round_div(i128::from(amount).saturating_mul(i128::from(self.value)), 10_000))
+            }
             AdjustmentType::Fixed => amount.saturating_add(self.value),
         };
         adjusted.max(0)
@@ -115,7 +117,7 @@ fn parse_adjustment(c: &mut Check, a: &PriceAdjustmentInput) -> Option<PriceAdju
     };
     let ok = match kind {
         AdjustmentType::Percentage => (MIN_BASIS_POINTS..=MAX_BASIS_POINTS).contains(&a.value),
-        AdjustmentType::Fixed => a.value.abs() <= MAX_AMOUNT,
+        AdjustmentType::Fixed => a.value.unsigned_abs() <= MAX_AMOUNT.unsigned_abs(),
     };
     if !ok {
         let msg = match kind {

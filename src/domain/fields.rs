@@ -26,10 +26,10 @@ pub fn double_option<'de, T: Deserialize<'de>, D: serde::Deserializer<'de>>(d: D
 /// Whether `s` carries what looks like a card number: 12 or more digits in a row, spaces and
 /// dashes between them ignored.
 pub fn looks_like_card_number(s: &str) -> bool {
-    let mut run = 0;
+    let mut run = 0u32;
     for c in s.chars() {
         if c.is_ascii_digit() {
-            run += 1;
+            run = run.saturating_add(1);
             if run >= 12 {
                 return true;
             }

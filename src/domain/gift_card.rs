@@ -63,7 +63,7 @@ fn fold(raw: &str) -> Option<String> {
 pub fn generate_code() -> String {
     let bytes = crate::util::random_bytes::<10>();
     let bits = bytes.iter().fold(0u128, |acc, b| (acc << 8) | u128::from(*b));
-    (0..GENERATED_LEN).map(|i| ALPHABET[((bits >> (5 * i)) & 31) as usize] as char).collect()
+    (0..GENERATED_LEN).map(|i| ALPHABET[((bits >> i.saturating_mul(5)) & 31) as usize] as char).collect()
 }
 
 /// The digest a card is found by: `sha256(store id ‖ normalised code)`. The store id salts it, so
@@ -350,7 +350,7 @@ impl GiftCard {
 
     /// What an order already took from this card, if it redeemed it.
     pub fn redeemed_by(&self, order_id: Uuid) -> Option<i64> {
-        self.redemptions.iter().filter(|r| r.order_id == order_id).map(|r| r.amount).reduce(|a, b| a + b)
+        self.redemptions.iter().filter(|r| r.order_id == order_id).map(|r| r.amount).reduce(i64::saturating_add)
     }
 
     /// Takes up to `wanted` for `order_id` (partial redemption: the balance when it is less) and
@@ -375,7 +375,8 @@ impl GiftCard {
         let taken = wanted.amount.min(self.balance);
         let mut next = self.clone();
         if taken > 0 {
-            next.balance -= taken;
+            // 0 < taken <= balance: what is left is never negative.
+            next.balance = self.balance.saturating_sub(taken);
             next.redemptions.push(Redemption { order_id, amount: taken, at: now });
             next.updated_at = now;
         }
@@ -553,7 +554,7 @@ mod tests {
     #[test]
     fn expiry_accepts_dates_and_date_times_only() {
         let e = parse_expiry("2030-06-01T12:00:00+02:00").unwrap();
-        assert_eq!(e.on, "2030-06-01T10:00:00Z");
+        assert_eq!(e.on, "2030-06-01T10:00:00.000Z");
         assert_eq!(parse_expiry("2030-06-01").unwrap().on, "2030-06-01");
         for bad in ["2030-13-01", "tomorrow", "2030-06-01T12:00:00", ""] {
             assert!(parse_expiry(bad).is_none(), "{bad}");

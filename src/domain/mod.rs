@@ -1,4 +1,9 @@
 //! Types, validation and business rules. Nothing here knows HTTP or redb.
+//!
+//! Arithmetic here never wraps: stored integers (stock, money, counts) are added, multiplied and
+//! negated checked or saturating, and where plain operators stay, an `allow` says why they
+//! cannot overflow (the calculation, whose inputs `validate` bounds first). Tests are exempt.
+#![cfg_attr(not(test), deny(clippy::arithmetic_side_effects))]
 
 pub mod cart;
 pub mod catalog;

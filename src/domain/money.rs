@@ -202,10 +202,11 @@ impl Currency {
         if exp == 0 {
             return format!("{amount} {}", self.code());
         }
-        let unit = 10i64.pow(exp);
+        let unit = 10u64.pow(exp);
         let sign = if amount < 0 { "-" } else { "" };
         let abs = amount.unsigned_abs();
-        format!("{sign}{}.{:0width$} {}", abs / unit as u64, abs % unit as u64, self.code(), width = exp as usize)
+        let (whole, cents) = (abs.checked_div(unit).unwrap_or(0), abs.checked_rem(unit).unwrap_or(0));
+        format!("{sign}{whole}.{cents:0width$} {}", self.code(), width = exp as usize)
     }
 }
 
@@ -249,18 +250,40 @@ pub struct Money {
     pub currency: Currency,
 }
 
-/// `numerator / denominator` rounded half away from zero: the one rounding rule.
+/// `numerator / denominator` rounded half away from zero: the one rounding rule. A result
+/// beyond `i64` saturates (callers bound their amounts far below); a zero or negative
+/// denominator, which no caller passes, answers 0.
 pub fn round_div(numerator: i128, denominator: i128) -> i64 {
     debug_assert!(denominator > 0);
-    let q = numerator / denominator;
-    let r = numerator % denominator;
-    let adjust = if 2 * r.abs() >= denominator { numerator.signum() } else { 0 };
-    (q + adjust) as i64
+    let (Some(q), Some(r)) = (numerator.checked_div(denominator), numerator.checked_rem(denominator)) else { return 0 };
+    // |r| < denominator, so twice it is compared without overflow as r against what is left.
+    let adjust =
+        if r.unsigned_abs() >= denominator.unsigned_abs().saturating_sub(r.unsigned_abs()) { numerator.signum() } else { 0 };
+    let rounded = q.saturating_add(adjust);
+    i64::try_from(rounded).unwrap_or(if rounded < 0 { i64::MIN } else { i64::MAX })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn round_div_rounds_half_away_from_zero_and_saturates() {
+        assert_eq!([round_div(5, 10), round_div(4, 10), round_div(15, 10), round_div(14, 10)], [1, 0, 2, 1]);
+        assert_eq!([round_div(-5, 10), round_div(-4, 10), round_div(-15, 10)], [-1, 0, -2]);
+        assert_eq!(round_div(i128::MAX, 1), i64::MAX);
+        assert_eq!(round_div(i128::MIN, 1), i64::MIN);
+        assert_eq!(round_div(i128::MAX, i128::MAX), 1);
+        assert_eq!(round_div(i128::MAX - 1, i128::MAX), 1);
+        assert_eq!(round_div(i128::from(i64::MAX) * 3, 2), i64::MAX);
+    }
+
+    #[test]
+    fn amounts_at_the_limits_format_without_wrapping() {
+        let usd = Currency::parse("USD").unwrap();
+        assert_eq!(usd.format(i64::MIN), "-92233720368547758.08 USD");
+        assert_eq!(usd.format(i64::MAX), "92233720368547758.07 USD");
+    }
 
     #[test]
     fn the_table_is_sorted_for_binary_search() {

@@ -15,6 +15,13 @@ pub const MAX_OPTIONS: usize = 3;
 pub const MAX_VARIANTS: usize = 100;
 /// Largest price accepted, in minor units: far above any real price, far below i64 overflow.
 pub const MAX_AMOUNT: i64 = 1_000_000_000_000_000;
+/// A variant's stock lies within ± this many units.
+pub const MAX_STOCK: i64 = 1_000_000_000;
+
+/// Within ±[`MAX_STOCK`]. Compared as a magnitude without `abs`, which wraps at `i64::MIN`.
+fn in_stock_range(q: i64) -> bool {
+    q.unsigned_abs() <= MAX_STOCK.unsigned_abs()
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Status {
@@ -98,9 +105,9 @@ impl Product {
         self.variants.iter().map(|v| v.price).min().unwrap_or(0)
     }
 
-    /// Units across variants, for the `inventory` sort.
+    /// Units across variants, for the `inventory` sort; saturating, so no stored value wraps it.
     pub fn inventory(&self) -> i64 {
-        self.variants.iter().map(|v| v.inventory_quantity).sum()
+        self.variants.iter().fold(0i64, |sum, v| sum.saturating_add(v.inventory_quantity))
     }
 }
 
@@ -217,7 +224,7 @@ pub fn title_key(title: &str) -> String {
     let lower = title.to_lowercase();
     let mut end = lower.len().min(TITLE_KEY_BYTES);
     while !lower.is_char_boundary(end) {
-        end -= 1;
+        end = end.saturating_sub(1);
     }
     lower[..end].to_string()
 }
@@ -281,7 +288,7 @@ fn check_variant(c: &mut Check, at: &str, v: &VariantInput, options: &[ProductOp
     if let Some(p) = &v.compare_at_price {
         check_money(c, &format!("{at}.compareAtPrice"), p, currency);
     }
-    c.ensure(v.inventory_quantity.abs() <= 1_000_000_000, &format!("{at}.inventoryQuantity"), "is out of range");
+    c.ensure(in_stock_range(v.inventory_quantity), &format!("{at}.inventoryQuantity"), "is out of range");
     check_option_values(c, &format!("{at}.optionValues"), &v.option_values, options);
 }
 
@@ -453,7 +460,7 @@ pub fn apply_variant_update(u: &UpdateVariant, product: &Product, variant: &Vari
         v.inventory_tracked = t;
     }
     if let Some(q) = u.inventory_quantity {
-        c.ensure(q.abs() <= 1_000_000_000, "inventoryQuantity", "is out of range");
+        c.ensure(in_stock_range(q), "inventoryQuantity", "is out of range");
         v.inventory_quantity = q;
     }
     c.finish()?;
@@ -538,7 +545,7 @@ impl Product {
             option_values: &v.option_values,
             inventory_tracked: v.inventory_tracked,
             inventory_quantity: v.inventory_quantity,
-            position: position + 1,
+            position: position.saturating_add(1),
             created_at: rfc3339(v.created_at),
             updated_at: rfc3339(v.updated_at),
         }

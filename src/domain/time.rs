@@ -7,7 +7,7 @@ use time::format_description::well_known::Rfc3339;
 /// Unix milliseconds as RFC 3339 in UTC, always with three fraction digits (`…:00.120Z`, not
 /// `…:00.12Z`), so every timestamp the API shows has one width and sorts as text.
 pub fn rfc3339(ms: i64) -> String {
-    let Ok(t) = OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000) else { return String::new() };
+    let Ok(t) = OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms).saturating_mul(1_000_000)) else { return String::new() };
     if !(0..=9999).contains(&t.year()) {
         return String::new();
     }

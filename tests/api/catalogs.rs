@@ -198,6 +198,12 @@ async fn bad_catalogs_are_refused_by_field() {
         .await
         .expect(400);
     assert_eq!(a.body["error"]["fields"][0]["field"], "priceAdjustment.value");
+    // A fixed amount at the integer limits is out of range, not wrapped into range.
+    for value in [i64::MIN, i64::MAX] {
+        let adjustment = json!({"name": "X", "marketId": m, "priceAdjustment": {"type": "fixed", "value": value}});
+        let a = c.post(&base(&s), Some(&u.token), adjustment).await.expect(400);
+        assert_eq!(a.body["error"]["fields"][0]["field"], "priceAdjustment.value", "{value}");
+    }
     assert_eq!(c.get(&base(&s), Some(&u.token)).await.expect(200).body["total"], 0);
     let fixed =
         catalog(c, &u, &s, json!({"name": "Y", "marketId": m, "priceAdjustment": {"type": "fixed", "value": -250}})).await;

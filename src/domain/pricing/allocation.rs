@@ -1,5 +1,10 @@
 //! The arithmetic of pricing: percentages, tax extracted from inclusive prices, and the
 //! largest-remainder split of a whole amount over parts.
+#![allow(
+    clippy::arithmetic_side_effects,
+    reason = "amounts come from the calculation, bounded by MAX_AMOUNT (1e15); products are taken in i128, \
+              and divisors are sums of positive weights, checked non-zero before dividing"
+)]
 
 use crate::domain::money::round_div;
 

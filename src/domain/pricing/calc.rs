@@ -34,6 +34,12 @@
 //! `total = subtotal − discount + shipping + (taxesIncluded ? 0 : tax)`. Per line,
 //! `total = subtotal − discount + (taxesIncluded ? 0 : tax)`; the lines' totals plus shipping and its tax
 //! make the order total.
+#![allow(
+    clippy::arithmetic_side_effects,
+    reason = "`validate` bounds the lines' total to MAX_AMOUNT (1e15 minor units) before any step runs; every \
+              amount derived from it (discounts, shipping, tax at most 100 %) stays within a few times that, far \
+              below i64::MAX (9.2e18), and products of two such amounts are taken in i128"
+)]
 
 use std::sync::Arc;
 

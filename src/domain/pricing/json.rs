@@ -14,7 +14,7 @@ use crate::domain::money::Money;
 impl Calculation {
     /// The calculation as JSON, byte for byte as `serde_json::to_vec` writes it.
     pub fn to_json(&self) -> serde_json::Result<Vec<u8>> {
-        let mut out = Out { buf: Vec::with_capacity(1024 + 640 * self.line_items.len()) };
+        let mut out = Out { buf: Vec::with_capacity(self.line_items.len().saturating_mul(640).saturating_add(1024)) };
         out.money(b"{\"subtotal\":", &self.subtotal);
         out.money(b",\"discount\":", &self.discount);
         out.money(b",\"shipping\":", &self.shipping);

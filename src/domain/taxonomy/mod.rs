@@ -530,7 +530,7 @@ impl Taxonomy {
         let children = if depth == 0 {
             Vec::new()
         } else {
-            category.children.iter().map(|&child| self.node(&self.categories[child], depth - 1)).collect()
+            category.children.iter().map(|&child| self.node(&self.categories[child], depth.saturating_sub(1))).collect()
         };
         TreeNode { category, children }
     }

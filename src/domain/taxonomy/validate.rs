@@ -140,7 +140,7 @@ pub(super) fn compute_levels(categories: &[Category]) -> Result<Vec<usize>, Taxo
                 None => break None,
             }
         };
-        let top_level = base.map_or(0, |l| l + 1);
+        let top_level = base.map_or(0, |l| l.saturating_add(1));
         for (level, &i) in (top_level..).zip(chain.iter().rev()) {
             if level > MAX_LEVEL {
                 return Err(TaxonomyError::TooDeep { id: categories[i].id.clone() });
