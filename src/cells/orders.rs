@@ -6,7 +6,7 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::cells::Cell;
-use crate::domain::fields::{check_text, double_option};
+use crate::domain::fields::{check_line, check_text, double_option};
 use crate::domain::order::{FulfillmentStatus, MAX_TAG_CHARS, MAX_TAGS, Order, OrderStatus};
 use crate::error::{ApiResult, Check};
 use crate::payments::FinancialStatus;
@@ -98,7 +98,7 @@ impl UpdateOrder {
             c.ensure(tags.len() <= MAX_TAGS, "tags", format!("at most {MAX_TAGS} tags"));
             let mut out: Vec<String> = Vec::new();
             for (i, t) in tags.iter().enumerate() {
-                check_text(&mut c, &format!("tags[{i}]"), t, MAX_TAG_CHARS, true);
+                check_line(&mut c, &format!("tags[{i}]"), t, MAX_TAG_CHARS, true);
                 let t = t.trim();
                 if !out.iter().any(|o| o.eq_ignore_ascii_case(t)) {
                     out.push(t.to_string());

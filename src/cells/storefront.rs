@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::domain::cart::Cart;
-use crate::domain::fields::check_text;
+use crate::domain::fields::check_line;
 use crate::error::{ApiError, ApiResult, Check};
 use crate::storage::codec::{decode, encode};
 use crate::storage::keys::{Key, leading_store};
@@ -92,7 +92,7 @@ impl StorefrontEvent {
         let mut c = Check::new();
         c.ensure(EVENT_TYPES.contains(&self.kind.as_str()), "type", format!("must be one of {}", EVENT_TYPES.join(", ")));
         if let Some(p) = &self.path {
-            check_text(&mut c, "path", p, 2048, false);
+            check_line(&mut c, "path", p, 2048, false);
         }
         c.finish()
     }

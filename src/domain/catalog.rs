@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::domain::collection::wire_enum;
-use crate::domain::fields::{check_text, double_option};
+use crate::domain::fields::{check_line, double_option};
 use crate::domain::money::{Money, round_div};
 use crate::domain::product::MAX_AMOUNT;
 use crate::domain::time::rfc3339;
@@ -147,7 +147,7 @@ fn parse_selection(c: &mut Check, raw: &str) -> Option<Selection> {
 /// Validates a create request into the catalog `id`, made at `now`; the market's existence is checked by the cell.
 pub fn build(input: &CreateCatalog, id: Uuid, now: i64) -> ApiResult<Catalog> {
     let mut c = Check::new();
-    check_text(&mut c, "name", &input.name, 255, true);
+    check_line(&mut c, "name", &input.name, 255, true);
     let selection = input.selection.as_deref().and_then(|s| parse_selection(&mut c, s)).unwrap_or(Selection::Specific);
     let status = input.status.as_deref().and_then(|s| parse_status(&mut c, s)).unwrap_or(CatalogStatus::Draft);
     let price_adjustment = input.price_adjustment.as_ref().and_then(|a| parse_adjustment(&mut c, a));
@@ -170,7 +170,7 @@ pub fn apply_update(u: &UpdateCatalog, current: &Catalog, now: i64) -> ApiResult
     let mut c = Check::new();
     let mut next = current.clone();
     if let Some(n) = &u.name {
-        check_text(&mut c, "name", n, 255, true);
+        check_line(&mut c, "name", n, 255, true);
         next.name = n.trim().to_string();
     }
     if let Some(m) = u.market_id {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::domain::cart::{Attributes, check_attributes, check_quantity};
-use crate::domain::fields::{check_text, double_option};
+use crate::domain::fields::{check_line, check_text, double_option};
 use crate::domain::money::Currency;
 use crate::domain::pricing::calc::MAX_LINES;
 use crate::domain::pricing::shipping::{Address, valid_country};
@@ -153,7 +153,7 @@ pub fn check_address(c: &mut Check, at: &str, a: &Address) {
     ];
     for (name, value) in texts {
         if let Some(v) = value {
-            check_text(c, &format!("{at}.{name}"), v, 255, false);
+            check_line(c, &format!("{at}.{name}"), v, 255, false);
         }
     }
     if let Some(lat) = a.latitude {
@@ -239,7 +239,7 @@ impl UpdateCheckout {
         }
         if let Some(m) = self.shipping_method_id {
             if let Some(m) = &m {
-                check_text(&mut c, "shippingMethodId", m, 255, true);
+                check_line(&mut c, "shippingMethodId", m, 255, true);
             }
             next.shipping_method_id = m.map(|m| m.trim().to_string());
         }

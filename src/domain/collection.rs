@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::domain::fields::{check_text, double_option};
+use crate::domain::fields::{check_line, check_text, double_option};
 use crate::domain::money::Money;
 use crate::domain::product::{MAX_AMOUNT, Product, valid_handle};
 use crate::domain::time::{parse_rfc3339, rfc3339};
@@ -377,7 +377,7 @@ fn parse_publish_at(c: &mut Check, raw: &str, now: i64) -> Option<i64> {
 /// defaulted) by the cell, which knows the store's other collections.
 pub fn build(input: &CreateCollection, id: Uuid, now: i64) -> ApiResult<Collection> {
     let mut c = Check::new();
-    check_text(&mut c, "title", &input.title, 255, true);
+    check_line(&mut c, "title", &input.title, 255, true);
     check_text(&mut c, "description", &input.description, 65_535, false);
     if let Some(h) = &input.handle {
         c.ensure(valid_handle(h), "handle", "must be lower-case letters, digits and single dashes");
@@ -436,7 +436,7 @@ pub fn apply_update(u: &UpdateCollection, current: &Collection, now: i64) -> Api
     let mut c = Check::new();
     let mut next = current.clone();
     if let Some(t) = &u.title {
-        check_text(&mut c, "title", t, 255, true);
+        check_line(&mut c, "title", t, 255, true);
         next.title = t.trim().to_string();
     }
     if let Some(d) = &u.description {

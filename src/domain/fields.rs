@@ -1,19 +1,43 @@
 //! Field rules shared by every resource's validation.
 
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 
 use crate::error::Check;
 
-/// Checks a text field: not empty when `required`, at most `max` characters once trimmed, and no
-/// control characters but newline and tab.
+/// Checks a text of several lines (a description, a note): not empty when `required`, at most
+/// `max` characters once trimmed, and no control characters but newline and tab.
 pub fn check_text(c: &mut Check, field: &str, value: &str, max: usize, required: bool) {
+    check(c, field, value, max, required, |ch| ch == '\n' || ch == '\t');
+}
+
+/// Checks a one-line text (a title, a name, a tag, a SKU): as [`check_text`], with no control
+/// character at all: a newline in a title breaks every list, feed and CSV it lands in.
+pub fn check_line(c: &mut Check, field: &str, value: &str, max: usize, required: bool) {
+    check(c, field, value, max, required, |_| false);
+}
+
+fn check(c: &mut Check, field: &str, value: &str, max: usize, required: bool, allowed: fn(char) -> bool) {
     let trimmed = value.trim();
     if required && trimmed.is_empty() {
         c.fail(field, "must not be empty");
     } else if trimmed.chars().count() > max {
         c.fail(field, format!("must be at most {max} characters"));
-    } else if value.chars().any(|ch| ch.is_control() && ch != '\n' && ch != '\t') {
+    } else if value.chars().any(|ch| ch.is_control() && !allowed(ch)) {
         c.fail(field, "must not contain control characters");
+    }
+}
+
+/// An optional field that must be a JSON object when present (`null` reads as absent). serde's
+/// derived structs also accept an array of their fields in order, which no client means:
+/// `"address": []` would blank an address.
+pub fn optional_object<'de, T: DeserializeOwned, D: serde::Deserializer<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    use serde::de::{Error, Unexpected};
+    match serde_json::Value::deserialize(d)? {
+        serde_json::Value::Null => Ok(None),
+        v @ serde_json::Value::Object(_) => T::deserialize(v).map(Some).map_err(D::Error::custom),
+        serde_json::Value::Array(_) => Err(D::Error::invalid_type(Unexpected::Seq, &"an object")),
+        other => Err(D::Error::invalid_type(Unexpected::Other(&other.to_string()), &"an object")),
     }
 }
 

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::domain::fields::check_text;
+use crate::domain::fields::check_line;
 use crate::domain::money::Currency;
 use crate::domain::time::rfc3339;
 use crate::error::{ApiResult, Check};
@@ -81,7 +81,7 @@ fn parse_countries(c: &mut Check, input: &[String]) -> Vec<String> {
 /// Validates a create request into the market `id`, made at `now`; uniqueness across the store's markets is checked by the cell.
 pub fn build(input: &CreateMarket, store_currency: Currency, id: Uuid, now: i64) -> ApiResult<Market> {
     let mut c = Check::new();
-    check_text(&mut c, "name", &input.name, 255, true);
+    check_line(&mut c, "name", &input.name, 255, true);
     let countries = parse_countries(&mut c, &input.countries);
     c.finish()?;
     Ok(Market {
@@ -99,7 +99,7 @@ pub fn apply_update(u: &UpdateMarket, current: &Market, now: i64) -> ApiResult<M
     let mut c = Check::new();
     let mut next = current.clone();
     if let Some(n) = &u.name {
-        check_text(&mut c, "name", n, 255, true);
+        check_line(&mut c, "name", n, 255, true);
         next.name = n.trim().to_string();
     }
     if let Some(list) = &u.countries {

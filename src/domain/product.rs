@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::domain::fields::{check_text, double_option};
+use crate::domain::fields::{check_line, check_text, double_option};
 use crate::domain::money::{Currency, Money};
 use crate::domain::time::rfc3339;
 use crate::error::{ApiResult, Check};
@@ -202,7 +202,7 @@ fn check_money(c: &mut Check, field: &str, m: &Money, currency: Currency) {
 fn check_tags(c: &mut Check, tags: &[String]) {
     c.ensure(tags.len() <= 250, "tags", "at most 250 tags");
     for (i, t) in tags.iter().enumerate() {
-        check_text(c, &format!("tags[{i}]"), t, 255, true);
+        check_line(c, &format!("tags[{i}]"), t, 255, true);
     }
 }
 
@@ -274,11 +274,11 @@ pub fn slugify(title: &str) -> String {
 
 fn check_variant(c: &mut Check, at: &str, v: &VariantInput, options: &[ProductOption], currency: Currency) {
     if let Some(t) = &v.title {
-        check_text(c, &format!("{at}.title"), t, 255, false);
+        check_line(c, &format!("{at}.title"), t, 255, false);
     }
     for (name, val) in [("sku", &v.sku), ("barcode", &v.barcode)] {
         if let Some(s) = val {
-            check_text(c, &format!("{at}.{name}"), s, 255, false);
+            check_line(c, &format!("{at}.{name}"), s, 255, false);
         }
     }
     match &v.price {
@@ -311,10 +311,10 @@ fn check_option_values(c: &mut Check, field: &str, values: &[String], options: &
 /// Validates a create request against the store currency.
 pub fn validate_create(p: &CreateProduct, currency: Currency) -> ApiResult<()> {
     let mut c = Check::new();
-    check_text(&mut c, "title", &p.title, 255, true);
+    check_line(&mut c, "title", &p.title, 255, true);
     check_text(&mut c, "description", &p.description, 65_535, false);
-    check_text(&mut c, "vendor", &p.vendor, 255, false);
-    check_text(&mut c, "productType", &p.product_type, 255, false);
+    check_line(&mut c, "vendor", &p.vendor, 255, false);
+    check_line(&mut c, "productType", &p.product_type, 255, false);
     check_tags(&mut c, &p.tags);
     if let Some(s) = &p.status {
         c.ensure(Status::parse(s).is_some(), "status", "must be DRAFT, ACTIVE or ARCHIVED");
@@ -324,7 +324,7 @@ pub fn validate_create(p: &CreateProduct, currency: Currency) -> ApiResult<()> {
     }
     c.ensure(p.options.len() <= MAX_OPTIONS, "options", format!("at most {MAX_OPTIONS} options"));
     for (i, o) in p.options.iter().enumerate() {
-        check_text(&mut c, &format!("options[{i}].name"), &o.name, 255, true);
+        check_line(&mut c, &format!("options[{i}].name"), &o.name, 255, true);
         c.ensure(!o.values.is_empty(), &format!("options[{i}].values"), "must not be empty");
         if p.options[..i].iter().any(|x| x.name.eq_ignore_ascii_case(&o.name)) {
             c.fail(&format!("options[{i}].name"), "is used twice");
@@ -356,16 +356,16 @@ pub fn validate_create(p: &CreateProduct, currency: Currency) -> ApiResult<()> {
 pub fn validate_update(u: &UpdateProduct, current: &Product) -> ApiResult<()> {
     let mut c = Check::new();
     if let Some(t) = &u.title {
-        check_text(&mut c, "title", t, 255, true);
+        check_line(&mut c, "title", t, 255, true);
     }
     if let Some(d) = &u.description {
         check_text(&mut c, "description", d, 65_535, false);
     }
     if let Some(v) = &u.vendor {
-        check_text(&mut c, "vendor", v, 255, false);
+        check_line(&mut c, "vendor", v, 255, false);
     }
     if let Some(t) = &u.product_type {
-        check_text(&mut c, "productType", t, 255, false);
+        check_line(&mut c, "productType", t, 255, false);
     }
     if let Some(tags) = &u.tags {
         check_tags(&mut c, tags);
@@ -425,15 +425,15 @@ pub fn apply_variant_update(u: &UpdateVariant, product: &Product, variant: &Vari
     let mut c = Check::new();
     let mut v = variant.clone();
     if let Some(t) = &u.title {
-        check_text(&mut c, "title", t, 255, true);
+        check_line(&mut c, "title", t, 255, true);
         v.title = t.trim().to_string();
     }
     if let Some(s) = &u.sku {
-        check_text(&mut c, "sku", s, 255, false);
+        check_line(&mut c, "sku", s, 255, false);
         v.sku = Some(s.trim().to_string()).filter(|s| !s.is_empty());
     }
     if let Some(s) = &u.barcode {
-        check_text(&mut c, "barcode", s, 255, false);
+        check_line(&mut c, "barcode", s, 255, false);
         v.barcode = Some(s.trim().to_string()).filter(|s| !s.is_empty());
     }
     if let Some(p) = &u.price {

@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::domain::fields::{check_line, optional_object};
 use crate::domain::money::Currency;
 use crate::domain::time::rfc3339;
 use crate::error::{ApiResult, Check};
@@ -67,6 +68,8 @@ fn utc() -> String {
 pub struct UpdateStore {
     pub name: Option<String>,
     pub timezone: Option<String>,
+    #[serde(default, deserialize_with = "optional_object")]
+    #[schemars(with = "Option<StoreAddress>")]
     pub address: Option<StoreAddress>,
     pub taxes_included: Option<bool>,
     pub weight_unit: Option<String>,
@@ -85,8 +88,7 @@ fn valid_timezone(tz: &str) -> bool {
 }
 
 fn check_name(c: &mut Check, name: &str) {
-    let n = name.trim();
-    c.ensure(!n.is_empty() && n.chars().count() <= 100, "name", "must be 1 to 100 characters");
+    check_line(c, "name", name, 100, true);
 }
 
 /// Validates a create request and returns the currency.
@@ -114,6 +116,17 @@ pub fn apply_update(u: &UpdateStore, current: &StoreSettings, now: i64) -> ApiRe
         s.timezone = tz.clone();
     }
     if let Some(a) = &u.address {
+        let lines = [
+            ("address1", &a.address1),
+            ("address2", &a.address2),
+            ("city", &a.city),
+            ("province", &a.province),
+            ("postalCode", &a.postal_code),
+            ("phone", &a.phone),
+        ];
+        for (name, value) in lines {
+            check_line(&mut c, &format!("address.{name}"), value, 255, false);
+        }
         c.ensure(a.country.is_empty() || valid_country(&a.country), "address.country", "must be a two-letter country code");
         s.address = a.clone();
     }

@@ -265,3 +265,25 @@ async fn stock_at_the_integer_limits_is_refused_not_wrapped() {
     let read = c.get(&format!("{base}/{}", p["id"].as_str().unwrap()), Some(&u.token)).await.expect(200).body;
     assert_eq!(read["totalInventory"], -1_000_000_000);
 }
+
+#[tokio::test]
+async fn one_line_fields_refuse_control_characters_and_descriptions_keep_their_lines() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let u = create_user(c).await;
+    let s = create_store(c, &u).await;
+    let base = format!("/api/v1/stores/{s}/products");
+    let price = json!({"amount": 100, "currency": "USD"});
+    let a = c
+        .post(&base, Some(&u.token), json!({"title": "Mug\nFree", "vendor": "Acme\u{7}", "tags": ["a\rb"], "price": price}))
+        .await
+        .expect(400);
+    let fields: Vec<&str> = a.body["error"]["fields"].as_array().unwrap().iter().map(|f| f["field"].as_str().unwrap()).collect();
+    assert_eq!(fields, ["title", "vendor", "tags[0]"]);
+    let p = c
+        .post(&base, Some(&u.token), json!({"title": "Mug", "description": "Line one\n\tLine two", "price": price}))
+        .await
+        .expect(201)
+        .body;
+    assert_eq!(p["description"], "Line one\n\tLine two");
+}

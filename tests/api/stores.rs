@@ -31,6 +31,21 @@ async fn stores_are_created_listed_and_configured_by_their_members() {
     assert_eq!((changed["name"].as_str(), changed["taxesIncluded"].as_bool()), (Some("Renamed"), Some(true)));
     // The directory follows the rename.
     assert_eq!(c.get("/api/v1/stores", Some(&u.token)).await.body[0]["name"], "Renamed");
+
+    // An address is an object: an array (serde's other reading of a struct) is refused and the
+    // address kept; one-line fields take no control characters.
+    let path = format!("/api/v1/stores/{s}");
+    let address = json!({"address1": "1 Main St", "city": "Springfield", "country": "US"});
+    c.patch(&path, Some(&u.token), json!({"address": address})).await.expect(200);
+    for bad in [json!({"address": []}), json!({"address": ["9 Elm St"]}), json!({"address": "9 Elm St"})] {
+        let a = c.patch(&path, Some(&u.token), bad.clone()).await.expect(400);
+        assert_eq!(a.body["error"]["fields"][0]["field"], "address", "{bad}: {}", a.body);
+    }
+    let a = c.patch(&path, Some(&u.token), json!({"name": "Line\nbreak", "address": {"city": "Tab\tCity"}})).await.expect(400);
+    let fields: Vec<&str> = a.body["error"]["fields"].as_array().unwrap().iter().map(|f| f["field"].as_str().unwrap()).collect();
+    assert_eq!(fields, ["name", "address.city"]);
+    let kept = c.get(&path, Some(&u.token)).await.expect(200).body;
+    assert_eq!((kept["name"].as_str(), kept["address"]["address1"].as_str()), (Some("Renamed"), Some("1 Main St")));
 }
 
 #[tokio::test]
