@@ -139,6 +139,9 @@ pub struct AuthArgs {
     /// Sign-in calls (login, MFA verify, refresh, key validation) allowed per client address per minute.
     #[arg(long, env = "SHOPCELL_RATE_ADDRESS", default_value_t = 60)]
     pub rate_per_address: u32,
+    /// Sign-ups allowed per client address per minute (all at once, then refilled evenly).
+    #[arg(long, env = "SHOPCELL_RATE_REGISTER", default_value_t = 20)]
+    pub rate_register: u32,
     /// A proxy in front of this process (a load balancer, a TLS terminator) whose
     /// `X-Forwarded-For` is believed: a CIDR network or one address, repeatable. Without one,
     /// the peer is the client (see `docs/contract.md`, "Behind a proxy").
@@ -154,6 +157,7 @@ impl Default for AuthArgs {
             oidc_config: None,
             rate_per_account: 10,
             rate_per_address: 60,
+            rate_register: 20,
             trusted_proxies: Vec::new(),
         }
     }

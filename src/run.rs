@@ -168,7 +168,7 @@ fn open_account(data: &Path, auth: &AuthArgs, shares: &Shares, clock: &Clock) ->
 /// Applies the flags every HTTP-facing role shares: CORS origins, rate limits, trusted proxies.
 fn with_auth(mut node: Node, auth: &AuthArgs) -> Node {
     node.cors = Cors::new(&auth.cors_origins);
-    node.limits = RateLimits::new(auth.rate_per_account, auth.rate_per_address);
+    node.limits = RateLimits::new(auth.rate_per_account, auth.rate_per_address, auth.rate_register);
     node.proxies = TrustedProxies::new(auth.trusted_proxies.clone());
     node
 }

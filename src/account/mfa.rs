@@ -228,6 +228,7 @@ impl AccountService {
             sub: user.id.to_string(),
             sid: Uuid::nil().to_string(),
             iat: now,
+            nbf: None,
             exp: now + MFA_TOKEN_TTL_SECS,
             jti: id.to_string(),
             typ: "mfa".into(),

@@ -221,6 +221,7 @@ impl AccountService {
             sub: s.user_id.to_string(),
             sid: s.id.to_string(),
             iat: now,
+            nbf: None,
             exp: now + ttl,
             jti: jti.to_string(),
             typ: typ.into(),

@@ -32,21 +32,26 @@ pub fn routes() -> Vec<Route> {
     use Service::Account;
     vec![
         Route::post("/auth/register", Account, Public, handler!(register), "Create an account and sign in")
-            .errors(&[409])
+            .secret()
+            .errors(&[409, 429])
             .id("register")
             .body::<Register>(),
         Route::post("/auth/login", Account, Public, handler!(login), "Sign in with email and password (may ask for MFA)")
+            .secret()
             .errors(&[401, 429])
             .id("login")
             .body::<Login>(),
         Route::post("/auth/mfa/verify", Account, Public, handler!(mfa_verify), "Complete an MFA sign-in with a code")
+            .secret()
             .errors(&[401, 429])
             .id("verifyMfa")
             .body::<MfaVerify>(),
         Route::post("/auth/mfa/setup", Account, Member, handler!(mfa_setup), "Start MFA enrolment: a TOTP secret")
+            .secret()
             .errors(&[409])
             .id("setUpMfa"),
         Route::post("/auth/mfa/enable", Account, Member, handler!(mfa_enable), "Confirm MFA with a code; recovery codes")
+            .secret()
             .errors(&[409])
             .id("enableMfa")
             .body::<MfaCode>(),
@@ -55,6 +60,7 @@ pub fn routes() -> Vec<Route> {
             .id("disableMfa")
             .body::<MfaCode>(),
         Route::post("/auth/native", Account, Public, handler!(native), "Sign in with a provider's native ID token")
+            .secret()
             .errors(&[401, 429, 503])
             .id("signInNative")
             .body::<Native>(),
@@ -75,6 +81,7 @@ pub fn routes() -> Vec<Route> {
             "The provider's redirect back: `code` and `state` (302 to the client URL with a one-time code when one \
              is configured)",
         )
+        .secret()
         .errors(&[401, 429, 503])
         .id("socialCallback")
         .answers::<Json<LoginAnswer>>()
@@ -87,6 +94,7 @@ pub fn routes() -> Vec<Route> {
             "The provider's redirect back as a form post (Apple; 302 to the client URL with a one-time code when one \
              is configured)",
         )
+        .secret()
         .errors(&[401, 429, 503])
         .id("socialCallbackForm")
         .raw(CALLBACK_BODY_LIMIT)
@@ -99,6 +107,7 @@ pub fn routes() -> Vec<Route> {
             handler!(social_exchange),
             "Trade the callback's one-time code for tokens",
         )
+        .secret()
         .errors(&[401, 429])
         .id("socialExchange")
         .body::<SocialExchange>(),
@@ -109,11 +118,13 @@ pub fn routes() -> Vec<Route> {
             handler!(refresh),
             "Exchange a refresh token (body or cookie) for a new pair",
         )
+        .secret()
         .errors(&[401, 429])
         .id("refreshTokens")
         .body::<Refresh>()
         .answers::<Json<TokenPair>>(),
         Route::post("/auth/exchange", Account, Member, handler!(exchange), "Set a refresh-token cookie for a new session here")
+            .secret()
             .id("exchangeSession")
             .answers::<NoContent>(),
         Route::post("/auth/logout", Account, Member, handler!(logout), "End the current session")
@@ -139,14 +150,20 @@ pub fn limit_address(cx: &Ctx, what: &str) -> ApiResult<()> {
     cx.node.limits.address(what, cx.client, cx.node.clock.now_ms())
 }
 
-/// Runs a sign-in step under the per-account limit `key`: refused while the account's failure
-/// allowance is used up; a failure with `failure` spends from it.
+/// Runs a sign-in step under the failure limit of `key` (an account) from this client address:
+/// refused while that allowance is used up; a failure with `failure` spends from it. Keyed by
+/// account and address together, so a stranger's wrong guesses lock out the stranger, never the
+/// account's owner signing in from elsewhere (each address is still bounded by its own limit).
 async fn limit_account<T>(cx: &Ctx, key: &str, failure: Code, step: impl Future<Output = ApiResult<T>>) -> ApiResult<T> {
-    cx.node.limits.account.check(key, cx.node.clock.now_ms())?;
+    let key = match cx.client {
+        Some(ip) => format!("{key}@{ip}"),
+        None => key.to_string(),
+    };
+    cx.node.limits.account.check(&key, cx.node.clock.now_ms())?;
     let out = step.await;
     if out.as_ref().is_err_and(|e| e.code == failure) {
         // Already refused or not: the failure is answered as it is; the next attempt sees the limit.
-        let _ = cx.node.limits.account.take(key, cx.node.clock.now_ms());
+        let _ = cx.node.limits.account.take(&key, cx.node.clock.now_ms());
     }
     out
 }
@@ -180,6 +197,9 @@ fn login_answer(outcome: LoginOutcome) -> LoginAnswer {
 }
 
 async fn register(cx: Ctx) -> ApiResult<Created<LoginResult>> {
+    if let Some(ip) = cx.client {
+        cx.node.limits.register.take(&ip.to_string(), cx.node.clock.now_ms())?;
+    }
     let body: Register = cx.json()?;
     let (user, access, refresh) = account(&cx)?.register(body, device(&cx)).await?;
     Ok(Created(tokens(&user, access, refresh)))

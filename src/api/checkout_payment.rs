@@ -53,6 +53,7 @@ pub fn routes() -> Vec<Route> {
                     handler!(payment_session),
                     "Open a payment session for the checkout's payment due → {clientSecret, paymentIntentId}",
                 )
+                .secret()
                 .body::<PaymentSession>()
                 .id("createCheckoutPaymentSession"),
                 Route::post(

@@ -72,6 +72,7 @@ pub fn routes() -> Vec<Route> {
                     handler!(create),
                     "Create a checkout from a cart or line items (guests get a sessionToken)",
                 )
+                .secret()
                 .body::<CreateCheckout>()
                 .id("createCheckout"),
                 Route::get(&one, Cell, Storefront, handler!(get), "One checkout, priced now").id("getCheckout"),

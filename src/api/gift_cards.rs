@@ -19,6 +19,7 @@ pub fn routes() -> Vec<Route> {
     vec![
         Route::get(p, Cell, Member, handler!(list), "List gift cards (codes masked)"),
         Route::post(p, Cell, Member, handler!(issue), "Issue a gift card: the answer shows the full code, this once")
+            .secret()
             .errors(&[409])
             .body::<IssueGiftCard>(),
         Route::get(one, Cell, Member, handler!(get), "One gift card with its redemptions (code masked)"),

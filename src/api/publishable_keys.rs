@@ -29,6 +29,7 @@ pub fn routes() -> Vec<Route> {
     vec![
         Route::get(keys, Cell, Member, handler!(list), "The store's publishable keys, masked"),
         Route::post(keys, Cell, Admin, handler!(create), "Create a publishable key; the full key is shown only in this answer")
+            .secret()
             .body::<CreateKey>(),
         Route::delete("/stores/{storeId}/publishable-keys/{keyId}", Cell, Admin, handler!(revoke), "Revoke a publishable key")
             .id("revokePublishableKey"),

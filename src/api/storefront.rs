@@ -24,6 +24,7 @@ pub fn routes() -> Vec<Route> {
             handler!(create_session),
             "Start a storefront session from the request context → {sessionToken} for guest checkout",
         )
+        .secret()
         .id("startStorefrontSession"),
         Route::post(
             "/stores/{storeId}/storefront/events",

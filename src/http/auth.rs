@@ -29,6 +29,9 @@ pub struct Claims {
     /// The session id.
     pub sid: String,
     pub iat: i64,
+    /// Not before (seconds); tokens of ours carry none, a forged one may.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nbf: Option<i64>,
     pub exp: i64,
     pub jti: String,
     /// `access` or `refresh`: a refresh token is never accepted as an access token.
@@ -54,6 +57,9 @@ pub struct PublicKey {
 const CACHE_MAX: usize = 50_000;
 /// Seconds a token is still accepted past its `exp`.
 const LEEWAY_SECS: i64 = 0;
+/// How far ahead of this process's clock a token may be dated (`iat`, `nbf`): the clocks of the
+/// account service and of the processes checking its tokens may differ by this much.
+pub const MAX_SKEW_SECS: i64 = 60;
 
 pub struct TokenVerifier {
     keys: Vec<PublicKey>,
@@ -110,7 +116,15 @@ impl TokenVerifier {
         let kid = header.kid.ok_or_else(invalid)?;
         let key = self.keys.iter().find(|k| k.kid == kid).ok_or_else(invalid)?;
         let data = decode::<Claims>(token, &key.key, &self.validation).map_err(|_| invalid())?;
-        if data.claims.exp < self.clock.now_secs() - LEEWAY_SECS {
+        // A token dated ahead of the clock was not issued by it (beyond a clock skew between
+        // processes): refused, as is one not valid yet.
+        let now = self.clock.now_secs();
+        if data.claims.iat > now.saturating_add(MAX_SKEW_SECS)
+            || data.claims.nbf.is_some_and(|nbf| nbf > now.saturating_add(MAX_SKEW_SECS))
+        {
+            return Err(invalid());
+        }
+        if data.claims.exp < now - LEEWAY_SECS {
             return Err(ApiError::msg(Code::TOKEN_EXPIRED, format!("the {what} has expired")));
         }
         if data.claims.typ != typ {

@@ -135,6 +135,10 @@ fn operation<C>(r: &Route<C>, generator: &mut SchemaGenerator) -> Value {
             let schema = doc.schema.map(Value::from).unwrap_or_else(|| json!({"type": "string"}));
             success.insert("content".into(), json!({ ct: {"schema": schema} }));
         }
+        if r.secret {
+            let never_stored = json!({"description": "the answer carries a secret", "schema": {"const": "no-store"}});
+            success.insert("headers".into(), json!({"Cache-Control": never_stored}));
+        }
         responses.insert(doc.status.to_string(), Value::Object(success));
     }
     for status in r.error_statuses() {

@@ -73,11 +73,17 @@ pub struct RateLimits {
     pub account: Limiter,
     /// Calls per client address to any limited endpoint.
     pub address: Limiter,
+    /// Sign-ups per client address.
+    pub register: Limiter,
 }
 
 impl RateLimits {
-    pub fn new(per_account: u32, per_address: u32) -> Self {
-        RateLimits { account: Limiter::per_minute(per_account), address: Limiter::per_minute(per_address) }
+    pub fn new(per_account: u32, per_address: u32, registrations: u32) -> Self {
+        RateLimits {
+            account: Limiter::per_minute(per_account),
+            address: Limiter::per_minute(per_address),
+            register: Limiter::per_minute(registrations),
+        }
     }
 
     /// Spends one call of `client`'s allowance for the endpoint group `what` at `now` (Unix ms).
@@ -91,7 +97,7 @@ impl RateLimits {
 
 impl Default for RateLimits {
     fn default() -> Self {
-        RateLimits::new(10, 60)
+        RateLimits::new(10, 60, 20)
     }
 }
 

@@ -205,6 +205,9 @@ pub struct Route<C> {
     pub deprecated: bool,
     /// The same operation as another row, served at a second path (the spec's spelling).
     pub alias: bool,
+    /// Its success answer carries a secret (tokens, a key, a code shown once): never stored by
+    /// a cache on the way (`Cache-Control: no-store`).
+    pub secret: bool,
 }
 
 fn schema_of<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
@@ -234,6 +237,7 @@ impl<C> Route<C> {
             errors: &[],
             deprecated: false,
             alias: false,
+            secret: false,
         }
     }
 
@@ -296,6 +300,12 @@ impl<C> Route<C> {
     /// Marks the route deprecated: served for old clients, its successor documented.
     pub fn deprecated(mut self) -> Self {
         self.deprecated = true;
+        self
+    }
+
+    /// Marks its answers as carrying a secret: sent with `Cache-Control: no-store`.
+    pub fn secret(mut self) -> Self {
+        self.secret = true;
         self
     }
 

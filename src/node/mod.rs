@@ -266,10 +266,16 @@ impl Node {
             shopper,
         };
         // Here, where the handler runs (a router forwarded above), so a keyed POST runs once.
-        if cx.method == Method::POST && route.access != Access::Internal && cx.headers.contains_key(idempotency::HEADER) {
-            return idempotency::run(cx, route.handler).await;
+        let mut resp =
+            if cx.method == Method::POST && route.access != Access::Internal && cx.headers.contains_key(idempotency::HEADER) {
+                idempotency::run(cx, route.handler).await?
+            } else {
+                (route.handler)(cx).await?
+            };
+        if route.secret {
+            resp.headers_mut().insert(hyper::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         }
-        (route.handler)(cx).await
+        Ok(resp)
     }
 
     /// Who may use a storefront route of `store`: a member by their token (with their role), or

@@ -23,7 +23,7 @@ async fn failed_logins_are_limited_per_account() {
     assert_eq!(limited.code(), "RATE_LIMITED");
     let retry: u64 = limited.headers["retry-after"].to_str().unwrap().parse().unwrap();
     assert!((1..=60).contains(&retry), "Retry-After {retry}");
-    // Even the right password waits: the account is under attack, not the attacker's guess.
+    // Even the right password waits from that address: its guesses are used up.
     let right = c.post("/api/v1/auth/login", None, json!({"email": u.email.to_uppercase(), "password": PASSWORD})).await;
     assert_eq!(right.status, 429);
     // Other accounts are not affected.
@@ -110,4 +110,46 @@ async fn forwarded_addresses_count_only_from_a_trusted_proxy() {
     assert_eq!(validate(&app.client, "198.51.100.2").await, 200, "another client behind the proxy");
     // A malformed entry falls back to the peer: the proxy's own allowance.
     assert_eq!(validate(&app.client, "not-an-address").await, 200);
+}
+
+#[tokio::test]
+async fn a_strangers_failed_guesses_do_not_lock_the_owner_out() {
+    // Addresses told apart through a trusted proxy (the test's own loopback).
+    let flags = ["--rate-per-account", "3", "--rate-per-address", "1000", "--trusted-proxy", "127.0.0.0/8"];
+    let app = spawn_app_with_flags(&flags).await;
+    let c = &app.client;
+    let u = create_user(c).await;
+    let login = |from: &'static str, password: &'static str| {
+        let (c, email) = (c.clone(), u.email.clone());
+        async move {
+            let body = json!({"email": email, "password": password}).to_string();
+            c.send(Method::POST, "/api/v1/auth/login", None, &[("x-forwarded-for", from)], Some(body.into())).await.status
+        }
+    };
+    for _ in 0..3 {
+        assert_eq!(login("203.0.113.66", "guess").await, 401);
+    }
+    assert_eq!(login("203.0.113.66", "guess").await, 429, "the stranger is stopped");
+    assert_eq!(login("198.51.100.10", PASSWORD).await, 200, "the owner, from home, is not");
+}
+
+#[tokio::test]
+async fn sign_ups_are_limited_per_client_address() {
+    let app = spawn_app_with_flags(&["--rate-register", "3"]).await;
+    let c = &app.client;
+    let register = |n: u32| {
+        let c = c.clone();
+        async move {
+            let body = json!({"email": format!("signup-{n}@example.com"), "password": PASSWORD, "name": "N"});
+            c.post("/api/v1/auth/register", None, body).await
+        }
+    };
+    for n in 0..3 {
+        register(n).await.expect(201);
+    }
+    let limited = register(3).await.expect(429);
+    assert!(limited.headers.get("retry-after").is_some());
+    // Refused before anything was written: the address is free once the minute has refilled it.
+    app.clock.advance(std::time::Duration::from_secs(60));
+    register(3).await.expect(201);
 }

@@ -48,9 +48,12 @@ async fn forged_tokens_are_refused() {
         claims
     };
 
-    // Control: a token built here with the real key and genuine claims is accepted.
+    // Control: a token built here with the real key and genuine claims is accepted, also one
+    // dated a little ahead (another process's clock) and one valid from now.
     let control = real_key.sign(&with(json!({"jti": uuid::Uuid::now_v7().to_string()})));
     c.get("/api/v1/auth/me", Some(&control)).await.expect(200);
+    let skewed = real_key.sign(&with(json!({"jti": uuid::Uuid::now_v7().to_string(), "iat": now + 30, "nbf": now})));
+    c.get("/api/v1/auth/me", Some(&skewed)).await.expect(200);
 
     let public_jwk = serde_json::to_vec(&jwks["keys"][0]).unwrap();
     let modulus =
@@ -74,6 +77,9 @@ async fn forged_tokens_are_refused() {
         ("wrong audience", real_key.sign(&with(json!({"aud": "another-service"}))), "INVALID_TOKEN"),
         ("other issuer", real_key.sign(&with(json!({"iss": "https://evil.example"}))), "INVALID_TOKEN"),
         ("expired", real_key.sign(&with(json!({"iat": now - 7200, "exp": now - 3600}))), "TOKEN_EXPIRED"),
+        // Dated ahead of the clock beyond the skew allowed (60 s): not issued by it.
+        ("issued in the future", real_key.sign(&with(json!({"iat": now + 3600, "exp": now + 7200}))), "INVALID_TOKEN"),
+        ("not valid yet", real_key.sign(&with(json!({"nbf": now + 3600}))), "INVALID_TOKEN"),
         ("a refresh token as access", u.refresh.clone(), "INVALID_TOKEN"),
         ("an mfa-type token as access", real_key.sign(&with(json!({"typ": "mfa"}))), "INVALID_TOKEN"),
         ("signature stripped", u.token.rsplit_once('.').map(|(head, _)| format!("{head}.")).unwrap(), "INVALID_TOKEN"),

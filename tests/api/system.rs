@@ -322,3 +322,28 @@ fn a_budget_too_small_to_run_is_refused_naming_the_smallest() {
     assert!(err.contains("too small") && err.contains("the smallest that works is"), "{err}");
     assert!(!dir.path().join("cells").exists(), "nothing was opened");
 }
+
+#[tokio::test]
+async fn answers_carrying_a_secret_are_never_stored() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let u = create_user(c).await;
+    let login = c.post("/api/v1/auth/login", None, json!({"email": u.email, "password": PASSWORD})).await.expect(200);
+    assert_eq!(login.headers["cache-control"], "no-store");
+    let key = c
+        .post(
+            &format!("/api/v1/stores/{}/publishable-keys", create_store(c, &u).await),
+            Some(&u.token),
+            json!({"environment": "test"}),
+        )
+        .await
+        .expect(201);
+    assert_eq!(key.headers["cache-control"], "no-store");
+    // An answer with nothing secret says nothing about caching.
+    assert!(c.get("/api/v1/auth/me", Some(&u.token)).await.expect(200).headers.get("cache-control").is_none());
+    let doc = c.get("/api/v1/openapi.json", None).await.expect(200).body;
+    assert_eq!(
+        doc["paths"]["/api/v1/auth/login"]["post"]["responses"]["200"]["headers"]["Cache-Control"]["schema"]["const"],
+        "no-store"
+    );
+}
