@@ -21,6 +21,14 @@ pub async fn run(cmd: AdminCommand) -> Result<(), BoxError> {
             println!("{answer}");
             Ok(())
         }
+        AdminCommand::ReopenStore { url, store, service_key_file, data } => {
+            let key_file = service_key_file.unwrap_or_else(|| account_dir(&data).join("service.key"));
+            let up = Upstream::new(&url, &read_service_key(&key_file)?);
+            let path = format!("/internal/v1/closed-stores/{store}/reopen");
+            let answer: serde_json::Value = up.call(Method::POST, &path, Body::Empty).await?;
+            println!("{answer}");
+            Ok(())
+        }
         AdminCommand::Check { data } => check(&data),
         AdminCommand::Reindex { data, cell } => reindex(&data, cell.as_deref()),
         AdminCommand::Compact { data, cell } => compact(&data, cell.as_deref()),

@@ -51,6 +51,9 @@ pub struct ServeArgs {
     /// Answer cache options.
     #[command(flatten)]
     pub caches: CacheArgs,
+    /// How long closed stores are kept.
+    #[command(flatten)]
+    pub retention: RetentionArgs,
     /// The memory budget.
     #[command(flatten)]
     pub memory: MemoryArgs,
@@ -99,6 +102,9 @@ pub struct CellArgs {
     /// Answer cache options.
     #[command(flatten)]
     pub caches: CacheArgs,
+    /// How long closed stores are kept.
+    #[command(flatten)]
+    pub retention: RetentionArgs,
     /// The memory budget.
     #[command(flatten)]
     pub memory: MemoryArgs,
@@ -200,6 +206,22 @@ impl Default for CacheArgs {
     }
 }
 
+/// How long a cell keeps what is gone, shared by `serve` and `cell`.
+#[derive(Args, Debug, Clone)]
+pub struct RetentionArgs {
+    /// How long a closed store's data is kept, during which `shopcell admin reopen-store` brings
+    /// it back (`30d`, `12h`; see `docs/stores-and-members.md`, "Closing a store").
+    #[arg(long, env = "SHOPCELL_CLOSED_STORE_GRACE", default_value = "30d", value_parser = humantime::parse_duration)]
+    pub closed_store_grace: std::time::Duration,
+}
+
+impl Default for RetentionArgs {
+    /// The flags' defaults, for processes built in code (tests, benchmarks).
+    fn default() -> Self {
+        RetentionArgs { closed_store_grace: std::time::Duration::from_secs(30 * 24 * 3600) }
+    }
+}
+
 /// Options of the payment providers, shared by `serve` and `cell`.
 #[derive(Args, Debug, Clone)]
 pub struct PaymentArgs {
@@ -241,6 +263,20 @@ pub enum AdminCommand {
         /// Row bytes per chunk copied between the cells (default 4 MiB, at most 32 MiB).
         #[arg(long)]
         chunk_bytes: Option<u32>,
+        /// Service key file (default: `<data>/account/service.key`).
+        #[arg(long)]
+        service_key_file: Option<PathBuf>,
+        #[arg(long, default_value = "./shopcell-data")]
+        data: PathBuf,
+    },
+    /// Reopens a store its owner closed, within the grace period, through a running `serve` or
+    /// account service: members, keys and data as they were.
+    ReopenStore {
+        /// URL of the running `serve` process or account service.
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        url: String,
+        #[arg(long)]
+        store: uuid::Uuid,
         /// Service key file (default: `<data>/account/service.key`).
         #[arg(long)]
         service_key_file: Option<PathBuf>,

@@ -93,6 +93,7 @@ pub fn build_serve_with_clock(args: &ServeArgs, clock: Clock) -> Result<Node, Bo
     let directory = DirectoryLink::Local(account);
     let mut node = Node::new(Mode::Serve, crate::api::routes(), verifier, directory, cells, BTreeMap::new(), key, clock)?;
     node.memory = Some(budget);
+    node.closed_store_grace = args.retention.closed_store_grace;
     load_taxonomy(&node, &args.data)?;
     Ok(with_auth(node, &args.auth))
 }
@@ -124,6 +125,7 @@ pub async fn build_cell(args: &CellArgs) -> Result<Node, BoxError> {
     let directory = DirectoryLink::remote(account);
     let mut node = Node::new(Mode::Cell, crate::api::routes(), verifier, directory, cells, BTreeMap::new(), key, clock)?;
     node.memory = Some(budget);
+    node.closed_store_grace = args.retention.closed_store_grace;
     load_taxonomy(&node, &args.data)?;
     Ok(node)
 }
@@ -221,6 +223,7 @@ pub async fn spawn(node: Node, listen: SocketAddr) -> Result<Running, BoxError> 
     let listener = TcpListener::bind(listen).await?;
     let addr = listener.local_addr()?;
     let node = Arc::new(node);
+    crate::node::closing::spawn_sweeps(&node);
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(crate::server::run(node.clone(), listener, async move {
         let _ = stopped.await;
@@ -234,6 +237,8 @@ pub async fn serve_until_signal(node: Node, listen: SocketAddr, what: &str) -> R
     let addr = listener.local_addr()?;
     println!("shopcell {what} listening on {}", crate::server::url(addr));
     tracing::info!(%addr, mode = what, "listening");
-    crate::server::run(Arc::new(node), listener, crate::server::shutdown_signal()).await;
+    let node = Arc::new(node);
+    crate::node::closing::spawn_sweeps(&node);
+    crate::server::run(node, listener, crate::server::shutdown_signal()).await;
     Ok(())
 }

@@ -145,6 +145,7 @@ async fn measure_server(answer_cache: bool) -> Vec<Figure> {
         auth: Default::default(),
         payments: Default::default(),
         caches: CacheArgs { answer_cache },
+        retention: Default::default(),
         memory: Default::default(),
     };
     let server = serve(&args).await;

@@ -184,6 +184,30 @@ impl DirectoryLink {
         }
     }
 
+    /// Takes a store out of the directory on its owner's word (`actor`, checked again there).
+    pub async fn close_store(&self, store: Uuid, actor: Uuid) -> ApiResult<()> {
+        let done = match self {
+            DirectoryLink::Local(a) => a.close_store(store, actor).await.map(|_| ()),
+            DirectoryLink::Remote(r) => {
+                let body = Body::json(&Acting { actor, body: () })?;
+                r.upstream.call_raw(Method::POST, &format!("/internal/v1/stores/{store}/close"), body).await.map(|_| ())
+            }
+        };
+        self.forget_placement(store);
+        done
+    }
+
+    /// Forgets a closed store whose rows its cell has removed.
+    pub async fn forget_store(&self, store: Uuid) -> ApiResult<()> {
+        match self {
+            DirectoryLink::Local(a) => a.forget_store(store).await,
+            DirectoryLink::Remote(r) => {
+                let path = format!("/internal/v1/closed-stores/{store}/forget");
+                r.upstream.call_raw(Method::POST, &path, Body::Empty).await.map(|_| ())
+            }
+        }
+    }
+
     /// Transfers ownership on behalf of `actor` (the owner).
     pub async fn transfer_ownership(&self, store: Uuid, actor: Uuid, user: Uuid) -> ApiResult<Transferred> {
         match self {

@@ -2,6 +2,7 @@
 //! cell holds which store, and who is a member with which role).
 
 mod admission;
+pub mod closing;
 pub mod directory;
 pub mod keys;
 pub mod members;
@@ -281,7 +282,9 @@ impl AccountService {
         let m: Option<Membership> = members.get((store.as_u128(), user.as_u128()))?.map(|v| decode(v.value())).transpose()?;
         let entry: Option<StoreEntry> =
             txn.open_table(STORE_DIRECTORY)?.get(store.as_u128())?.map(|v| decode(v.value())).transpose()?;
-        Ok((active, m.map(|m| m.role), entry.map(|e| e.cell)))
+        // A store out of the directory (closed) admits no one, whatever membership is left.
+        let Some(entry) = entry else { return Ok((active, None, None)) };
+        Ok((active, m.map(|m| m.role), Some(entry.cell)))
     }
 
     // ---- the store directory ----------------------------------------------------------------

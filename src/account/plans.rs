@@ -279,7 +279,7 @@ pub fn limit_reached(plan: &Plan, owned: u64, who_owns: &str) -> ApiError {
     ApiError::msg(
         Code::BUSINESS_RULE,
         format!(
-            "the {} plan allows {limit} store{} and {who_owns} {owned}; upgrade the plan (POST /subscriptions) to own more",
+            "the {} plan allows {limit} store{} and {who_owns} {owned}; upgrade the plan (POST /subscriptions) or close a store (DELETE /stores/{{storeId}}) to own more",
             plan.name,
             if limit == 1 { "" } else { "s" }
         ),

@@ -303,7 +303,9 @@ impl AccountService {
         let t = txn.open_table(PUBLISHABLE_KEYS)?;
         let Some(v) = t.get(hash.as_slice())? else { return Ok(None) };
         let k: PublishableKey = decode(v.value())?;
-        Ok(k.revoked_at.is_none().then_some(KeyGrant { id: k.id, store_id: k.store, environment: k.environment }))
+        // A closed store's keys stay stored (a reopened store's shoppers keep theirs) but admit no one.
+        let open = txn.open_table(STORE_DIRECTORY)?.get(k.store.as_u128())?.is_some();
+        Ok((open && k.revoked_at.is_none()).then_some(KeyGrant { id: k.id, store_id: k.store, environment: k.environment }))
     }
 }
 

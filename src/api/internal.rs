@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::account::directory::{Located, SessionAccess};
+use crate::account::directory::{Acting, Located, SessionAccess};
 use crate::api::auth::account;
 use crate::cells::Cell;
 use crate::cells::link::run_move_step;
@@ -47,6 +47,34 @@ pub fn routes() -> Vec<Route> {
         Route::get("/internal/v1/access", Account, Internal, handler!(access), "A session's state and a member's role"),
         Route::post("/internal/v1/moves", Account, Internal, handler!(move_store), "Move a store to another cell")
             .body::<MoveStore>(),
+        Route::post(
+            "/internal/v1/stores/{storeId}/close",
+            Account,
+            Internal,
+            handler!(close_store),
+            "Close a store on `actor`'s word",
+        ),
+        Route::post(
+            "/internal/v1/stores/{storeId}/reopen",
+            Cell,
+            Internal,
+            handler!(reopen_in_cell),
+            "Serve a closed store again",
+        ),
+        Route::post(
+            "/internal/v1/closed-stores/{storeId}/reopen",
+            Account,
+            Internal,
+            handler!(reopen_store),
+            "Reopen a closed store: directory, members and keys, then its cell",
+        ),
+        Route::post(
+            "/internal/v1/closed-stores/{storeId}/forget",
+            Account,
+            Internal,
+            handler!(forget_store),
+            "Forget a closed store whose cell has removed its rows",
+        ),
     ]
 }
 
@@ -86,6 +114,34 @@ async fn move_step(cx: Ctx, q: CellQuery) -> ApiResult<Raw<OctetStream>> {
     let cell = q.cell(&cx)?;
     let out = run_move_step(&cell, store, cx.param("step"), rows).await?;
     Ok(Raw::new(out))
+}
+
+async fn close_store(cx: Ctx) -> ApiResult<NoContent> {
+    let a: Acting<()> = parse_json(&cx.body)?;
+    account(&cx)?.close_store(cx.path_id("storeId")?, a.actor).await?;
+    Ok(NoContent)
+}
+
+async fn reopen_in_cell(cx: Ctx, q: CellQuery) -> ApiResult<NoContent> {
+    let cell = q.cell(&cx)?;
+    stores::reopen_store(&cell, cx.path_id("storeId")?).await?;
+    Ok(NoContent)
+}
+
+/// The directory first (entry, members, keys), then the cell: a cell that fails leaves the
+/// store in the directory answering 404 from its cell until the call is repeated.
+async fn reopen_store(cx: Ctx) -> ApiResult<Json<Located>> {
+    let store = cx.path_id("storeId")?;
+    let cell = account(&cx)?.reopen_store(store).await?;
+    cx.node.directory.forget_placement(store);
+    cx.node.cell_link(&cell)?.reopen_store(store).await?;
+    tracing::info!(%store, %cell, "store reopened");
+    Ok(Json(Located { cell }))
+}
+
+async fn forget_store(cx: Ctx) -> ApiResult<NoContent> {
+    account(&cx)?.forget_store(cx.path_id("storeId")?).await?;
+    Ok(NoContent)
 }
 
 async fn locate(cx: Ctx) -> ApiResult<Json<Located>> {

@@ -7,11 +7,12 @@ use uuid::Uuid;
 use crate::account::model::StoreEntry;
 use crate::api::auth::account;
 use crate::cells::stores;
+use crate::domain::role::Role;
 use crate::domain::store::{CreateStore, StoreAddress, StoreSettings, StoreView, UpdateStore, validate_create};
 use crate::domain::time::rfc3339;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
-use crate::http::reply::{Json, Rendered};
+use crate::http::reply::{Json, NoContent, Rendered};
 use crate::http::route::{Access, Service};
 use crate::node::context::{Ctx, Route};
 
@@ -25,6 +26,15 @@ pub fn routes() -> Vec<Route> {
             .body::<CreateStore>(),
         Route::get("/stores/{storeId}", Cell, Member, handler!(get), "Store settings"),
         Route::patch("/stores/{storeId}", Cell, Admin, handler!(update), "Change store settings").body::<UpdateStore>(),
+        Route::delete(
+            "/stores/{storeId}",
+            Cell,
+            Admin,
+            handler!(close),
+            "Close the store (owner only): gone at once for everyone, its data kept for the grace period",
+        )
+        .errors(&[409])
+        .id("closeStore"),
     ]
 }
 
@@ -46,6 +56,25 @@ pub struct CreatedStore {
     #[serde(flatten)]
     pub store: StoreView,
     pub role: &'static str,
+}
+
+/// Closes the cell's side first (it stops serving and refuses a store being moved), then the
+/// directory's; a directory that refuses puts the cell's side back.
+async fn close(cx: Ctx) -> ApiResult<NoContent> {
+    let s = cx.scope()?;
+    if s.role != Some(Role::Owner) {
+        return Err(ApiError::msg(Code::FORBIDDEN, "only the store's owner can close it"));
+    }
+    let owner = cx.user()?.user_id;
+    stores::close_store(&s.cell, s.id, cx.node.clock.now_ms()).await?;
+    if let Err(e) = cx.node.directory.close_store(s.id, owner).await {
+        if let Err(back) = stores::reopen_store(&s.cell, s.id).await {
+            tracing::error!(store = %s.id, error = %back, "a refused close left the store closed in its cell");
+        }
+        return Err(e);
+    }
+    tracing::info!(store = %s.id, "store closed");
+    Ok(NoContent)
 }
 
 async fn list(cx: Ctx) -> ApiResult<Json<Vec<MyStore>>> {

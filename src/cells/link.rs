@@ -34,6 +34,16 @@ impl CellLink {
         }
     }
 
+    /// Serves a closed store again.
+    pub async fn reopen_store(&self, store: Uuid) -> ApiResult<()> {
+        match self {
+            CellLink::Local(c) => stores::reopen_store(c, store).await,
+            CellLink::Remote(u) => {
+                u.call_raw(Method::POST, &format!("/internal/v1/stores/{store}/reopen"), Body::Empty).await.map(|_| ())
+            }
+        }
+    }
+
     /// Runs one move step: `export` and `delta` take a [`Cursor`] and answer a [`Chunk`],
     /// `import` and `apply` take a chunk, the others nothing.
     pub async fn call_move(&self, store: Uuid, step: &str, body: Option<Vec<u8>>) -> ApiResult<Vec<u8>> {

@@ -99,8 +99,8 @@ impl Cell {
                 let (k, v) = item?;
                 let id = Uuid::from_u128(k.value());
                 match StoreState::from_u8(v.value()) {
-                    Some(StoreState::Active) => {
-                        states.insert(id, StoreState::Active);
+                    Some(s @ (StoreState::Active | StoreState::Closed)) => {
+                        states.insert(id, s);
                     }
                     _ => stale.push(id),
                 }

@@ -26,7 +26,7 @@ use uuid::Uuid;
 use crate::cells::Cell;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::keys::{Key, bounds_after, prefix_range};
-use crate::storage::tables::{MOVE_LOG, STORE_STATE, STORE_TABLES, StoreState};
+use crate::storage::tables::{MOVE_LOG, STORE_CLOSED, STORE_STATE, STORE_TABLES, StoreState};
 
 /// Row bytes a chunk holds unless the move asks otherwise.
 pub const CHUNK_BYTES: u32 = 4 << 20;
@@ -249,6 +249,7 @@ pub async fn discard(cell: &Cell, store: Uuid) -> ApiResult<()> {
         .write(None, move |tx| {
             clear_log(tx.raw(), store)?;
             tx.raw().open_table(STORE_STATE)?.remove(store.as_u128())?;
+            tx.raw().open_table(STORE_CLOSED)?.remove(store.as_u128())?;
             Ok(())
         })
         .await?;

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
+use redb::ReadableTable;
 use uuid::Uuid;
 
 use crate::cells::Cell;
@@ -14,7 +15,7 @@ use crate::storage::codec::encode;
 use crate::storage::keys::Key;
 use crate::storage::read;
 use crate::storage::tables::StoreState;
-use crate::storage::tables::{STORE_STATE, STORES};
+use crate::storage::tables::{STORE_CLOSED, STORE_STATE, STORES};
 
 /// What one kept store's settings cost: the map slot, the settings and their strings
 /// (name, address), estimated.
@@ -113,4 +114,54 @@ pub async fn update_store(cell: &Cell, store: Uuid, update: UpdateStore) -> ApiR
             Ok(next)
         })
         .await
+}
+
+/// Closes a store here on its owner's word: no longer served, its scheduled work stopped, its
+/// rows kept until [`closed_due`] names it. A store being moved is refused (409): the move
+/// decides where it lives first.
+pub async fn close_store(cell: &Cell, store: Uuid, now: i64) -> ApiResult<()> {
+    if cell.writer.gate.is_tracked(store) || cell.writer.gate.is_frozen(store) {
+        return Err(ApiError::msg(Code::CONFLICT, "the store is being moved; close it once the move is done"));
+    }
+    if !cell.holds(store) {
+        return Err(ApiError::not_found());
+    }
+    cell.writer
+        .write(Some(store), move |tx| {
+            tx.raw().open_table(STORE_STATE)?.insert(store.as_u128(), StoreState::Closed as u8)?;
+            tx.raw().open_table(STORE_CLOSED)?.insert(store.as_u128(), now)?;
+            Ok(())
+        })
+        .await?;
+    cell.set_state(store, Some(StoreState::Closed));
+    Ok(())
+}
+
+/// Serves a closed store again (an operator's reopen, or a close the directory refused).
+pub async fn reopen_store(cell: &Cell, store: Uuid) -> ApiResult<()> {
+    if cell.state_of(store) != Some(StoreState::Closed) {
+        return Err(ApiError::msg(Code::NOT_FOUND, "this cell holds no closed store with this id"));
+    }
+    cell.writer
+        .write(Some(store), move |tx| {
+            tx.raw().open_table(STORE_STATE)?.insert(store.as_u128(), StoreState::Active as u8)?;
+            tx.raw().open_table(STORE_CLOSED)?.remove(store.as_u128())?;
+            Ok(())
+        })
+        .await?;
+    cell.set_state(store, Some(StoreState::Active));
+    Ok(())
+}
+
+/// The stores closed at or before `before` (Unix ms): those whose grace period has ended.
+pub fn closed_due(cell: &Cell, before: i64) -> ApiResult<Vec<Uuid>> {
+    let txn = cell.read()?;
+    let mut due = Vec::new();
+    for item in txn.open_table(STORE_CLOSED)?.iter()? {
+        let (k, v) = item?;
+        if v.value() <= before {
+            due.push(Uuid::from_u128(k.value()));
+        }
+    }
+    Ok(due)
 }

@@ -1,6 +1,7 @@
 //! A running shopcell process: whichever of the account service, cells and router it hosts, and
 //! the dispatcher every request goes through.
 
+pub mod closing;
 pub mod context;
 pub mod idempotency;
 pub mod moves;
@@ -86,6 +87,8 @@ pub struct Node {
     pub clock: Clock,
     /// The memory budget the process's caches were given (`None` for a router, which keeps none).
     pub memory: Option<crate::memory::Budget>,
+    /// How long a closed store's rows are kept (set after construction from flags).
+    pub closed_store_grace: std::time::Duration,
 }
 
 impl Node {
@@ -118,6 +121,7 @@ impl Node {
             idempotency: Idempotency::default(),
             clock,
             memory: None,
+            closed_store_grace: crate::cli::RetentionArgs::default().closed_store_grace,
         })
     }
 

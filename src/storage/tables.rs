@@ -42,6 +42,10 @@ pub const SUBSCRIPTIONS: TableDefinition<u128, &[u8]> = TableDefinition::new("su
 pub const PUBLISHABLE_KEYS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("publishable_keys");
 /// `(store id, key id) → sha256(key)`: a store's publishable keys, for listing and revoking.
 pub const STORE_PUBLISHABLE_KEYS: TableDefinition<(u128, u128), &[u8]> = TableDefinition::new("store_publishable_keys");
+/// `store id → ClosedStore`: a closed store's directory entry, its memberships and when it was
+/// closed; out of the directory (every route 404s, its keys admit no one) until reopened or,
+/// after the grace period, forgotten.
+pub const CLOSED_STORES: TableDefinition<u128, &[u8]> = TableDefinition::new("closed_stores");
 /// `sha256(caller ‖ method ‖ path ‖ Idempotency-Key) → createdAt i64 BE ‖ Recorded`: the first response
 /// to a keyed POST outside a store (register, `/stores`, subscriptions), kept 24 h.
 pub const IDEMPOTENCY_KEYS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("idempotency_keys");
@@ -51,6 +55,9 @@ pub const IDEMPOTENCY_KEYS: TableDefinition<&[u8], &[u8]> = TableDefinition::new
 /// `store id → StoreState` (u8): whether the cell serves, receives or is handing over a store.
 /// Local to the cell: never exported with the store.
 pub const STORE_STATE: TableDefinition<u128, u8> = TableDefinition::new("store_state");
+/// `store id → closed at (Unix ms, i64)`: stores closed by their owner, kept until the grace
+/// period ends. Local to the cell.
+pub const STORE_CLOSED: TableDefinition<u128, i64> = TableDefinition::new("store_closed");
 
 /// What a cell does with a store it has rows of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +67,9 @@ pub enum StoreState {
     Active = 1,
     /// Being copied in by a move; not served until the move completes.
     Incoming = 2,
+    /// Closed by its owner: not served, its scheduled work stopped, its rows kept until the
+    /// grace period ends.
+    Closed = 3,
 }
 
 impl StoreState {
@@ -67,6 +77,7 @@ impl StoreState {
         match v {
             1 => Some(StoreState::Active),
             2 => Some(StoreState::Incoming),
+            3 => Some(StoreState::Closed),
             _ => None,
         }
     }
@@ -267,12 +278,14 @@ pub fn account_tables(txn: &WriteTransaction) -> Result<(), redb::Error> {
     txn.open_table(SOCIAL_LINKS)?;
     txn.open_table(SOCIAL_CODES)?;
     txn.open_table(IDEMPOTENCY_KEYS)?;
+    txn.open_table(CLOSED_STORES)?;
     Ok(())
 }
 
 /// Creates every table of a cell.
 pub fn cell_tables(txn: &WriteTransaction) -> Result<(), redb::Error> {
     txn.open_table(STORE_STATE)?;
+    txn.open_table(STORE_CLOSED)?;
     txn.open_table(MOVE_LOG)?;
     txn.open_table(OUTBOX)?;
     for t in STORE_TABLES {

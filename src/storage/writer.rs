@@ -57,7 +57,8 @@ impl MoveGate {
         self.frozen.read().map(|s| s.contains(&store)).unwrap_or(false)
     }
 
-    fn is_tracked(&self, store: Uuid) -> bool {
+    /// Whether the store is being moved (its writes are logged for the target).
+    pub fn is_tracked(&self, store: Uuid) -> bool {
         self.tracked.read().map(|s| s.contains(&store)).unwrap_or(false)
     }
 

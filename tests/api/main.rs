@@ -13,6 +13,7 @@ mod carts;
 mod catalogs;
 mod categories;
 mod checkout;
+mod closing;
 mod collections;
 mod contract;
 mod crash;

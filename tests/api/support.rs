@@ -55,6 +55,7 @@ async fn spawn_with(data: &std::path::Path, cells: &[&str], dir: tempfile::TempD
         auth: Default::default(),
         payments: Default::default(),
         caches: Default::default(),
+        retention: Default::default(),
         memory: Default::default(),
     };
     serve(&args, dir, clock).await

@@ -1,0 +1,143 @@
+//! Closing a store (`DELETE S`): gone at once for everyone, the owner's plan has a place free, a
+//! store being moved is refused; reopened by an operator within the grace period as it was,
+//! removed for good after it.
+
+use std::time::Duration;
+
+use hyper::Method;
+use serde_json::{Value, json};
+use shopcell::admin;
+use shopcell::cli::AdminCommand;
+
+use crate::support::*;
+
+struct Closed {
+    owner: User,
+    admin: User,
+    store: String,
+    product: String,
+    key: String,
+}
+
+/// A store with an admin, a product and a publishable key.
+async fn a_store(c: &HttpClient) -> Closed {
+    let (owner, admin) = (create_user(c).await, create_user(c).await);
+    let store = create_store(c, &owner).await;
+    let members = format!("/api/v1/stores/{store}/members");
+    c.post(&members, Some(&owner.token), json!({"email": admin.email, "role": "admin"})).await.expect(201);
+    let product = create_product(c, &owner, &store, "Mug", 1200).await["id"].as_str().unwrap().to_string();
+    let keys = format!("/api/v1/stores/{store}/publishable-keys");
+    let key = c.post(&keys, Some(&owner.token), json!({"environment": "live"})).await.expect(201).body["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    Closed { owner, admin, store, product, key }
+}
+
+async fn as_shopper(c: &HttpClient, path: &str, key: &str) -> Answer {
+    c.send(Method::GET, path, None, &[("x-publishable-key", key)], None).await
+}
+
+fn store_ids(list: &Value) -> Vec<&str> {
+    list.as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect()
+}
+
+#[tokio::test]
+async fn a_closed_store_is_gone_for_everyone_at_once_and_reopens_as_it_was() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let s = a_store(c).await;
+    let one = format!("/api/v1/stores/{}", s.store);
+    let product = format!("{one}/products/{}", s.product);
+    as_shopper(c, &product, &s.key).await.expect(200);
+    // Only the owner closes: an admin is refused, a stranger does not see the store.
+    assert_eq!(c.delete(&one, Some(&s.admin.token)).await.expect(403).code(), "FORBIDDEN");
+    let stranger = create_user(c).await;
+    c.delete(&one, Some(&stranger.token)).await.expect(404);
+    c.get(&product, Some(&s.owner.token)).await.expect(200);
+    // The free plan's one store is taken.
+    let another = json!({"name": "Second", "currency": "USD", "country": "US"});
+    let full = c.post("/api/v1/stores", Some(&s.owner.token), another.clone()).await.expect(422);
+    assert!(full.body["message"].as_str().unwrap().contains("close a store"), "{}", full.body);
+
+    let closed = c.delete(&one, Some(&s.owner.token)).await.expect(204);
+    assert!(closed.raw.is_empty());
+    for token in [&s.owner.token, &s.admin.token] {
+        assert_eq!(c.get(&one, Some(token)).await.expect(404).code(), "NOT_FOUND");
+        c.get(&product, Some(token)).await.expect(404);
+        assert!(!store_ids(&c.get("/api/v1/stores", Some(token)).await.expect(200).body).contains(&s.store.as_str()));
+    }
+    assert_eq!(as_shopper(c, &product, &s.key).await.expect(401).code(), "INVALID_PUBLISHABLE_KEY");
+    let validated = c.post("/api/v1/auth/publishable-keys/validate", None, json!({"key": s.key})).await.expect(200);
+    assert_eq!(validated.body["valid"], false);
+    c.delete(&one, Some(&s.owner.token)).await.expect(404);
+    // The place it took on the plan is free.
+    let second = c.post("/api/v1/stores", Some(&s.owner.token), another).await.expect(201).body;
+
+    // An operator reopens it within the grace period: members, data and key as they were.
+    let reopen = AdminCommand::ReopenStore {
+        url: app.base.clone(),
+        store: s.store.parse().unwrap(),
+        service_key_file: None,
+        data: app.dir.path().to_path_buf(),
+    };
+    admin::run(reopen).await.expect("reopened");
+    assert_eq!(c.get(&product, Some(&s.owner.token)).await.expect(200).body["title"], "Mug");
+    c.get(&product, Some(&s.admin.token)).await.expect(200);
+    as_shopper(c, &product, &s.key).await.expect(200);
+    let mine = c.get("/api/v1/stores", Some(&s.owner.token)).await.expect(200).body;
+    assert_eq!(store_ids(&mine).len(), 2, "{mine}");
+    assert!(store_ids(&mine).contains(&second["id"].as_str().unwrap()));
+    // Reopening an open store is refused.
+    let again = AdminCommand::ReopenStore {
+        url: app.base.clone(),
+        store: s.store.parse().unwrap(),
+        service_key_file: None,
+        data: app.dir.path().to_path_buf(),
+    };
+    assert!(admin::run(again).await.is_err());
+}
+
+#[tokio::test]
+async fn a_store_being_moved_is_not_closed() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let s = a_store(c).await;
+    let store: uuid::Uuid = s.store.parse().unwrap();
+    app.cell().writer.gate.set_tracked(store, true);
+    let a = c.delete(&format!("/api/v1/stores/{store}"), Some(&s.owner.token)).await.expect(409);
+    assert!(a.body["message"].as_str().unwrap().contains("being moved"), "{}", a.body);
+    app.cell().writer.gate.set_tracked(store, false);
+    c.get(&format!("/api/v1/stores/{store}"), Some(&s.owner.token)).await.expect(200);
+}
+
+#[tokio::test]
+async fn after_the_grace_period_a_closed_store_is_removed_for_good() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let s = a_store(c).await;
+    let store: uuid::Uuid = s.store.parse().unwrap();
+    c.delete(&format!("/api/v1/stores/{store}"), Some(&s.owner.token)).await.expect(204);
+    let node = app.server.as_ref().unwrap().node.clone();
+    let cell = app.cell();
+    // Within the grace period (30 days by default) nothing goes.
+    app.clock.advance(Duration::from_secs(29 * 24 * 3600));
+    assert!(shopcell::node::closing::sweep(&node, app.clock.now_ms()).await.unwrap().is_empty());
+    assert!(shopcell::cells::stores::store_settings(&cell, store).is_ok(), "the rows are kept");
+    // After it, the cell's rows and the directory's record and keys are removed.
+    app.clock.advance(Duration::from_secs(2 * 24 * 3600));
+    assert_eq!(shopcell::node::closing::sweep(&node, app.clock.now_ms()).await.unwrap(), [store]);
+    assert!(shopcell::cells::stores::store_settings(&cell, store).is_err());
+    assert!(shopcell::cells::products::product(&cell, store, s.product.parse().unwrap()).is_err());
+    assert_eq!(cell.state_of(store), None);
+    let account = node.account.as_ref().unwrap();
+    assert!(account.closed_store(store).unwrap().is_none());
+    assert!(account.publishable_keys(store).is_err());
+    let validated = c.post("/api/v1/auth/publishable-keys/validate", None, json!({"key": s.key})).await.expect(200);
+    assert_eq!(validated.body["valid"], false);
+    // Nothing is left to reopen, and a second sweep finds nothing.
+    let reopen =
+        AdminCommand::ReopenStore { url: app.base.clone(), store, service_key_file: None, data: app.dir.path().to_path_buf() };
+    assert!(admin::run(reopen).await.is_err());
+    assert!(shopcell::node::closing::sweep(&node, app.clock.now_ms()).await.unwrap().is_empty());
+}
