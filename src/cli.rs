@@ -41,6 +41,9 @@ pub struct ServeArgs {
     /// Sign-in options: CORS origins, social providers, rate limits.
     #[command(flatten)]
     pub auth: AuthArgs,
+    /// Connection limits: idle and body timeouts, caps.
+    #[command(flatten)]
+    pub connections: ConnectionArgs,
     /// JSON file with the platform plan catalogue (see `docs/plans.md`, "Plans"); the built-in free,
     /// basic and pro plans when absent.
     #[arg(long, env = "SHOPCELL_PLANS")]
@@ -71,6 +74,9 @@ pub struct AccountArgs {
     /// Sign-in options: CORS origins, social providers, rate limits.
     #[command(flatten)]
     pub auth: AuthArgs,
+    /// Connection limits: idle and body timeouts, caps.
+    #[command(flatten)]
+    pub connections: ConnectionArgs,
     /// JSON file with the platform plan catalogue (see `docs/plans.md`, "Plans"); the built-in free,
     /// basic and pro plans when absent.
     #[arg(long, env = "SHOPCELL_PLANS")]
@@ -105,6 +111,9 @@ pub struct CellArgs {
     /// How long closed stores are kept.
     #[command(flatten)]
     pub retention: RetentionArgs,
+    /// Connection limits: idle and body timeouts, caps.
+    #[command(flatten)]
+    pub connections: ConnectionArgs,
     /// The memory budget.
     #[command(flatten)]
     pub memory: MemoryArgs,
@@ -125,6 +134,9 @@ pub struct RouterArgs {
     /// Sign-in options: CORS origins, social providers, rate limits.
     #[command(flatten)]
     pub auth: AuthArgs,
+    /// Connection limits: idle and body timeouts, caps.
+    #[command(flatten)]
+    pub connections: ConnectionArgs,
 }
 
 /// Options of the identity side, shared by `serve`, `account` and `router`.
@@ -203,6 +215,54 @@ impl Default for CacheArgs {
     /// The flags' defaults, for processes built in code (tests, benchmarks).
     fn default() -> Self {
         CacheArgs { answer_cache: true }
+    }
+}
+
+/// What one connection may hold, shared by every serving role (`docs/contract.md`,
+/// "Connections").
+#[derive(Args, Debug, Clone)]
+pub struct ConnectionArgs {
+    /// A connection with no request under way and nothing sent either way for this long is
+    /// closed, counted from accept.
+    #[arg(long, env = "SHOPCELL_IDLE_TIMEOUT", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub idle_timeout: std::time::Duration,
+    /// A request body must arrive within this long (else 408).
+    #[arg(long, env = "SHOPCELL_BODY_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub body_timeout: std::time::Duration,
+    /// Open connections in all; past it, 503 with Retry-After.
+    #[arg(long, env = "SHOPCELL_MAX_CONNECTIONS", default_value_t = 10_000)]
+    pub max_connections: usize,
+    /// Open connections from one client address; past it, 503 with Retry-After.
+    #[arg(long, env = "SHOPCELL_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = 256)]
+    pub max_connections_per_address: usize,
+    /// Concurrent streams of one HTTP/2 connection.
+    #[arg(long, env = "SHOPCELL_H2_MAX_STREAMS", default_value_t = 128)]
+    pub h2_max_streams: u32,
+}
+
+impl Default for ConnectionArgs {
+    /// The flags' defaults, for processes built in code (tests, benchmarks).
+    fn default() -> Self {
+        let d = crate::http::connections::ConnectionLimits::default();
+        ConnectionArgs {
+            idle_timeout: d.idle,
+            body_timeout: d.body_timeout,
+            max_connections: d.max_connections,
+            max_connections_per_address: d.max_per_address,
+            h2_max_streams: d.h2_streams,
+        }
+    }
+}
+
+impl ConnectionArgs {
+    pub fn limits(&self) -> crate::http::connections::ConnectionLimits {
+        crate::http::connections::ConnectionLimits {
+            idle: self.idle_timeout,
+            body_timeout: self.body_timeout,
+            max_connections: self.max_connections,
+            max_per_address: self.max_connections_per_address,
+            h2_streams: self.h2_max_streams,
+        }
     }
 }
 

@@ -41,6 +41,7 @@ error_table! {
     INVALID_SESSION_TOKEN => 403, "the checkout's sessionToken is missing or wrong";
     NOT_FOUND => 404, "not found";
     METHOD_NOT_ALLOWED => 405, "this method is not allowed on this path";
+    REQUEST_TIMEOUT => 408, "the request body did not arrive in time";
     CONFLICT => 409, "the request conflicts with the current state";
     EMAIL_TAKEN => 409, "an account with this email already exists";
     HANDLE_TAKEN => 409, "another record already uses this handle";

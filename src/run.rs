@@ -95,6 +95,7 @@ pub fn build_serve_with_clock(args: &ServeArgs, clock: Clock) -> Result<Node, Bo
     node.memory = Some(budget);
     node.closed_store_grace = args.retention.closed_store_grace;
     load_taxonomy(&node, &args.data)?;
+    node.connections = args.connections.limits();
     Ok(with_auth(node, &args.auth))
 }
 
@@ -111,6 +112,7 @@ pub fn build_account(args: &AccountArgs) -> Result<Node, BoxError> {
     let mut node = Node::new(Mode::Account, crate::api::routes(), verifier, directory, BTreeMap::new(), remote, key, clock)?;
     node.memory = Some(budget);
     load_taxonomy(&node, &args.data)?;
+    node.connections = args.connections.limits();
     Ok(with_auth(node, &args.auth))
 }
 
@@ -126,6 +128,7 @@ pub async fn build_cell(args: &CellArgs) -> Result<Node, BoxError> {
     let mut node = Node::new(Mode::Cell, crate::api::routes(), verifier, directory, cells, BTreeMap::new(), key, clock)?;
     node.memory = Some(budget);
     node.closed_store_grace = args.retention.closed_store_grace;
+    node.connections = args.connections.limits();
     load_taxonomy(&node, &args.data)?;
     Ok(node)
 }
@@ -138,7 +141,8 @@ pub fn build_router(args: &RouterArgs) -> Result<Node, BoxError> {
     let clock = Clock::system();
     let verifier = TokenVerifier::new(Vec::new(), clock.clone());
     let directory = DirectoryLink::remote(account);
-    let node = Node::new(Mode::Router, crate::api::routes(), verifier, directory, BTreeMap::new(), remote, key, clock)?;
+    let mut node = Node::new(Mode::Router, crate::api::routes(), verifier, directory, BTreeMap::new(), remote, key, clock)?;
+    node.connections = args.connections.limits();
     Ok(with_auth(node, &args.auth))
 }
 

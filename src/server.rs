@@ -1,6 +1,7 @@
-//! The hyper accept loop: HTTP/1.1 and h2c on one port, header and time limits, and graceful
-//! shutdown — on Ctrl-C or SIGTERM the listener closes, in-flight requests finish, and the
-//! writers commit what they were given before the process exits.
+//! The hyper accept loop: HTTP/1.1 and h2c on one port, header and time limits, connection caps
+//! and idle timeouts (`http::connections`), and graceful shutdown — on Ctrl-C or SIGTERM the
+//! listener closes, in-flight requests finish, and the writers commit what they were given
+//! before the process exits.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 
+use crate::http::connections::{IdleTimeout, InFlight, OVER_CAPACITY};
 use crate::node::Node;
 
 /// How long in-flight requests get to finish once shutdown starts.
@@ -20,9 +22,10 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Serves `node` on `listener` until `shutdown` resolves, then drains and closes the node.
 pub async fn run(node: Arc<Node>, listener: TcpListener, shutdown: impl std::future::Future<Output = ()>) {
+    let limits = node.connections;
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(10)).max_buf_size(64 * 1024);
-    builder.http2().max_header_list_size(64 * 1024);
+    builder.http2().timer(TokioTimer::new()).max_header_list_size(64 * 1024).max_concurrent_streams(limits.h2_streams);
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
@@ -38,17 +41,30 @@ pub async fn run(node: Arc<Node>, listener: TcpListener, shutdown: impl std::fut
                     }
                 };
                 let _ = stream.set_nodelay(true);
+                let Some(admitted) = node.open_connections.admit(peer.ip(), &limits) else {
+                    tokio::spawn(refuse(stream));
+                    continue;
+                };
+                let in_flight = InFlight::default();
                 let node = node.clone();
+                let requests = in_flight.clone();
                 let service = service_fn(move |req| {
                     let node = node.clone();
-                    async move { Ok::<_, std::convert::Infallible>(node.handle(req, Some(peer.ip())).await) }
+                    let request = requests.start();
+                    async move {
+                        let resp = node.handle(req, Some(peer.ip())).await;
+                        drop(request);
+                        Ok::<_, std::convert::Infallible>(resp)
+                    }
                 });
-                let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
+                let io = TokioIo::new(IdleTimeout::new(stream, limits.idle, in_flight));
+                let conn = builder.serve_connection_with_upgrades(io, service).into_owned();
                 let conn = graceful.watch(conn);
                 tokio::spawn(async move {
                     if let Err(e) = conn.await {
                         tracing::debug!(error = %e, "connection closed with an error");
                     }
+                    drop(admitted);
                 });
             }
             _ = &mut shutdown => break,
@@ -61,6 +77,16 @@ pub async fn run(node: Arc<Node>, listener: TcpListener, shutdown: impl std::fut
         tracing::warn!("some connections did not finish in time");
     }
     close(&node);
+}
+
+/// Past a connection cap: a plain 503 with `Retry-After`, then the connection is closed.
+async fn refuse(mut stream: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt;
+    let write = async {
+        stream.write_all(OVER_CAPACITY).await?;
+        stream.shutdown().await
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(2), write).await;
 }
 
 /// Stops every writer after its queued jobs: everything acknowledged is already durable.

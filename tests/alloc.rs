@@ -143,6 +143,7 @@ async fn measure_server(answer_cache: bool) -> Vec<Figure> {
         cells: vec!["cell-1".into()],
         plans: None,
         auth: Default::default(),
+        connections: Default::default(),
         payments: Default::default(),
         caches: CacheArgs { answer_cache },
         retention: Default::default(),

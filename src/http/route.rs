@@ -289,7 +289,7 @@ impl<C> Route<C> {
     /// Declares the error statuses the route's rules give (409 on a taken code, 412 where it
     /// honours `If-Match`, 422 on a business rule, 429 where it is rate-limited). The statuses
     /// its shape implies are not repeated: 400 always (ids, query, body), 401 unless public,
-    /// 403 on owner/admin and storefront rows, 404 on path ids, 413 and 415 with a body, 422 on a
+    /// 403 on owner/admin and storefront rows, 404 on path ids, 408, 413 and 415 with a body, 422 on a
     /// POST (a reused idempotency key), 503 on store rows.
     pub fn errors(mut self, statuses: &'static [u16]) -> Self {
         assert!(self.errors.is_empty(), "{} {}: declare its errors once", self.method, self.path);
@@ -351,6 +351,7 @@ impl<C> Route<C> {
             out.push(404);
         }
         if has_body {
+            out.push(408);
             out.push(413);
         }
         if self.body.is_some() {

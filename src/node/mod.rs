@@ -28,6 +28,7 @@ use crate::clock::Clock;
 use crate::domain::role::Role;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::http::auth::{Principal, TokenVerifier, bearer};
+use crate::http::connections::{ConnectionLimits, OpenConnections};
 use crate::http::cors::Cors;
 use crate::http::forwarded::TrustedProxies;
 use crate::http::parse::parse_path_id;
@@ -89,6 +90,10 @@ pub struct Node {
     pub memory: Option<crate::memory::Budget>,
     /// How long a closed store's rows are kept (set after construction from flags).
     pub closed_store_grace: std::time::Duration,
+    /// What one connection may hold (set after construction from flags).
+    pub connections: ConnectionLimits,
+    /// The connections open now, in all and per address.
+    pub open_connections: Arc<OpenConnections>,
 }
 
 impl Node {
@@ -122,6 +127,8 @@ impl Node {
             clock,
             memory: None,
             closed_store_grace: crate::cli::RetentionArgs::default().closed_store_grace,
+            connections: ConnectionLimits::default(),
+            open_connections: Arc::default(),
         })
     }
 
@@ -192,22 +199,32 @@ impl Node {
             Matched::NotFound => return Err(ApiError::not_found()),
         };
         route.check_query(parts.uri.query())?;
-        let body = collect(body, route.body_limit).await?;
         let service_call = parts
             .headers
             .get(SERVICE_HEADER)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|k| crate::util::secret_eq(k, &self.service_key));
 
+        // Who may call is settled before the body is read: an anonymous caller cannot hold a
+        // connection open by trickling a body to a route that would refuse it.
         if self.mode == Mode::Router && route.service != Service::Global {
             if route.access == Access::Internal {
                 return Err(ApiError::not_found());
             }
+            // The router holds no signing keys: it refuses only a missing credential, and the
+            // service behind it checks the one given.
+            let has_token = bearer(&parts.headers).is_some();
+            let missing = match route.access {
+                Access::Member | Access::Admin => !has_token,
+                Access::Storefront => !has_token && !parts.headers.contains_key(KEY_HEADER),
+                Access::Public | Access::Internal => false,
+            };
+            if missing {
+                return Err(ApiError::new(Code::UNAUTHORIZED));
+            }
+            let body = self.read_body(body, route.body_limit).await?;
             let req = Request::from_parts(parts, Full::new(body));
             return self.forward(route, &params, req, client).await;
-        }
-        if !route.raw_body && !body.is_empty() && !is_json(&parts.headers) {
-            return Err(ApiError::new(Code::UNSUPPORTED_MEDIA_TYPE));
         }
 
         let mut principal = match (route.access, bearer(&parts.headers)) {
@@ -255,6 +272,10 @@ impl Node {
                 }
             }
         }
+        let body = self.read_body(body, route.body_limit).await?;
+        if !route.raw_body && !body.is_empty() && !is_json(&parts.headers) {
+            return Err(ApiError::new(Code::UNSUPPORTED_MEDIA_TYPE));
+        }
         let client = self.proxies.client(&parts.headers, client, service_call);
         let cx = Ctx {
             client,
@@ -280,6 +301,14 @@ impl Node {
             resp.headers_mut().insert(hyper::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         }
         Ok(resp)
+    }
+
+    /// The request body, up to `limit` bytes, within the body timeout.
+    async fn read_body(&self, body: Incoming, limit: usize) -> ApiResult<Bytes> {
+        match tokio::time::timeout(self.connections.body_timeout, collect(body, limit)).await {
+            Ok(read) => read,
+            Err(_) => Err(ApiError::new(Code::REQUEST_TIMEOUT)),
+        }
     }
 
     /// Who may use a storefront route of `store`: a member by their token (with their role), or

@@ -15,6 +15,7 @@ mod categories;
 mod checkout;
 mod closing;
 mod collections;
+mod connections;
 mod contract;
 mod crash;
 mod discounts;

@@ -53,6 +53,7 @@ async fn spawn_with(data: &std::path::Path, cells: &[&str], dir: tempfile::TempD
         cells: cells.iter().map(|c| c.to_string()).collect(),
         plans: None,
         auth: Default::default(),
+        connections: Default::default(),
         payments: Default::default(),
         caches: Default::default(),
         retention: Default::default(),

@@ -52,7 +52,7 @@ async fn the_document_is_openapi_3_1_with_readable_ids_errors_and_bounds() {
     let statuses = |op: &Value| op["responses"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
     assert_eq!(statuses(list), ["200", "400", "401", "403", "404", "503"]);
     let create = &doc["paths"]["/api/v1/stores/{storeId}/products"]["post"];
-    assert_eq!(statuses(create), ["201", "400", "401", "404", "409", "413", "415", "422", "503"]);
+    assert_eq!(statuses(create), ["201", "400", "401", "404", "408", "409", "413", "415", "422", "503"]);
     assert!(param(create, "Idempotency-Key").is_some_and(|p| p["in"] == "header"));
     assert!(param(list, "Idempotency-Key").is_none());
     let error = &create["responses"]["409"]["content"]["application/json"]["schema"]["$ref"];
