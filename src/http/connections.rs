@@ -119,34 +119,44 @@ impl Drop for InFlightGuard {
     }
 }
 
-/// A stream that fails with `TimedOut` once idle: nothing read or written for `idle` while no
-/// request is under way. The clock starts at accept, so a silent connection is closed too.
+/// A stream that fails with `TimedOut` once idle: nothing read or written for `idle` (up to
+/// twice that, as the timer moves lazily) while no request is under way. The clock starts at
+/// accept, so a silent connection is closed too.
+///
+/// Activity is counted, not timed: a read or write only bumps a counter, and the timer is moved
+/// on lazily when it fires after activity, so the hot path pays no timer reset per operation.
 pub struct IdleTimeout<S> {
     inner: S,
     idle: Duration,
     deadline: Pin<Box<Sleep>>,
     in_flight: InFlight,
+    /// Reads and writes so far, and how many there were when the deadline was last set.
+    activity: u64,
+    armed_at: u64,
 }
 
 impl<S> IdleTimeout<S> {
     pub fn new(inner: S, idle: Duration, in_flight: InFlight) -> Self {
-        IdleTimeout { inner, idle, deadline: Box::pin(tokio::time::sleep(idle)), in_flight }
+        IdleTimeout { inner, idle, deadline: Box::pin(tokio::time::sleep(idle)), in_flight, activity: 0, armed_at: 0 }
     }
 
     fn touch(&mut self) {
-        let at = Instant::now() + self.idle;
-        self.deadline.as_mut().reset(at);
+        self.activity = self.activity.wrapping_add(1);
     }
 
     /// `Pending` from the stream: an error once the connection has been idle too long.
     fn pending_or_timeout<T>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
-        if self.in_flight.busy() {
-            self.touch();
-            return Poll::Pending;
-        }
-        match self.deadline.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, "connection idle"))),
-            Poll::Pending => Poll::Pending,
+        loop {
+            match self.deadline.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                // Something happened since the deadline was set, or a request is under way:
+                // the idle time starts again now.
+                Poll::Ready(()) if self.activity != self.armed_at || self.in_flight.busy() => {
+                    self.armed_at = self.activity;
+                    self.deadline.as_mut().reset(Instant::now() + self.idle);
+                }
+                Poll::Ready(()) => return Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, "connection idle"))),
+            }
         }
     }
 }
