@@ -2,8 +2,12 @@
 //! operation answering a status it does not document fails the test that asked, as does a JSON
 //! body off the schema documented for that status. Requests that name no documented operation
 //! (internal routes, unknown paths, a method a path does not serve) are not checked here.
+//!
+//! And every documented operation must be answered with its success at least once: when the
+//! whole suite has run (no test filter), the process lists the operations that never were and
+//! exits with a failure.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, LazyLock, Mutex};
 
 use bytes::Bytes;
@@ -21,7 +25,45 @@ struct Contract {
     validators: Validators,
 }
 
+/// Operations answered with a success (a status below 400, or the one status of an operation
+/// that never succeeds, the deprecated export).
+static SUCCEEDED: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(|| Mutex::new(HashSet::new()));
+
+unsafe extern "C" {
+    fn atexit(callback: extern "C" fn()) -> i32;
+    fn _exit(code: i32) -> !;
+}
+
+/// Run at exit, after every test: the operations never answered with their success. Only a run
+/// of the whole suite can tell, so a filtered run (any argument that is not a flag) skips it.
+extern "C" fn report_unanswered() {
+    if std::env::args().skip(1).any(|a| !a.starts_with('-')) {
+        return;
+    }
+    let c = &*CONTRACT;
+    let succeeded = SUCCEEDED.lock().map(|s| s.clone()).unwrap_or_default();
+    let mut never = BTreeSet::new();
+    for (path, item) in c.doc["paths"].as_object().into_iter().flatten() {
+        for (method, op) in item.as_object().into_iter().flatten() {
+            let id = op["operationId"].as_str().unwrap_or("?");
+            if !succeeded.contains(id) {
+                never.insert(format!("{id} ({} {path})", method.to_uppercase()));
+            }
+        }
+    }
+    if !never.is_empty() {
+        eprintln!("\nthese operations were never answered with their success by the suite:");
+        for n in &never {
+            eprintln!("  {n}");
+        }
+        // SAFETY: ends the process at once with a failure; nothing runs after the tests.
+        unsafe { _exit(101) };
+    }
+}
+
 static CONTRACT: LazyLock<Contract> = LazyLock::new(|| {
+    // SAFETY: registers a plain function to run at exit.
+    unsafe { atexit(report_unanswered) };
     let doc = shopcell::http::openapi::document(&shopcell::api::routes());
     let mut paths = matchit::Router::new();
     for path in doc["paths"].as_object().expect("paths").keys() {
@@ -38,6 +80,12 @@ pub fn check(method: &Method, path_and_query: &str, status: u16, headers: &Heade
     let method = if method == Method::HEAD { "get".to_string() } else { method.as_str().to_lowercase() };
     let Some(op) = c.doc["paths"][found.value.as_str()].get(&method) else { return };
     let id = op["operationId"].as_str().unwrap_or("?").to_string();
+    let only_fails = op["responses"].as_object().is_some_and(|r| r.keys().all(|s| s.as_str() >= "400"));
+    if (status < 400 || only_fails)
+        && let Ok(mut s) = SUCCEEDED.lock()
+    {
+        s.insert(id.clone());
+    }
     let Some(answer) = op["responses"].get(status.to_string()) else {
         let documented: Vec<&String> = op["responses"].as_object().map(|r| r.keys().collect()).unwrap_or_default();
         panic!(
