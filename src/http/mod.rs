@@ -2,6 +2,7 @@
 //! its user defines), token verification, the OpenAPI document and calls to other services.
 
 pub mod auth;
+pub mod compress;
 pub mod connections;
 pub mod cors;
 pub mod docs_page;

@@ -290,6 +290,7 @@ impl Node {
             store,
             shopper,
         };
+        let accept_encoding = cx.headers.get(hyper::header::ACCEPT_ENCODING).cloned();
         // Here, where the handler runs (a router forwarded above), so a keyed POST runs once.
         let mut resp =
             if cx.method == Method::POST && route.access != Access::Internal && cx.headers.contains_key(idempotency::HEADER) {
@@ -299,8 +300,10 @@ impl Node {
             };
         if route.secret {
             resp.headers_mut().insert(hyper::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            // Never compressed: a secret beside injectable text leaks through sizes (BREACH).
+            return Ok(resp);
         }
-        Ok(resp)
+        Ok(http::compress::apply(accept_encoding.as_ref(), resp).await)
     }
 
     /// The request body, up to `limit` bytes, within the body timeout.

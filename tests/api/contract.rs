@@ -120,10 +120,25 @@ pub fn check(method: &Method, path_and_query: &str, status: u16, headers: &Heade
     let Some(validator) = validator else {
         panic!("{id} ({path}) answered {status} with JSON where the document gives no JSON body");
     };
-    let body: Value = serde_json::from_slice(raw).unwrap_or_else(|e| panic!("{id} answered {status} with invalid JSON: {e}"));
+    let raw = decoded(headers, raw);
+    let body: Value = serde_json::from_slice(&raw).unwrap_or_else(|e| panic!("{id} answered {status} with invalid JSON: {e}"));
     let errors: Vec<String> = validator.iter_errors(&body).take(5).map(|e| format!("at {}: {e}", e.instance_path())).collect();
     if !errors.is_empty() {
         let shown: String = body.to_string().chars().take(2000).collect();
         panic!("{id} ({path}) answered {status} with a body off its documented schema:\n{}\nbody: {shown}", errors.join("\n"));
     }
+}
+
+/// The body as sent before its content coding.
+fn decoded(headers: &HeaderMap, raw: &Bytes) -> Vec<u8> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    match headers.get("content-encoding").and_then(|v| v.to_str().ok()) {
+        Some("br") => brotli::Decompressor::new(&raw[..], 4096).read_to_end(&mut out).map(|_| ()),
+        Some("gzip") => flate2::read::GzDecoder::new(&raw[..]).read_to_end(&mut out).map(|_| ()),
+        Some(other) => panic!("an answer in a coding never offered: {other}"),
+        None => return raw.to_vec(),
+    }
+    .unwrap_or_else(|e| panic!("an answer that does not decode: {e}"));
+    out
 }

@@ -347,3 +347,53 @@ async fn answers_carrying_a_secret_are_never_stored() {
         "no-store"
     );
 }
+
+#[tokio::test]
+async fn large_answers_are_compressed_as_accepted_and_secrets_never() {
+    use std::io::Read;
+    let app = spawn_app().await;
+    let c = &app.client;
+    let u = create_user(c).await;
+    let store = create_store(c, &u).await;
+    for i in 0..20 {
+        create_product(c, &u, &store, &format!("Product number {i}"), 1000 + i).await;
+    }
+    let page = format!("/api/v1/stores/{store}/products?limit=20");
+    let plain = c.get(&page, Some(&u.token)).await.expect(200);
+    assert!(plain.headers.get("content-encoding").is_none(), "nothing accepted, nothing compressed");
+    assert_eq!(plain.headers["vary"], "accept-encoding");
+    let get = |accept: &'static str| {
+        let (c, page, token) = (c.clone(), page.clone(), u.token.clone());
+        async move { c.send(hyper::Method::GET, &page, Some(&token), &[("accept-encoding", accept)], None).await }
+    };
+    let br = get("gzip, br").await.expect(200);
+    assert_eq!(br.headers["content-encoding"], "br");
+    let mut body = Vec::new();
+    brotli::Decompressor::new(&br.raw[..], 4096).read_to_end(&mut body).unwrap();
+    assert_eq!(body, plain.raw.to_vec());
+    assert!(br.raw.len() * 4 <= plain.raw.len(), "{} of {} bytes", br.raw.len(), plain.raw.len());
+    let gz = get("br;q=0, gzip").await.expect(200);
+    assert_eq!(gz.headers["content-encoding"], "gzip");
+    let mut body = Vec::new();
+    flate2::read::GzDecoder::new(&gz.raw[..]).read_to_end(&mut body).unwrap();
+    assert_eq!(body, plain.raw.to_vec());
+    assert!(get("br;q=0").await.expect(200).headers.get("content-encoding").is_none());
+    // Small answers are sent as they are.
+    let small = c.send(hyper::Method::GET, "/healthz", None, &[("accept-encoding", "br")], None).await.expect(200);
+    assert!(small.headers.get("content-encoding").is_none());
+    // An answer carrying a secret is never compressed, however large (BREACH).
+    let variant = c.get(&page, Some(&u.token)).await.body["data"][0]["variants"][0]["id"].as_str().unwrap().to_string();
+    let items: Vec<Value> = (0..1).map(|_| json!({"variantId": variant, "quantity": 1})).collect();
+    let co = c
+        .send(
+            hyper::Method::POST,
+            &format!("/api/v1/stores/{store}/checkouts"),
+            Some(&u.token),
+            &[("accept-encoding", "gzip, br")],
+            Some(json!({"lineItems": items, "note": "x".repeat(2000)}).to_string().into()),
+        )
+        .await
+        .expect(201);
+    assert!(co.raw.len() > 2000 && co.headers.get("content-encoding").is_none());
+    assert_eq!(co.headers["cache-control"], "no-store");
+}
