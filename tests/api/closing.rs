@@ -141,3 +141,32 @@ async fn after_the_grace_period_a_closed_store_is_removed_for_good() {
     assert!(admin::run(reopen).await.is_err());
     assert!(shopcell::node::closing::sweep(&node, app.clock.now_ms()).await.unwrap().is_empty());
 }
+
+/// Split over processes: the router passes the close to the cell, which closes its side and
+/// asks the account service over HTTP to close the directory's; the operator reopens through
+/// the account service, which tells the cell.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_and_reopening_work_across_processes() {
+    let routed = Routed::start().await;
+    let c = HttpClient::new(&routed.router.url);
+    let s = a_store(&c).await;
+    let one = format!("/api/v1/stores/{}", s.store);
+    let product = format!("{one}/products/{}", s.product);
+    c.delete(&one, Some(&s.admin.token)).await.expect(403);
+    c.delete(&one, Some(&s.owner.token)).await.expect(204);
+    c.get(&product, Some(&s.owner.token)).await.expect(404);
+    HttpClient::new(&routed.cell.url).get(&product, Some(&s.owner.token)).await.expect(404);
+    // The router finds the store nowhere before any key is looked at.
+    as_shopper(&c, &product, &s.key).await.expect(404);
+    assert!(c.get("/api/v1/stores", Some(&s.owner.token)).await.expect(200).body.as_array().unwrap().is_empty());
+
+    let reopen = AdminCommand::ReopenStore {
+        url: routed.account.url.clone(),
+        store: s.store.parse().unwrap(),
+        service_key_file: Some(routed.service_key.clone()),
+        data: std::path::PathBuf::from("unused"),
+    };
+    admin::run(reopen).await.expect("reopened");
+    assert_eq!(c.get(&product, Some(&s.owner.token)).await.expect(200).body["title"], "Mug");
+    as_shopper(&c, &product, &s.key).await.expect(200);
+}

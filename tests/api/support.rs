@@ -286,8 +286,10 @@ pub async fn start_proc(args: &[&str], port: u16) -> Proc {
 /// processes stop when this is dropped.
 pub struct Routed {
     pub router: Proc,
-    _cell: Proc,
-    _account: Proc,
+    pub cell: Proc,
+    pub account: Proc,
+    /// The service key file, for operator commands against the account service.
+    pub service_key: std::path::PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -303,6 +305,6 @@ impl Routed {
         let d1 = data("cell1");
         let cell = start_proc(&["cell", "--name", "c1", "--data", &d1, "--account", &ua, "--service-key-file", &key], p1).await;
         let router = start_proc(&["router", "--account", &ua, "--cell", &c1, "--service-key-file", &key], pr).await;
-        Routed { router, _cell: cell, _account: account, _dir: dir }
+        Routed { router, cell, account, service_key: key.into(), _dir: dir }
     }
 }
