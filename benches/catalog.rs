@@ -181,6 +181,10 @@ fn bench() -> Result<(), BoxError> {
     let search_typo = measure(&load, "search typo (all), popular set", server.addr, &settings, move |i| a.get(&p(i)));
     let (a, p) = (authed.clone(), list_path.clone());
     let list = measure(&load, "list by price", server.addr, &settings, move |i| a.get(&p(i)));
+    let (a, p) = (authed.compressed(), list_path.clone());
+    let list_compressed = measure(&load, "list by price, compressed", server.addr, &settings, move |i| a.get(&p(i)));
+    let page_bytes = load.block_on(answer_sizes(server.addr, &authed, &list_path(0)))?;
+    println!("list page: {} bytes, {} bytes compressed", page_bytes.0, page_bytes.1);
 
     // The same data, every answer computed afresh.
     let server = server.restart_with(binary, &["--answer-cache", "false"])?;
@@ -206,8 +210,11 @@ fn bench() -> Result<(), BoxError> {
             of("shopcell_cache_bytes")
         );
     }
-    let (a, p) = (authed, list_path);
+    let (a, p) = (authed.clone(), list_path.clone());
     let list_uncached = measure(&load, "list by price, cache off", server.addr, &settings, move |i| a.get(&p(i)));
+    let (a, p) = (authed.compressed(), list_path);
+    let list_uncached_compressed =
+        measure(&load, "list by price, cache off, compressed", server.addr, &settings, move |i| a.get(&p(i)));
 
     // The same data in this process: search without HTTP, as the route handler calls it.
     let server = InProcess::open(server.stop()?)?;
@@ -238,6 +245,9 @@ fn bench() -> Result<(), BoxError> {
         search_typo_uncached,
         list,
         list_uncached,
+        list_compressed,
+        list_uncached_compressed,
+        page_bytes,
     });
     Ok(())
 }
@@ -256,6 +266,18 @@ struct Figures {
     search_typo_uncached: LoadReport,
     list: LoadReport,
     list_uncached: LoadReport,
+    list_compressed: LoadReport,
+    list_uncached_compressed: LoadReport,
+    /// One list page's bytes, as sent plain and compressed.
+    page_bytes: (usize, usize),
+}
+
+/// The bytes of one answer to `path`, plain and with `gzip, br` accepted.
+async fn answer_sizes(addr: std::net::SocketAddr, authed: &Endpoint, path: &str) -> Result<(usize, usize), BoxError> {
+    let mut client = Client::new(addr);
+    let (_, plain) = client.send(authed.get(path)).await?;
+    let (_, packed) = client.send(authed.compressed().get(path)).await?;
+    Ok((plain.len(), packed.len()))
 }
 
 fn request(store: Uuid, q: &str, by: SearchBy) -> SearchRequest {
@@ -454,6 +476,28 @@ fn summary(f: &Figures) {
     ] {
         let ratio = report.requests_per_second() / bare;
         println!("{name:<44} {:>12} {:>12}  (for reference)", format!("{:.1} %", ratio * 100.0), "—");
+    }
+    // Compression: the rate of compressed pages against the same pages plain, and the bytes.
+    let (plain, packed) = f.page_bytes;
+    let bytes = packed as f64 / plain.max(1) as f64;
+    println!(
+        "{:<44} {:>12} {:>12}  {}",
+        "list page, compressed bytes / plain",
+        format!("{:.1} %", bytes * 100.0),
+        "≤ 25 %",
+        verdict(bytes <= 0.25, 0)
+    );
+    for (name, compressed, plain, required) in [
+        ("list compressed / plain, cache off", &f.list_uncached_compressed, &f.list_uncached, 0.50),
+        ("list compressed / plain, cache on", &f.list_compressed, &f.list, 0.85),
+    ] {
+        let ratio = compressed.requests_per_second() / plain.requests_per_second();
+        println!(
+            "{name:<44} {:>12} {:>12}  {}",
+            format!("{:.1} %", ratio * 100.0),
+            format!("≥ {:.0} %", required * 100.0),
+            verdict(ratio >= required, compressed.errors)
+        );
     }
     println!(
         "(bare hyper {:.0} req/s; search sku {:.0}, search typo {:.0} ({:.0} cache off), list {:.0} ({:.0} cache off) req/s)",

@@ -107,12 +107,18 @@ pub struct Endpoint {
     // hyper's connection-level client does not add `Host`; HTTP/1.1 requires it.
     host: HeaderValue,
     authorization: Option<HeaderValue>,
+    accept_encoding: Option<HeaderValue>,
 }
 
 impl Endpoint {
     pub fn new(addr: SocketAddr) -> Self {
         let host = HeaderValue::from_str(&addr.to_string()).expect("a socket address is ASCII");
-        Self { addr, host, authorization: None }
+        Self { addr, host, authorization: None, accept_encoding: None }
+    }
+
+    /// Every request asks for a compressed answer (`gzip, br`).
+    pub fn compressed(&self) -> Self {
+        Self { accept_encoding: Some(HeaderValue::from_static("gzip, br")), ..self.clone() }
     }
 
     pub fn with_bearer(&self, token: &str) -> Result<Self, BoxError> {
@@ -138,6 +144,9 @@ impl Endpoint {
         let mut builder = Request::builder().method(method).uri(path).header(HOST, self.host.clone());
         if let Some(auth) = &self.authorization {
             builder = builder.header(AUTHORIZATION, auth.clone());
+        }
+        if let Some(coding) = &self.accept_encoding {
+            builder = builder.header(hyper::header::ACCEPT_ENCODING, coding.clone());
         }
         if json.is_some() {
             builder = builder.header(CONTENT_TYPE, "application/json");

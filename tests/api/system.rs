@@ -366,12 +366,14 @@ async fn large_answers_are_compressed_as_accepted_and_secrets_never() {
         let (c, page, token) = (c.clone(), page.clone(), u.token.clone());
         async move { c.send(hyper::Method::GET, &page, Some(&token), &[("accept-encoding", accept)], None).await }
     };
-    let br = get("gzip, br").await.expect(200);
+    let br = get("br, gzip;q=0.5").await.expect(200);
     assert_eq!(br.headers["content-encoding"], "br");
     let mut body = Vec::new();
     brotli::Decompressor::new(&br.raw[..], 4096).read_to_end(&mut body).unwrap();
     assert_eq!(body, plain.raw.to_vec());
     assert!(br.raw.len() * 4 <= plain.raw.len(), "{} of {} bytes", br.raw.len(), plain.raw.len());
+    let gz = get("gzip, br").await.expect(200);
+    assert_eq!(gz.headers["content-encoding"], "gzip", "gzip when both are accepted alike");
     let gz = get("br;q=0, gzip").await.expect(200);
     assert_eq!(gz.headers["content-encoding"], "gzip");
     let mut body = Vec::new();
