@@ -13,6 +13,7 @@ mod carts;
 mod catalogs;
 mod categories;
 mod checkout;
+mod checkout_paths;
 mod closing;
 mod collections;
 mod connections;
