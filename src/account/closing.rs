@@ -8,12 +8,13 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::account::AccountService;
+use crate::account::count_in_cell;
 use crate::account::members::put_membership;
 use crate::account::model::{Membership, StoreEntry};
 use crate::domain::role::Role;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::codec::{decode, encode};
-use crate::storage::tables::{CELL_LOAD, CLOSED_STORES, MEMBERS, PUBLISHABLE_KEYS, STORE_DIRECTORY, STORE_PUBLISHABLE_KEYS};
+use crate::storage::tables::{CLOSED_STORES, MEMBERS, PUBLISHABLE_KEYS, STORE_DIRECTORY, STORE_PUBLISHABLE_KEYS};
 
 /// What the directory keeps of a closed store, to reopen it as it was.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -51,9 +52,7 @@ impl AccountService {
                 for (user, _) in &members {
                     put_membership(txn, store, *user, None)?;
                 }
-                let mut load = txn.open_table(CELL_LOAD)?;
-                let n = load.get(entry.cell.as_str())?.map(|v| v.value()).unwrap_or(0);
-                load.insert(entry.cell.as_str(), n.saturating_sub(1))?;
+                count_in_cell(txn, &entry.cell, -1)?;
                 let cell = entry.cell.clone();
                 let closed = ClosedStore { entry, members, closed_at: now };
                 txn.open_table(CLOSED_STORES)?.insert(store.as_u128(), encode(&closed)?.as_slice())?;
@@ -76,9 +75,7 @@ impl AccountService {
                 for (user, m) in &closed.members {
                     put_membership(txn, store, *user, Some(m))?;
                 }
-                let mut load = txn.open_table(CELL_LOAD)?;
-                let n = load.get(closed.entry.cell.as_str())?.map(|v| v.value()).unwrap_or(0);
-                load.insert(closed.entry.cell.as_str(), n.saturating_add(1))?;
+                count_in_cell(txn, &closed.entry.cell, 1)?;
                 Ok(closed.entry.cell)
             })
             .await

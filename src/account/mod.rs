@@ -351,10 +351,7 @@ impl AccountService {
                 txn.open_table(STORE_DIRECTORY)?.insert(entry.id.as_u128(), encode(&entry)?.as_slice())?;
                 let m = Membership { role: Role::Owner, added_at: now };
                 members::put_membership(txn, entry.id, entry.owner_id, Some(&m))?;
-                let mut load = txn.open_table(CELL_LOAD)?;
-                let n = load.get(entry.cell.as_str())?.map(|v| v.value()).unwrap_or(0);
-                load.insert(entry.cell.as_str(), n + 1)?;
-                Ok(())
+                count_in_cell(txn, &entry.cell, 1)
             })
             .await
     }
@@ -385,15 +382,19 @@ impl AccountService {
                 drop(v);
                 let from = std::mem::replace(&mut e.cell, cell.clone());
                 dir.insert(store.as_u128(), encode(&e)?.as_slice())?;
-                let mut load = txn.open_table(CELL_LOAD)?;
-                let n = load.get(from.as_str())?.map(|v| v.value()).unwrap_or(0);
-                load.insert(from.as_str(), n.saturating_sub(1))?;
-                let m = load.get(cell.as_str())?.map(|v| v.value()).unwrap_or(0);
-                load.insert(cell.as_str(), m + 1)?;
-                Ok(())
+                count_in_cell(txn, &from, -1)?;
+                count_in_cell(txn, &cell, 1)
             })
             .await
     }
+}
+
+/// Moves a cell's count of stores (placement picks the emptiest) by `by`, never below zero.
+pub(crate) fn count_in_cell(txn: &redb::WriteTransaction, cell: &str, by: i64) -> ApiResult<()> {
+    let mut load = txn.open_table(CELL_LOAD)?;
+    let n = load.get(cell)?.map(|v| v.value()).unwrap_or(0);
+    load.insert(cell, n.saturating_add_signed(by))?;
+    Ok(())
 }
 
 /// A new session of `user_id`, started now by `clock`.
