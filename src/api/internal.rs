@@ -128,14 +128,8 @@ async fn reopen_in_cell(cx: Ctx, q: CellQuery) -> ApiResult<NoContent> {
     Ok(NoContent)
 }
 
-/// The directory first (entry, members, keys), then the cell: a cell that fails leaves the
-/// store in the directory answering 404 from its cell until the call is repeated.
 async fn reopen_store(cx: Ctx) -> ApiResult<Json<Located>> {
-    let store = cx.path_id("storeId")?;
-    let cell = account(&cx)?.reopen_store(store).await?;
-    cx.node.directory.forget_placement(store);
-    cx.node.cell_link(&cell)?.reopen_store(store).await?;
-    tracing::info!(%store, %cell, "store reopened");
+    let cell = crate::node::closing::reopen_store(&cx.node, cx.path_id("storeId")?).await?;
     Ok(Json(Located { cell }))
 }
 

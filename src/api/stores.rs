@@ -58,22 +58,12 @@ pub struct CreatedStore {
     pub role: &'static str,
 }
 
-/// Closes the cell's side first (it stops serving and refuses a store being moved), then the
-/// directory's; a directory that refuses puts the cell's side back.
 async fn close(cx: Ctx) -> ApiResult<NoContent> {
     let s = cx.scope()?;
     if s.role != Some(Role::Owner) {
         return Err(ApiError::msg(Code::FORBIDDEN, "only the store's owner can close it"));
     }
-    let owner = cx.user()?.user_id;
-    stores::close_store(&s.cell, s.id, cx.node.clock.now_ms()).await?;
-    if let Err(e) = cx.node.directory.close_store(s.id, owner).await {
-        if let Err(back) = stores::reopen_store(&s.cell, s.id).await {
-            tracing::error!(store = %s.id, error = %back, "a refused close left the store closed in its cell");
-        }
-        return Err(e);
-    }
-    tracing::info!(store = %s.id, "store closed");
+    crate::node::closing::close_store(&cx.node, &s.cell, s.id, cx.user()?.user_id).await?;
     Ok(NoContent)
 }
 
