@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::api::checkouts::{BASES, TokenQuery, caller, code_try};
+use crate::api::checkouts::{TokenQuery, at_both_bases, caller, code_try};
 use crate::cells::checkouts;
 use crate::cells::completion::{self, CompleteCheckout, PaymentSession};
 use crate::cells::gift_cards;
@@ -29,48 +29,35 @@ struct LookupBody {
 pub fn routes() -> Vec<Route> {
     use Access::Storefront;
     use Service::Cell;
-    let mut rows = Vec::new();
-    for base in BASES {
+    at_both_bases(|base| {
         let one = format!("{base}/{{checkoutId}}");
-        // The singular spelling serves the same operations again.
-        let alias = base != BASES[0];
-        rows.extend(
-            [
-                Route::post(
-                    &format!("{one}/gift-cards/lookup"),
-                    Cell,
-                    Storefront,
-                    handler!(lookup),
-                    "A gift card's status and spendable balance; read-only, redeems nothing",
-                )
-                .errors(&[429])
-                .body::<LookupBody>()
-                .id("lookupCheckoutGiftCard"),
-                Route::post(
-                    &format!("{one}/payment-session"),
-                    Cell,
-                    Storefront,
-                    handler!(payment_session),
-                    "Open a payment session for the checkout's payment due → {clientSecret, paymentIntentId}",
-                )
-                .secret()
-                .body::<PaymentSession>()
-                .id("createCheckoutPaymentSession"),
-                Route::post(
-                    &format!("{one}/complete"),
-                    Cell,
-                    Storefront,
-                    handler!(complete),
-                    "Complete the checkout → 201 Order",
-                )
+        vec![
+            Route::post(
+                &format!("{one}/gift-cards/lookup"),
+                Cell,
+                Storefront,
+                handler!(lookup),
+                "A gift card's status and spendable balance; read-only, redeems nothing",
+            )
+            .errors(&[429])
+            .body::<LookupBody>()
+            .id("lookupCheckoutGiftCard"),
+            Route::post(
+                &format!("{one}/payment-session"),
+                Cell,
+                Storefront,
+                handler!(payment_session),
+                "Open a payment session for the checkout's payment due → {clientSecret, paymentIntentId}",
+            )
+            .secret()
+            .body::<PaymentSession>()
+            .id("createCheckoutPaymentSession"),
+            Route::post(&format!("{one}/complete"), Cell, Storefront, handler!(complete), "Complete the checkout → 201 Order")
                 .errors(&[409, 429])
                 .body::<CompleteCheckout>()
                 .id("completeCheckout"),
-            ]
-            .map(|r| if alias { r.alias() } else { r }),
-        );
-    }
-    rows
+        ]
+    })
 }
 
 /// A gift card as a lookup shows it. Fields in key order, as the answer has always listed them.

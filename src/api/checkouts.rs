@@ -55,76 +55,76 @@ struct CodeBody {
     session_token: Option<String>,
 }
 
+/// The rows `at` builds for a base path, under both spellings: the plural paths, then the
+/// singular ones (the spec's) as aliases of the same operations.
+pub fn at_both_bases(at: impl Fn(&str) -> Vec<Route>) -> Vec<Route> {
+    let (plural, singular) = (at(BASES[0]), at(BASES[1]));
+    plural.into_iter().chain(singular.into_iter().map(Route::alias)).collect()
+}
+
 pub fn routes() -> Vec<Route> {
     use Access::Storefront;
     use Service::Cell;
-    let mut rows = Vec::new();
-    for base in BASES {
+    at_both_bases(|base| {
         let one = format!("{base}/{{checkoutId}}");
-        // The singular spelling serves the same operations again.
-        let alias = base != BASES[0];
-        rows.extend(
-            [
-                Route::post(
-                    base,
-                    Cell,
-                    Storefront,
-                    handler!(create),
-                    "Create a checkout from a cart or line items (guests get a sessionToken)",
-                )
-                .secret()
-                .body::<CreateCheckout>()
-                .id("createCheckout"),
-                Route::get(&one, Cell, Storefront, handler!(get), "One checkout, priced now").id("getCheckout"),
-                Route::patch(
-                    &one,
-                    Cell,
-                    Storefront,
-                    handler!(update),
-                    "Update contact, addresses, shipping method, note, tip, payment method",
-                )
-                .body::<UpdateCheckout>()
-                .id("updateCheckout"),
-                Route::post(
-                    &format!("{one}/shipping-rates"),
-                    Cell,
-                    Storefront,
-                    handler!(shipping_rates),
-                    "The shipping rates offered for the checkout shipped to an address",
-                )
-                .body::<RatesBody>()
-                .id("listCheckoutShippingRates"),
-                Route::post(
-                    &format!("{one}/discount-codes"),
-                    Cell,
-                    Storefront,
-                    handler!(add_code),
-                    "Apply a discount code (422 when it does not apply) or a gift card's code",
-                )
-                .errors(&[409])
-                .body::<CodeBody>()
-                .id("applyCheckoutCode"),
-                Route::delete(
-                    &format!("{one}/discount-codes/{{code}}"),
-                    Cell,
-                    Storefront,
-                    handler!(remove_code),
-                    "Remove a discount code",
-                )
-                .id("removeCheckoutDiscountCode"),
-                Route::delete(
-                    &format!("{one}/gift-cards/{{giftCardId}}"),
-                    Cell,
-                    Storefront,
-                    handler!(remove_gift_card),
-                    "Take a gift card off the checkout",
-                )
-                .id("removeCheckoutGiftCard"),
-            ]
-            .map(|r| if alias { r.alias() } else { r }),
-        );
-    }
-    rows
+        vec![
+            Route::post(
+                base,
+                Cell,
+                Storefront,
+                handler!(create),
+                "Create a checkout from a cart or line items (guests get a sessionToken)",
+            )
+            .secret()
+            .body::<CreateCheckout>()
+            .id("createCheckout"),
+            Route::get(&one, Cell, Storefront, handler!(get), "One checkout, priced now").id("getCheckout"),
+            Route::patch(
+                &one,
+                Cell,
+                Storefront,
+                handler!(update),
+                "Update contact, addresses, shipping method, note, tip, payment method",
+            )
+            .body::<UpdateCheckout>()
+            .id("updateCheckout"),
+            Route::post(
+                &format!("{one}/shipping-rates"),
+                Cell,
+                Storefront,
+                handler!(shipping_rates),
+                "The shipping rates offered for the checkout shipped to an address",
+            )
+            .body::<RatesBody>()
+            .id("listCheckoutShippingRates"),
+            Route::post(
+                &format!("{one}/discount-codes"),
+                Cell,
+                Storefront,
+                handler!(add_code),
+                "Apply a discount code (422 when it does not apply) or a gift card's code",
+            )
+            .errors(&[409])
+            .body::<CodeBody>()
+            .id("applyCheckoutCode"),
+            Route::delete(
+                &format!("{one}/discount-codes/{{code}}"),
+                Cell,
+                Storefront,
+                handler!(remove_code),
+                "Remove a discount code",
+            )
+            .id("removeCheckoutDiscountCode"),
+            Route::delete(
+                &format!("{one}/gift-cards/{{giftCardId}}"),
+                Cell,
+                Storefront,
+                handler!(remove_gift_card),
+                "Take a gift card off the checkout",
+            )
+            .id("removeCheckoutGiftCard"),
+        ]
+    })
 }
 
 /// `?sessionToken=`: a guest's checkout session token, where the request has no body to carry it
