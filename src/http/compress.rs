@@ -95,22 +95,22 @@ fn compressible(resp: &Resp) -> bool {
 }
 
 /// The answer compressed as `accept` allows, when it is worth it.
-pub async fn apply(accept: Option<&HeaderValue>, resp: Resp) -> Resp {
+pub async fn apply(accept: Option<&HeaderValue>, mut resp: Resp) -> Resp {
     if !compressible(&resp) {
         return resp;
     }
+    resp.headers_mut().append(VARY, HeaderValue::from_static("accept-encoding"));
+    let Some(coding) = negotiate(accept.and_then(|v| v.to_str().ok())) else { return resp };
     let (mut parts, mut body) = resp.into_parts();
-    parts.headers.append(VARY, HeaderValue::from_static("accept-encoding"));
     // A whole body is one frame: taken as it is (collecting would allocate a list for it).
     let bytes = match body.frame().await {
         Some(Ok(frame)) => frame.into_data().unwrap_or_default(),
         Some(Err(never)) => match never {},
         None => Bytes::new(),
     };
-    let coding = negotiate(accept.and_then(|v| v.to_str().ok()));
-    let (Some(coding), true) = (coding, bytes.len() >= THRESHOLD) else {
+    if bytes.len() < THRESHOLD {
         return Resp::from_parts(parts, Full::new(bytes));
-    };
+    }
     match encode(&bytes, coding) {
         Ok(packed) if packed.len() < bytes.len() => {
             parts.headers.insert(CONTENT_ENCODING, HeaderValue::from_static(coding.name()));

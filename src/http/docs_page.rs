@@ -104,8 +104,9 @@ fn operation(out: &mut String, method: &str, path: &str, op: &Value) {
         }
         out.push_str("</tbody></table>\n");
     }
-    if let Some(schema) = op["requestBody"]["content"]["application/json"]["schema"].as_object() {
-        let _ = writeln!(out, "<h4>Request body</h4><p>JSON: {}</p>", type_of(&Value::Object(schema.clone())));
+    let body = &op["requestBody"]["content"]["application/json"]["schema"];
+    if body.is_object() {
+        let _ = writeln!(out, "<h4>Request body</h4><p>JSON: {}</p>", type_of(body));
     }
     out.push_str("<h4>Answers</h4><table><thead><tr><th>Status</th><th>Body</th><th>Meaning</th></tr></thead><tbody>");
     for (status, answer) in op["responses"].as_object().into_iter().flatten() {
