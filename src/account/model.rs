@@ -97,8 +97,7 @@ pub fn validate_register(r: &Register) -> ApiResult<()> {
     let mut c = Check::new();
     let email = normalize_email(&r.email);
     c.ensure(valid_email(&email), "email", "must be a valid email address");
-    let name = r.name.trim();
-    c.ensure(!name.is_empty() && name.chars().count() <= 100, "name", "must be 1 to 100 characters");
+    crate::domain::fields::check_line(&mut c, "name", &r.name, 100, true);
     let len = r.password.chars().count();
     c.ensure(len >= PASSWORD_MIN, "password", format!("must be at least {PASSWORD_MIN} characters"));
     c.ensure(len <= PASSWORD_MAX, "password", format!("must be at most {PASSWORD_MAX} characters"));

@@ -58,6 +58,7 @@ async fn registration_rules() {
         (json!({"email": "a@example.com", "password": "x".repeat(257), "name": "A"}), "password"),
         (json!({"email": "longemail@example.com", "password": "longemail@example.com", "name": "A"}), "password"),
         (json!({"email": "a@example.com", "password": PASSWORD, "name": " "}), "name"),
+        (json!({"email": "a@example.com", "password": PASSWORD, "name": "Ada\nLovelace"}), "name"),
     ];
     for (body, field) in cases {
         let a = c.post("/api/v1/auth/register", None, body.clone()).await.expect(400);
