@@ -11,6 +11,7 @@ pub mod error;
 pub mod http;
 pub mod memory;
 pub mod node;
+pub mod outbound;
 pub mod payments;
 pub mod run;
 pub mod search;
