@@ -408,3 +408,42 @@ mod tests {
         assert!(Cli::try_parse_from(["shopcell", "serve", "--answer-cache", "maybe"]).is_err());
     }
 }
+
+/// The outbound client: calls to URLs merchants give (webhooks, downloads), `docs/outbound.md`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct OutboundArgs {
+    /// A host outbound calls may reach whatever its addresses (loopback, private network), over
+    /// plain http too: `HOST` (any port) or `HOST:PORT`, exact, repeatable or comma-separated.
+    #[arg(long = "outbound-allow", env = "SHOPCELL_OUTBOUND_ALLOW", value_delimiter = ',', value_name = "HOST[:PORT]")]
+    pub outbound_allow: Vec<String>,
+    /// A PEM file of root certificates trusted for outbound https besides the public ones
+    /// (repeatable).
+    #[arg(long = "outbound-ca", env = "SHOPCELL_OUTBOUND_CA", value_name = "FILE")]
+    pub outbound_ca: Vec<PathBuf>,
+    /// Longest wait to resolve a host, to connect, and for the TLS handshake, e.g. `5s` [default: 5s].
+    #[arg(long, env = "SHOPCELL_OUTBOUND_CONNECT_TIMEOUT", value_parser = humantime::parse_duration)]
+    pub outbound_connect_timeout: Option<std::time::Duration>,
+    /// Longest an outbound call may take in all, redirects and answer included, e.g. `15s`
+    /// [default: 15s].
+    #[arg(long, env = "SHOPCELL_OUTBOUND_TIMEOUT", value_parser = humantime::parse_duration)]
+    pub outbound_timeout: Option<std::time::Duration>,
+    /// Largest answer body an outbound call reads, in bytes; a larger one fails the call
+    /// [default: 1048576].
+    #[arg(long, env = "SHOPCELL_OUTBOUND_MAX_RESPONSE", value_name = "BYTES")]
+    pub outbound_max_response: Option<usize>,
+}
+
+impl OutboundArgs {
+    /// The client settings: the flags given, the defaults of [`crate::outbound::OutboundConfig`] for
+    /// the rest.
+    pub fn config(&self) -> crate::outbound::OutboundConfig {
+        let default = crate::outbound::OutboundConfig::default();
+        crate::outbound::OutboundConfig {
+            allow: self.outbound_allow.clone(),
+            ca_files: self.outbound_ca.clone(),
+            connect_timeout: self.outbound_connect_timeout.unwrap_or(default.connect_timeout),
+            total_timeout: self.outbound_timeout.unwrap_or(default.total_timeout),
+            max_response_bytes: self.outbound_max_response.unwrap_or(default.max_response_bytes),
+        }
+    }
+}
