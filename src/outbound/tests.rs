@@ -7,7 +7,8 @@ use std::future::Future;
 use std::io;
 use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -24,6 +25,16 @@ use super::*;
 
 /// Names to addresses; anything else does not resolve.
 struct MapResolver(HashMap<String, Vec<IpAddr>>);
+
+/// Counts the lookups of the resolver it wraps.
+struct Counting(Arc<dyn Resolve>, Arc<AtomicUsize>);
+
+impl Resolve for Counting {
+    fn resolve<'a>(&'a self, host: &'a str, port: u16) -> Pin<Box<dyn Future<Output = io::Result<Vec<IpAddr>>> + Send + 'a>> {
+        self.1.fetch_add(1, Ordering::SeqCst);
+        self.0.resolve(host, port)
+    }
+}
 
 impl Resolve for MapResolver {
     fn resolve<'a>(&'a self, host: &'a str, _port: u16) -> Pin<Box<dyn Future<Output = io::Result<Vec<IpAddr>>> + Send + 'a>> {
@@ -43,11 +54,13 @@ fn resolver(extra: &[(&str, &str)]) -> Arc<dyn Resolve> {
     Arc::new(MapResolver(map))
 }
 
+/// Short timeouts, though not so short that a busy machine trips them (the hanging-server test
+/// sets its own).
 fn config(allow: &[&str]) -> OutboundConfig {
     OutboundConfig {
         allow: allow.iter().map(|s| s.to_string()).collect(),
-        connect_timeout: Duration::from_millis(300),
-        total_timeout: Duration::from_millis(300),
+        connect_timeout: Duration::from_secs(2),
+        total_timeout: Duration::from_secs(4),
         ..OutboundConfig::default()
     }
 }
@@ -132,22 +145,30 @@ fn test_pki() -> TestPki {
     TestPki { _dir: dir, ca_file, server: Arc::new(server) }
 }
 
-/// An HTTPS server on 127.0.0.1 presenting the `hooks.test` certificate; its port.
-async fn https_server(pki: &TestPki, handler: Handler) -> u16 {
+/// An HTTPS server on 127.0.0.1 presenting the `hooks.test` certificate; its port, and the server
+/// names (SNI) its clients asked for.
+async fn https_server_sni(pki: &TestPki, handler: Handler) -> (u16, Arc<Mutex<Vec<String>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let acceptor = tokio_rustls::TlsAcceptor::from(pki.server.clone());
+    let names = Arc::new(Mutex::new(Vec::new()));
+    let seen = names.clone();
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
-            let (acceptor, handler) = (acceptor.clone(), handler.clone());
+            let (acceptor, handler, seen) = (acceptor.clone(), handler.clone(), seen.clone());
             tokio::spawn(async move {
                 if let Ok(tls) = acceptor.accept(tcp).await {
+                    seen.lock().unwrap().push(tls.get_ref().1.server_name().unwrap_or("-").to_string());
                     serve_conn(tls, handler).await;
                 }
             });
         }
     });
-    port
+    (port, names)
+}
+
+async fn https_server(pki: &TestPki, handler: Handler) -> u16 {
+    https_server_sni(pki, handler).await.0
 }
 
 fn tls_client(pki: &TestPki, allow: &[&str]) -> Outbound {
@@ -291,7 +312,7 @@ async fn bad_settings_are_named() {
 #[tokio::test]
 async fn tls_verifies_the_name_against_the_test_ca() {
     let pki = test_pki();
-    let port = https_server(&pki, Arc::new(echo)).await;
+    let (port, sni) = https_server_sni(&pki, Arc::new(echo)).await;
     let out = tls_client(&pki, &["hooks.test", "other.test"]);
     let mut post = get(format!("https://hooks.test:{port}/deliver"), Redirects::None);
     post.method = Method::POST;
@@ -301,6 +322,8 @@ async fn tls_verifies_the_name_against_the_test_ca() {
     assert_eq!(res.status, 200);
     assert_eq!(res.body, format!("POST hooks.test:{port} shopcell 11 /deliver"));
     assert!(res.elapsed < Duration::from_secs(5));
+    // Connected to the resolved address, the name still in the handshake.
+    assert_eq!(*sni.lock().unwrap(), ["hooks.test"]);
     // The same server under a name its certificate does not carry.
     let e = out.send(get(format!("https://other.test:{port}/"), Redirects::None)).await.unwrap_err();
     assert!(matches!(&e, OutboundError::Tls(m) if m.contains("other.test")), "{e:?}");
@@ -313,11 +336,13 @@ async fn tls_verifies_the_name_against_the_test_ca() {
 #[tokio::test]
 async fn a_hanging_server_times_out() {
     let port = raw_server(Vec::new()).await;
-    let out = client(&["hooks.test"]);
+    let short = OutboundConfig { total_timeout: Duration::from_millis(300), ..config(&["hooks.test"]) };
+    let out = Outbound::new(short, resolver(&[])).unwrap();
     let start = Instant::now();
     let e = out.send(get(format!("http://hooks.test:{port}/"), Redirects::None)).await.unwrap_err();
     assert_eq!(e, OutboundError::Timeout);
-    assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
+    let waited = start.elapsed();
+    assert!(waited >= Duration::from_millis(300) && waited < Duration::from_secs(2), "{waited:?}");
     // A body that starts and then stalls is cut by the same total timeout.
     let port = raw_server(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc".to_vec()).await;
     let e = out.send(get(format!("http://hooks.test:{port}/"), Redirects::None)).await.unwrap_err();
@@ -336,8 +361,7 @@ async fn answers_over_the_cap_are_too_large() {
         _ => reply(200, big.clone()),
     }))
     .await;
-    let out = Outbound::new(OutboundConfig { total_timeout: Duration::from_secs(5), ..config(&["hooks.test"]) }, resolver(&[]))
-        .unwrap();
+    let out = client(&["hooks.test"]);
     let e = out.send(get(format!("http://hooks.test:{port}/big"), Redirects::None)).await.unwrap_err();
     assert_eq!(e, OutboundError::TooLarge);
     let res = out.send(get(format!("http://hooks.test:{port}/exact"), Redirects::None)).await.unwrap();
@@ -373,6 +397,22 @@ fn redirecting(req: &Request<Incoming>) -> Response<Full<Bytes>> {
         ["to"] => redirect(302, req.uri().query().unwrap_or("")),
         _ => echo(req),
     }
+}
+
+#[tokio::test]
+async fn one_lookup_per_hop() {
+    let port = http_server(Arc::new(redirecting)).await;
+    let lookups = Arc::new(AtomicUsize::new(0));
+    let out = Outbound::new(config(&["hooks.test"]), Arc::new(Counting(resolver(&[]), lookups.clone()))).unwrap();
+    out.send(get(format!("http://hooks.test:{port}/"), Redirects::None)).await.unwrap();
+    assert_eq!(lookups.load(Ordering::SeqCst), 1);
+    out.send(get(format!("http://hooks.test:{port}/chain/2/0"), Redirects::Follow(5))).await.unwrap();
+    assert_eq!(lookups.load(Ordering::SeqCst), 4);
+    // An IP literal is not looked up.
+    let literal =
+        Outbound::new(config(&[&format!("127.0.0.1:{port}")]), Arc::new(Counting(resolver(&[]), lookups.clone()))).unwrap();
+    literal.send(get(format!("http://127.0.0.1:{port}/"), Redirects::None)).await.unwrap();
+    assert_eq!(lookups.load(Ordering::SeqCst), 4);
 }
 
 #[tokio::test]
