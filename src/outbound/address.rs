@@ -91,6 +91,7 @@ fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
 pub struct AllowEntry {
     /// The host as the URL parser spells it (lowercase name, dotted IPv4, `[v6]`).
     pub host: String,
+    /// The one port allowed; `None` allows every port.
     pub port: Option<u16>,
 }
 

@@ -76,10 +76,12 @@ pub enum Redirects {
 #[derive(Debug, Clone)]
 pub struct OutboundRequest {
     pub method: Method,
+    /// An absolute http(s) URL, checked like [`Outbound::check_url`] before anything is sent.
     pub url: String,
     /// Sent as given, but for `Host`, `Content-Length` and connection headers, which the client
     /// writes; `User-Agent` is `shopcell` unless given.
     pub headers: Vec<(String, String)>,
+    /// Sent with its `Content-Length` (also 0 for POST, PUT and PATCH).
     pub body: Bytes,
     pub redirects: Redirects,
 }
@@ -89,6 +91,7 @@ pub struct OutboundRequest {
 pub struct OutboundResponse {
     pub status: u16,
     pub headers: HeaderMap,
+    /// At most the configured `max_response_bytes`.
     pub body: Bytes,
     /// From the start of [`Outbound::send`] to the last byte read.
     pub elapsed: Duration,
