@@ -54,9 +54,12 @@ pub struct ServeArgs {
     /// Answer cache options.
     #[command(flatten)]
     pub caches: CacheArgs,
-    /// How long closed stores are kept.
+    /// How long closed stores are kept and checkouts wait.
     #[command(flatten)]
     pub retention: RetentionArgs,
+    /// Calls out to URLs merchants name (webhooks).
+    #[command(flatten)]
+    pub outbound: OutboundArgs,
     /// The memory budget.
     #[command(flatten)]
     pub memory: MemoryArgs,
@@ -108,9 +111,12 @@ pub struct CellArgs {
     /// Answer cache options.
     #[command(flatten)]
     pub caches: CacheArgs,
-    /// How long closed stores are kept.
+    /// How long closed stores are kept and checkouts wait.
     #[command(flatten)]
     pub retention: RetentionArgs,
+    /// Calls out to URLs merchants name (webhooks).
+    #[command(flatten)]
+    pub outbound: OutboundArgs,
     /// Connection limits: idle and body timeouts, caps.
     #[command(flatten)]
     pub connections: ConnectionArgs,
@@ -266,19 +272,26 @@ impl ConnectionArgs {
     }
 }
 
-/// How long a cell keeps what is gone, shared by `serve` and `cell`.
+/// How long a cell waits on what is gone or left, shared by `serve` and `cell`.
 #[derive(Args, Debug, Clone)]
 pub struct RetentionArgs {
     /// How long a closed store's data is kept, during which `shopcell admin reopen-store` brings
     /// it back (`30d`, `12h`; see `docs/stores-and-members.md`, "Closing a store").
     #[arg(long, env = "SHOPCELL_CLOSED_STORE_GRACE", default_value = "30d", value_parser = humantime::parse_duration)]
     pub closed_store_grace: std::time::Duration,
+    /// How long after its last change a checkout with an email and no order is reported
+    /// abandoned (the `checkout.abandoned` event, once; see `docs/webhooks.md`).
+    #[arg(long, env = "SHOPCELL_CHECKOUT_ABANDONED_AFTER", default_value = "1h", value_parser = humantime::parse_duration)]
+    pub checkout_abandoned_after: std::time::Duration,
 }
 
 impl Default for RetentionArgs {
     /// The flags' defaults, for processes built in code (tests, benchmarks).
     fn default() -> Self {
-        RetentionArgs { closed_store_grace: std::time::Duration::from_secs(30 * 24 * 3600) }
+        RetentionArgs {
+            closed_store_grace: std::time::Duration::from_secs(30 * 24 * 3600),
+            checkout_abandoned_after: std::time::Duration::from_secs(3600),
+        }
     }
 }
 

@@ -9,6 +9,7 @@ pub mod clock;
 pub mod domain;
 pub mod error;
 pub mod http;
+pub mod jobs;
 pub mod memory;
 pub mod node;
 pub mod outbound;

@@ -18,7 +18,9 @@ use crate::account::keys::{public_keys_from_jwks, read_service_key};
 use crate::account::oidc::Social;
 use crate::cells::Cell;
 use crate::cells::payments;
-use crate::cli::{AccountArgs, AuthArgs, CacheArgs, CellArgs, MemoryArgs, PaymentArgs, RouterArgs, ServeArgs};
+use crate::cli::{
+    AccountArgs, AuthArgs, CacheArgs, CellArgs, MemoryArgs, OutboundArgs, PaymentArgs, RetentionArgs, RouterArgs, ServeArgs,
+};
 use crate::clock::Clock;
 use crate::error::BoxError;
 use crate::http::auth::TokenVerifier;
@@ -33,24 +35,44 @@ fn valid_cell_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
+/// The flags every cell of a process shares (`serve` and `cell` take the same).
+struct CellFlags<'a> {
+    payments: &'a PaymentArgs,
+    caches: &'a CacheArgs,
+    retention: &'a RetentionArgs,
+    outbound: &'a OutboundArgs,
+}
+
+/// The [`CellFlags`] of a role's arguments (`ServeArgs`, `CellArgs`: the same fields).
+macro_rules! cell_flags {
+    ($args:expr) => {
+        CellFlags { payments: &$args.payments, caches: &$args.caches, retention: &$args.retention, outbound: &$args.outbound }
+    };
+}
+
 fn open_cells(
     data: &Path,
     names: &[String],
-    payments: &PaymentArgs,
-    caches: &CacheArgs,
+    flags: &CellFlags,
     memory: &CellShares,
     clock: &Clock,
 ) -> Result<BTreeMap<String, Arc<Cell>>, BoxError> {
-    let providers = crate::payments::Providers::from_args(payments)?;
+    let (caches, retention) = (flags.caches, flags.retention);
+    let providers = crate::payments::Providers::from_args(flags.payments)?;
+    let outbound = crate::outbound::Outbound::new(flags.outbound.config(), Arc::new(crate::outbound::SystemResolver))?;
     let mut cells = BTreeMap::new();
     for name in names {
         if !valid_cell_name(name) {
             return Err(format!("invalid cell name {name:?}: use letters, digits, - and _").into());
         }
-        let cell = payments::with_payments(Cell::open(name, &cell_dir(data, name), clock.clone(), memory)?, providers.clone());
+        let mut cell =
+            payments::with_payments(Cell::open(name, &cell_dir(data, name), clock.clone(), memory)?, providers.clone())
+                .with_outbound(outbound.clone());
+        cell.abandoned_after_ms = i64::try_from(retention.checkout_abandoned_after.as_millis()).unwrap_or(i64::MAX);
         cell.search.answers.set_enabled(caches.answer_cache);
         cell.pages.set_enabled(caches.answer_cache);
         let cell = Arc::new(cell);
+        cell.start_jobs()?;
         // In the background: readiness does not wait for the warm-up.
         cell.warm();
         cells.insert(name.clone(), cell);
@@ -88,7 +110,7 @@ pub fn build_serve_with_clock(args: &ServeArgs, clock: Clock) -> Result<Node, Bo
     let (budget, shares) = divide_memory(&args.memory, args.cells.len())?;
     let account = Arc::new(open_account(&args.data, &args.auth, &shares, &clock)?.with_plans(plans(args.plans.as_deref())?));
     let verifier = TokenVerifier::new(vec![account.key.public_key()], clock.clone());
-    let cells = open_cells(&args.data, &args.cells, &args.payments, &args.caches, &shares.cell, &clock)?;
+    let cells = open_cells(&args.data, &args.cells, &cell_flags!(args), &shares.cell, &clock)?;
     let key = account.service_key.clone();
     let directory = DirectoryLink::Local(account);
     let mut node = Node::new(Mode::Serve, crate::api::routes(), verifier, directory, cells, BTreeMap::new(), key, clock)?;
@@ -123,7 +145,7 @@ pub async fn build_cell(args: &CellArgs) -> Result<Node, BoxError> {
     let account = Upstream::new(&args.account, &key);
     let verifier = TokenVerifier::new(fetch_keys(&account).await?, clock.clone());
     let (budget, shares) = divide_memory(&args.memory, 1)?;
-    let cells = open_cells(&args.data, std::slice::from_ref(&args.name), &args.payments, &args.caches, &shares.cell, &clock)?;
+    let cells = open_cells(&args.data, std::slice::from_ref(&args.name), &cell_flags!(args), &shares.cell, &clock)?;
     let directory = DirectoryLink::remote(account);
     let mut node = Node::new(Mode::Cell, crate::api::routes(), verifier, directory, cells, BTreeMap::new(), key, clock)?;
     node.memory = Some(budget);

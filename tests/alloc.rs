@@ -147,6 +147,7 @@ async fn measure_server(answer_cache: bool) -> Vec<Figure> {
         payments: Default::default(),
         caches: CacheArgs { answer_cache },
         retention: Default::default(),
+        outbound: Default::default(),
         memory: Default::default(),
     };
     let server = serve(&args).await;

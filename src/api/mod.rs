@@ -26,6 +26,7 @@ pub mod storefront;
 pub mod stores;
 pub mod subscriptions;
 pub mod system;
+pub mod webhooks;
 
 use crate::node::context::Route;
 
@@ -55,6 +56,7 @@ pub fn routes() -> Vec<Route> {
         ("Payments", payments::routes()),
         ("Publishable keys", publishable_keys::routes()),
         ("Subscriptions", subscriptions::routes()),
+        ("Webhooks and events", webhooks::routes()),
         ("Internal", internal::routes()),
     ];
     areas.into_iter().flat_map(|(tag, rows)| rows.into_iter().map(move |r| Route { tag, ..r })).collect()

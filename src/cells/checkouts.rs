@@ -6,9 +6,11 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::cells::Cell;
+use crate::cells::abandoned;
 use crate::cells::calculate::{self, CalcLineInput, CalcRequest, Priced};
 use crate::cells::carts::{self, LineInfo, UnavailableLine, line_infos, unavailable};
 use crate::cells::discounts;
+use crate::cells::events;
 use crate::cells::gift_cards::find_gift_card;
 use crate::cells::shipping::all_zones;
 use crate::cells::storefront::{self, new_token, token_hash};
@@ -236,8 +238,16 @@ pub async fn create_checkout(
         created_at: now,
         updated_at: now,
     };
-    let row = co.clone();
-    cell.writer.write(Some(store), move |tx| record::put(tx, store, &row)).await?;
+    // The event shows the checkout as a member reads it, priced when it was made.
+    let data = serde_json::to_vec(&checkout_view(cell, store, &co, false, None)?).map_err(ApiError::internal)?;
+    let (row, after) = (co.clone(), cell.abandoned_after_ms);
+    cell.writer
+        .write(Some(store), move |tx| {
+            record::put(tx, store, &row)?;
+            abandoned::watch(tx, store, &row, after, now)?;
+            events::append(tx, store, "checkout.created", data.clone(), now)
+        })
+        .await?;
     Ok((co, token))
 }
 
@@ -279,7 +289,7 @@ async fn save_open(
     co: Checkout,
     merge: impl Fn(&Checkout, &Checkout) -> Checkout + Send + 'static,
 ) -> ApiResult<Checkout> {
-    let now = cell.clock.now_ms();
+    let (now, after) = (cell.clock.now_ms(), cell.abandoned_after_ms);
     cell.writer
         .write(Some(store), move |tx| {
             let stored = record::must_load::<Checkout>(tx, store, co.id)?;
@@ -287,6 +297,7 @@ async fn save_open(
             let mut next = merge(&stored, &co);
             next.updated_at = now;
             record::put(tx, store, &next)?;
+            abandoned::watch(tx, store, &next, after, now)?;
             Ok(next)
         })
         .await

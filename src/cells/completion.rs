@@ -19,6 +19,7 @@ use uuid::Uuid;
 use crate::cells::Cell;
 use crate::cells::checkouts::{self, Caller, PricedCheckout, ensure_open};
 use crate::cells::discounts::{consume_usage, customer_key};
+use crate::cells::events;
 use crate::cells::gift_cards::redeem_gift_card;
 use crate::cells::orders::number_key;
 use crate::cells::payments::{self, Confirmation, NewIntent, PaymentIntent, claim_intent};
@@ -233,6 +234,10 @@ pub async fn complete_checkout(cell: &Cell, store: Uuid, id: Uuid, caller: &Call
             order.number = last + 1;
             tx.put(COUNTERS, &number_key(store), &order.number.to_le_bytes())?;
             record::write(tx, store, None, Some(&order))?;
+            events::append_json(tx, store, "order.created", &order, now)?;
+            if order.financial_status == FinancialStatus::Paid {
+                events::append_json(tx, store, "order.paid", &order, now)?;
+            }
             stored.status = CheckoutStatus::Completed;
             stored.order_id = Some(order.id);
             stored.completed_at = Some(now);
@@ -285,7 +290,7 @@ fn reserve(tx: &mut Tx, store: Uuid, take: &ProductTake, now: i64) -> ApiResult<
     }
     if changed {
         new.updated_at = now;
-        write_product(tx, store, Some(&old), Some(&new))?;
+        write_product(tx, store, Some(&old), Some(&new), now)?;
     }
     Ok(())
 }

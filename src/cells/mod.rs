@@ -2,6 +2,7 @@
 //! cell and keeps the set of stores it serves; `products` and `moves` work on its records,
 //! `link` and `forward` reach a cell in this process or over HTTP.
 
+pub mod abandoned;
 pub mod calculate;
 pub mod carts;
 pub mod catalogs;
@@ -10,8 +11,10 @@ pub mod collections;
 pub mod completion;
 pub mod discount_comments;
 pub mod discounts;
+pub mod events;
 pub mod gift_cards;
 pub mod handles;
+pub mod jobs;
 pub mod link;
 pub mod markets;
 pub mod migrations;
@@ -27,6 +30,7 @@ pub mod storefront;
 pub mod stores;
 pub mod taxes;
 mod warm;
+pub mod webhooks;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -63,6 +67,12 @@ pub struct Cell {
     pub publisher: publisher::Publisher,
     /// The payment providers intents are created at and confirmed through (`payments.rs`).
     payments: crate::payments::Providers,
+    /// Every call out to a party a merchant names (webhook deliveries).
+    pub outbound: crate::outbound::Outbound,
+    /// How long after its last change a checkout with an email and no order is abandoned.
+    pub abandoned_after_ms: i64,
+    /// The runner of the cell's jobs, once started ([`Cell::start_jobs`]).
+    jobs: Mutex<Option<crate::jobs::runner::Runner>>,
     /// Recent product list pages, rendered (see `search::cache`).
     pub pages: crate::search::cache::AnswerCache,
     /// Store settings of recent requests, current while their store's generation is.
@@ -135,6 +145,9 @@ impl Cell {
             search,
             publisher,
             payments: crate::payments::Providers::default(),
+            outbound: crate::outbound::Outbound::new(Default::default(), Arc::new(crate::outbound::SystemResolver))?,
+            jobs: Mutex::new(None),
+            abandoned_after_ms: 3_600_000,
             pages: crate::search::cache::AnswerCache::new(memory.answers),
             // Settings are few and small: a quarter of the share is plenty.
             settings: stores::SettingsCache::new(memory.pricing / 4),
@@ -200,9 +213,37 @@ impl Cell {
         Ok(self.db.begin_read()?)
     }
 
+    /// Calls out through `outbound` (built from the operator's flags).
+    pub fn with_outbound(mut self, outbound: crate::outbound::Outbound) -> Cell {
+        self.outbound = outbound;
+        self
+    }
+
+    /// Starts running the cell's jobs (deliveries, mail, scheduled checks).
+    pub fn start_jobs(self: &Arc<Cell>) -> std::io::Result<()> {
+        let runner = jobs::start(self)?;
+        if let Ok(mut j) = self.jobs.lock() {
+            *j = Some(runner);
+        }
+        Ok(())
+    }
+
+    /// Makes the job runner look for due jobs now.
+    pub fn wake_jobs(&self) {
+        if let Ok(j) = self.jobs.lock()
+            && let Some(r) = j.as_ref()
+        {
+            r.wake();
+        }
+    }
+
     /// Stops the writer after the queued jobs and waits for it.
     pub fn close(&self) {
         self.save_hottest();
+        // Before the writer: the runs under way record their outcomes through it.
+        if let Some(r) = self.jobs.lock().ok().and_then(|mut j| j.take()) {
+            r.stop();
+        }
         // The indexer first: its last pass deletes drained outbox entries through the writer.
         self.search.stop();
         // Before the writer: a publish under way still commits.

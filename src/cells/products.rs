@@ -10,6 +10,7 @@ use uuid::Uuid;
 use crate::cells::Cell;
 use crate::cells::catalogs;
 use crate::cells::collections;
+use crate::cells::events;
 use crate::cells::handles::{handle_key, resolve_handle};
 use crate::cells::stores;
 use crate::domain::product::*;
@@ -163,15 +164,56 @@ impl AsRef<[u8]> for ViewRow {
     }
 }
 
-/// Writes `new` in place of `old` (either may be absent: create, delete) with every secondary row.
-pub fn write_product(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Option<&Product>) -> ApiResult<()> {
+/// Writes `new` in place of `old` (either may be absent: create, delete) with every secondary row
+/// and the events it makes, at `now`.
+pub fn write_product(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Option<&Product>, now: i64) -> ApiResult<()> {
     let rendered = new.map(Rendered::of).transpose()?;
-    write_rendered(tx, store, old, new.zip(rendered.as_ref()))
+    write_rendered(tx, store, old, new.zip(rendered.as_ref()), now)
+}
+
+/// The events of a product write: created, updated or deleted, and a change of stock per
+/// variant whose quantity moved.
+fn product_events(
+    tx: &mut Tx,
+    store: Uuid,
+    old: Option<&Product>,
+    new: Option<(&Product, &Rendered)>,
+    now: i64,
+) -> ApiResult<()> {
+    match (old, new) {
+        (None, Some((_, r))) => events::append(tx, store, "product.created", r.json().to_vec(), now)?,
+        (Some(_), Some((_, r))) => events::append(tx, store, "product.updated", r.json().to_vec(), now)?,
+        (Some(o), None) => events::append_json(tx, store, "product.deleted", &serde_json::json!({"id": o.id}), now)?,
+        (None, None) => {}
+    }
+    let (Some(o), Some((n, _))) = (old, new) else { return Ok(()) };
+    for v in &n.variants {
+        if let Some(before) = o.variants.iter().find(|b| b.id == v.id)
+            && before.inventory_quantity != v.inventory_quantity
+        {
+            let data = serde_json::json!({
+                "productId": n.id,
+                "variantId": v.id,
+                "sku": v.sku,
+                "inventoryQuantity": v.inventory_quantity,
+                "previousQuantity": before.inventory_quantity,
+            });
+            events::append_json(tx, store, "inventory.updated", &data, now)?;
+        }
+    }
+    Ok(())
 }
 
 /// [`write_product`] with the new product already rendered (creates render it before they queue,
 /// so the writer thread, which every write of the cell waits on, does not).
-fn write_rendered(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Option<(&Product, &Rendered)>) -> ApiResult<()> {
+fn write_rendered(
+    tx: &mut Tx,
+    store: Uuid,
+    old: Option<&Product>,
+    new: Option<(&Product, &Rendered)>,
+    now: i64,
+) -> ApiResult<()> {
+    product_events(tx, store, old, new, now)?;
     let (new, rendered) = (new.map(|(p, _)| p), new.map(|(_, r)| r));
     // The search document follows through the outbox, committed with the row itself.
     if let Some(id) = new.or(old).map(|p| p.id) {
@@ -277,13 +319,13 @@ pub async fn create_product(cell: &Cell, store: Uuid, input: CreateProduct) -> A
             let (draft, rendered) = &*queued;
             let handle = resolve_handle(tx, PRODUCT_HANDLES, store, draft.id, requested.as_deref(), &base, "product")?;
             if handle == draft.handle {
-                write_rendered(tx, store, None, Some((draft, rendered)))?;
+                write_rendered(tx, store, None, Some((draft, rendered)), now)?;
                 return Ok(None);
             }
             let mut p = draft.clone();
             p.handle = handle;
             let fresh = Rendered::of(&p)?;
-            write_rendered(tx, store, None, Some((&p, &fresh)))?;
+            write_rendered(tx, store, None, Some((&p, &fresh)), now)?;
             Ok(Some((p, fresh)))
         })
         .await?;
@@ -445,17 +487,18 @@ pub async fn update_product(cell: &Cell, store: Uuid, id: Uuid, update: UpdatePr
                 p.handle = resolve_handle(tx, PRODUCT_HANDLES, store, id, Some(h), &p.title, "product")?;
             }
             p.updated_at = now;
-            write_product(tx, store, Some(&old), Some(&p))?;
+            write_product(tx, store, Some(&old), Some(&p), now)?;
             Ok(p)
         })
         .await
 }
 
 pub async fn delete_product(cell: &Cell, store: Uuid, id: Uuid) -> ApiResult<()> {
+    let now = cell.clock.now_ms();
     cell.writer
         .write(Some(store), move |tx| {
             let old = load(tx, store, id)?;
-            write_product(tx, store, Some(&old), None)
+            write_product(tx, store, Some(&old), None, now)
         })
         .await
 }
@@ -470,7 +513,7 @@ pub async fn add_variant(cell: &Cell, store: Uuid, id: Uuid, input: VariantInput
             let mut p = old.clone();
             p.variants.push(new_variant(&input, None, &p.options, vid, now));
             p.updated_at = now;
-            write_product(tx, store, Some(&old), Some(&p))?;
+            write_product(tx, store, Some(&old), Some(&p), now)?;
             Ok((p, vid))
         })
         .await
@@ -486,7 +529,7 @@ pub async fn update_variant(cell: &Cell, store: Uuid, id: Uuid, variant: Uuid, u
             let mut p = old.clone();
             p.variants[i] = apply_variant_update(&update, &old, &old.variants[i], now)?;
             p.updated_at = now;
-            write_product(tx, store, Some(&old), Some(&p))?;
+            write_product(tx, store, Some(&old), Some(&p), now)?;
             Ok(p)
         })
         .await
@@ -504,7 +547,7 @@ pub async fn delete_variant(cell: &Cell, store: Uuid, id: Uuid, variant: Uuid) -
             let mut p = old.clone();
             p.variants.remove(i);
             p.updated_at = now;
-            write_product(tx, store, Some(&old), Some(&p))
+            write_product(tx, store, Some(&old), Some(&p), now)
         })
         .await
 }

@@ -1,6 +1,7 @@
 //! The per-cell background task: publishes scheduled collections when they fall due, and every
-//! ten minutes sweeps abandoned carts and expired storefront sessions. "Due" is by the process's
-//! clock, and the task waits on it: moving the clock past a schedule publishes at once.
+//! ten minutes sweeps abandoned carts, expired storefront sessions, and events and deliveries
+//! past their 30 days. "Due" is by the process's clock, and the task waits on it: moving the
+//! clock past a schedule publishes at once.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,6 +13,7 @@ use uuid::Uuid;
 
 use crate::cells::collections::schedule_key;
 use crate::cells::storefront;
+use crate::cells::{events, webhooks};
 use crate::clock::Clock;
 use crate::domain::collection::{Collection, CollectionStatus};
 use crate::error::ApiResult;
@@ -80,6 +82,13 @@ async fn publish_loop(db: &Database, writer: &Writer, wake: &Notify, stopping: &
             swept = now;
             if let Err(e) = storefront::sweep_stale(db, writer, swept).await {
                 tracing::warn!(error = %e, "sweeping stale carts and sessions failed; next pass retries");
+            }
+            // Events and deliveries are kept 30 days.
+            if let Err(e) = events::purge(db, writer, swept).await {
+                tracing::warn!(error = %e, "purging old events failed; next pass retries");
+            }
+            if let Err(e) = webhooks::purge(db, writer, swept).await {
+                tracing::warn!(error = %e, "purging old deliveries failed; next pass retries");
             }
         }
         let next = match publish_due(db, writer, stopping, clock).await {

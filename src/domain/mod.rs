@@ -20,6 +20,7 @@ pub mod role;
 pub mod store;
 pub mod taxonomy;
 pub mod time;
+pub mod webhook;
 
 /// A fieldless enum with fixed names on the wire (statuses, types): lists filter on it by name.
 pub trait Enumerated: Copy + 'static {

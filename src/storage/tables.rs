@@ -213,6 +213,30 @@ pub const COLLECTION_CHILDREN: StoreTable = StoreTable::new(40, "collection_chil
 /// title key, price, inventory, status), read instead of whole products when a list is built.
 pub const PRODUCT_SORTS: StoreTable = StoreTable::new(41, "product_sorts");
 
+// ---- events, jobs and webhooks (see docs/webhooks.md) -------------------------------------------
+
+/// `store ‖ event id → Event`: what happened in the store, appended in the transaction of the
+/// change itself; ids are v7 and grow in commit order, so the table reads in event order.
+pub const EVENTS: StoreTable = StoreTable::new(42, "events");
+/// `store ‖ sort field u8 ‖ sort value ‖ event id → summary (topic, time)`: the event list orders.
+pub const EVENT_ORDER: StoreTable = StoreTable::new(43, "event_order");
+/// `store ‖ job id → Job`: durable background work (deliveries, mail, scheduled checks), claimed
+/// with a lease by the cell's job runner.
+pub const JOBS: StoreTable = StoreTable::new(44, "jobs");
+/// `store ‖ due i64 ‖ job id → ()`: when each live job is next due (a claimed one: when its
+/// lease ends). Dead jobs have no row.
+pub const JOB_DUE: StoreTable = StoreTable::new(45, "job_due");
+/// `store ‖ webhook id → Webhook`: subscriptions with their secret and delivery cursor.
+pub const WEBHOOKS: StoreTable = StoreTable::new(46, "webhooks");
+/// `store ‖ sort field u8 ‖ sort value ‖ webhook id → ()`: the subscription list orders.
+pub const WEBHOOK_ORDER: StoreTable = StoreTable::new(47, "webhook_order");
+/// `store ‖ webhook id ‖ delivery id → Delivery`: each event sent to a subscription, with its
+/// attempts (scoped to its subscription).
+pub const DELIVERIES: StoreTable = StoreTable::new(48, "deliveries");
+/// `store ‖ webhook id ‖ sort field u8 ‖ sort value ‖ delivery id → summary`: a subscription's
+/// delivery log.
+pub const DELIVERY_ORDER: StoreTable = StoreTable::new(49, "delivery_order");
+
 /// Every store-scoped table, in index order: exporting a store copies exactly these ranges.
 pub const STORE_TABLES: &[StoreTable] = &[
     STORES,
@@ -257,6 +281,14 @@ pub const STORE_TABLES: &[StoreTable] = &[
     DISCOUNT_COMMENT_ORDER,
     COLLECTION_CHILDREN,
     PRODUCT_SORTS,
+    EVENTS,
+    EVENT_ORDER,
+    JOBS,
+    JOB_DUE,
+    WEBHOOKS,
+    WEBHOOK_ORDER,
+    DELIVERIES,
+    DELIVERY_ORDER,
 ];
 
 /// Creates every table of the account directory.

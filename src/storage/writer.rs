@@ -131,6 +131,33 @@ pub struct Writer {
     pub orders: Arc<ListOrders>,
     /// Cached rows, dropped after every commit that changes them.
     pub rows: Arc<RowCache>,
+    /// Stores that committed events since the event fan-out last looked.
+    pub appended: Arc<Appended>,
+}
+
+/// The stores whose transactions appended events, filled after each commit and taken by the
+/// fan-out of the cell's job runner, which it wakes: the write pays for its event row alone.
+#[derive(Default)]
+pub struct Appended {
+    stores: std::sync::Mutex<HashSet<Uuid>>,
+    pub notify: tokio::sync::Notify,
+}
+
+impl Appended {
+    /// The stores with new events since the last call.
+    pub fn take(&self) -> HashSet<Uuid> {
+        self.stores.lock().map(|mut s| std::mem::take(&mut *s)).unwrap_or_default()
+    }
+
+    fn add(&self, stores: Vec<Uuid>) {
+        if stores.is_empty() {
+            return;
+        }
+        if let Ok(mut s) = self.stores.lock() {
+            s.extend(stores);
+        }
+        self.notify.notify_one();
+    }
 }
 
 /// The writer thread; joining it waits until every queued job has been answered.
@@ -156,16 +183,19 @@ impl Writer {
         let orders = Arc::new(ListOrders::new(lists));
         let rows = Arc::new(RowCache::new(rows));
         let (thread_orders, thread_rows) = (orders.clone(), rows.clone());
+        let appended = Arc::new(Appended::default());
+        let thread_appended = appended.clone();
         let handle = std::thread::Builder::new().name(format!("writer-{name}")).spawn(move || {
             let derived = Derived {
                 committed: &thread_committed,
                 generations: &thread_generations,
                 orders: &thread_orders,
                 rows: &thread_rows,
+                appended: &thread_appended,
             };
             run(&db, &receiver, &thread_gate, &derived)
         })?;
-        Ok((Writer { sender, gate, committed, generations, orders, rows }, WriterThread(handle)))
+        Ok((Writer { sender, gate, committed, generations, orders, rows, appended }, WriterThread(handle)))
     }
 
     /// Runs `job` in the next batch and waits until its transaction is durable.
@@ -205,10 +235,12 @@ struct Derived<'a> {
     generations: &'a Generations,
     orders: &'a ListOrders,
     rows: &'a RowCache,
+    appended: &'a Appended,
 }
 
 fn run(db: &Database, receiver: &mpsc::Receiver<Msg>, gate: &MoveGate, derived: &Derived) {
     let seq = AtomicU64::new(now_micros());
+    let mut ids = CommitIds::starting_at((now_micros() / 1000) as i64);
     let mut stopping = false;
     while !stopping {
         let Ok(Msg::Job(first)) = receiver.recv() else { break };
@@ -223,12 +255,12 @@ fn run(db: &Database, receiver: &mpsc::Receiver<Msg>, gate: &MoveGate, derived: 
                 Err(_) => break,
             }
         }
-        commit_batch(db, batch, gate, &seq, derived);
+        commit_batch(db, batch, gate, &seq, &mut ids, derived);
         derived.committed.notify_one();
     }
 }
 
-fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &AtomicU64, derived: &Derived) {
+fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &AtomicU64, ids: &mut CommitIds, derived: &Derived) {
     while !batch.is_empty() {
         let mut txn = match db.begin_write() {
             Ok(t) => t,
@@ -240,7 +272,7 @@ fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &Atomi
         let mut outputs = Vec::with_capacity(batch.len());
         let mut failed = None;
         // One Tx for the batch: a table is opened once per transaction, not once per row.
-        let mut tx = Tx::new(&txn);
+        let mut tx = Tx::new(&txn, ids);
         for (i, job) in batch.iter_mut().enumerate() {
             match run_job(&mut tx, job, gate, seq) {
                 Ok(out) => outputs.push(out),
@@ -259,6 +291,7 @@ fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &Atomi
         }
         let changes = std::mem::take(&mut tx.orders);
         let changed_rows = std::mem::take(&mut tx.changed_rows);
+        let evented = std::mem::take(&mut tx.evented);
         drop(tx);
         if let Some((i, e)) = failed {
             // Abort drops every change of the batch; the failed job is answered, the rest rerun.
@@ -270,6 +303,7 @@ fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &Atomi
         match txn.commit() {
             Ok(()) => {
                 derived.orders.apply(changes);
+                derived.appended.add(evented);
                 for (store, id) in changed_rows {
                     derived.rows.drop_row(store, id);
                 }
@@ -337,6 +371,10 @@ pub struct Tx<'a> {
     orders: Vec<Change>,
     /// Cached rows to drop once the transaction commits.
     changed_rows: Vec<(Uuid, Uuid)>,
+    /// Ids in commit order, for rows read back in the order they were written (events).
+    ids: &'a mut CommitIds,
+    /// Stores this batch appended events to.
+    evented: Vec<Uuid>,
     /// The `counters` rows this batch wrote, by key: every order of a batch bumps the same few
     /// counters of its store, so each is written once, before the batch commits
     /// ([`Tx::flush_counters`]), and read back from here meanwhile.
@@ -344,8 +382,10 @@ pub struct Tx<'a> {
 }
 
 impl<'a> Tx<'a> {
-    fn new(txn: &'a WriteTransaction) -> Self {
+    fn new(txn: &'a WriteTransaction, ids: &'a mut CommitIds) -> Self {
         Tx {
+            ids,
+            evented: Vec::new(),
             txn,
             tracking: false,
             changes: Vec::new(),
@@ -430,6 +470,21 @@ impl<'a> Tx<'a> {
         self.orders.push(Change { store, list, key, insert: false });
     }
 
+    /// A v7 id stamped `now_ms` (or the last such id's time, when that is later) that sorts
+    /// after every id this writer gave before: ids given in a transaction sort after those of
+    /// every transaction committed before it, so a reader that has seen an id has seen every
+    /// row keyed by an earlier one (a webhook's cursor over the events).
+    pub fn commit_id(&mut self, now_ms: i64) -> Uuid {
+        self.ids.next(now_ms)
+    }
+
+    /// Records that this job appended an event to `store`: the fan-out hears of it after commit.
+    pub fn event_appended(&mut self, store: Uuid) {
+        if !self.evented.contains(&store) {
+            self.evented.push(store);
+        }
+    }
+
     /// Drops the cached row `(store, id)` when the transaction commits (see [`RowCache`]).
     pub fn row_changed(&mut self, store: Uuid, id: Uuid) {
         self.changed_rows.push((store, id));
@@ -511,6 +566,36 @@ impl<'a> Tx<'a> {
     }
 }
 
+/// The source of [`Tx::commit_id`]: the last millisecond given and a counter within it.
+pub struct CommitIds {
+    last_ms: i64,
+    counter: u64,
+}
+
+impl CommitIds {
+    /// Ids from `ms` on: the writer starts at the system time, which the process's clock never
+    /// runs behind, so ids after a restart sort after those before it.
+    fn starting_at(ms: i64) -> Self {
+        CommitIds { last_ms: ms, counter: 0 }
+    }
+
+    fn next(&mut self, now_ms: i64) -> Uuid {
+        if now_ms > self.last_ms {
+            self.last_ms = now_ms;
+            self.counter = 0;
+        } else {
+            self.counter = self.counter.wrapping_add(1);
+        }
+        // v7: 48 bits of milliseconds, version, then 42 bits of counter (12 in rand_a, 30 in
+        // rand_b after the variant) so ids of one millisecond sort in the order given, and 32
+        // random bits.
+        let (ms, c) = (self.last_ms.max(0) as u128 & ((1 << 48) - 1), u128::from(self.counter) & ((1 << 42) - 1));
+        let random = u128::from(uuid::Uuid::new_v4().as_u128() as u32);
+        let v = (ms << 80) | (0x7 << 76) | ((c >> 30) << 64) | (0b10 << 62) | ((c & 0x3fff_ffff) << 32) | random;
+        Uuid::from_u128(v)
+    }
+}
+
 /// Reads a counter value (u64 little-endian; a short value reads as 0).
 pub fn read_u64(bytes: &[u8]) -> u64 {
     bytes.get(..8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes).unwrap_or(0)
@@ -519,6 +604,21 @@ pub fn read_u64(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn commit_ids_grow_whatever_time_the_jobs_bring() {
+        let mut ids = CommitIds::starting_at(1_000);
+        let a = ids.next(500);
+        let b = ids.next(500);
+        let c = ids.next(2_000);
+        let d = ids.next(1_500);
+        assert!(a < b && b < c && c < d, "{a} {b} {c} {d}");
+        assert_eq!(a.get_version_num(), 7);
+        let ms = |u: Uuid| (u.as_u128() >> 80) as i64;
+        assert_eq!((ms(a), ms(c), ms(d)), (1_000, 2_000, 2_000), "never earlier than an id already given");
+        let many: Vec<Uuid> = (0..10_000).map(|_| ids.next(2_000)).collect();
+        assert!(many.windows(2).all(|w| w[0] < w[1]));
+    }
     use crate::storage::open;
     use redb::ReadableDatabase;
 

@@ -38,7 +38,7 @@ pub fn address() -> Value {
 }
 
 /// An ACTIVE product whose one variant is tracked with `units` in stock; returns the variant id.
-async fn stocked(c: &HttpClient, shop: &Shop, title: &str, price: i64, units: i64) -> String {
+pub async fn stocked(c: &HttpClient, shop: &Shop, title: &str, price: i64, units: i64) -> String {
     let p = c
         .post(
             &shop.path("/products"),
@@ -69,7 +69,7 @@ async fn order_count(c: &HttpClient, shop: &Shop) -> i64 {
 }
 
 /// A member's checkout of `lines`, ready to pay: email, US address, the ground rate.
-async fn ready_checkout(c: &HttpClient, shop: &Shop, lines: Value, rate: &str) -> Value {
+pub async fn ready_checkout(c: &HttpClient, shop: &Shop, lines: Value, rate: &str) -> Value {
     ready_checkout_for(c, shop, lines, rate, "buyer@example.com").await
 }
 
@@ -85,7 +85,7 @@ async fn ready_checkout_for(c: &HttpClient, shop: &Shop, lines: Value, rate: &st
 }
 
 /// Opens a payment session for the whole payment due and confirms it with a test card.
-async fn paid_intent(c: &HttpClient, shop: &Shop, co: &Value) -> String {
+pub async fn paid_intent(c: &HttpClient, shop: &Shop, co: &Value) -> String {
     let t = Some(shop.owner.token.as_str());
     let id = co["id"].as_str().unwrap();
     let session = c

@@ -47,19 +47,34 @@ pub async fn spawn_app_with_cells(cells: &[&str]) -> TestApp {
 
 /// Serves `data`; `dir` is kept alive by the app (the data directory itself, or a spare).
 async fn spawn_with(data: &std::path::Path, cells: &[&str], dir: tempfile::TempDir, clock: Clock) -> TestApp {
-    let args = ServeArgs {
+    let mut args = default_args(data);
+    args.cells = cells.iter().map(|c| c.to_string()).collect();
+    serve(&args, dir, clock).await
+}
+
+/// The flags of a test's `serve`: one cell, data in `data`, every default.
+pub fn default_args(data: &std::path::Path) -> ServeArgs {
+    ServeArgs {
         data: data.to_path_buf(),
         listen: "127.0.0.1:0".parse().expect("address"),
-        cells: cells.iter().map(|c| c.to_string()).collect(),
+        cells: vec!["cell-1".to_string()],
         plans: None,
         auth: Default::default(),
         connections: Default::default(),
         payments: Default::default(),
         caches: Default::default(),
         retention: Default::default(),
+        outbound: Default::default(),
         memory: Default::default(),
-    };
-    serve(&args, dir, clock).await
+    }
+}
+
+/// Starts `shopcell serve` whose outbound calls may reach `hosts` (loopback receivers).
+pub async fn spawn_app_allowing(hosts: &[&str]) -> TestApp {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut args = default_args(dir.path());
+    args.outbound.outbound_allow = hosts.iter().map(|h| h.to_string()).collect();
+    serve(&args, dir, Clock::system()).await
 }
 
 /// Builds and starts `shopcell serve` with `args` on `clock`, which the test gets with the app.

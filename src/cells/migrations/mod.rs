@@ -8,6 +8,7 @@ mod v3;
 mod v4;
 mod v5;
 mod v6;
+mod v7;
 
 /// Every step, in order: each file names what its version changed.
 pub const STEPS: &[Step] = &[
@@ -16,6 +17,7 @@ pub const STEPS: &[Step] = &[
     Step { from: 3, run: v4::collections_are_records },
     Step { from: 4, run: v5::filters_have_partitions },
     Step { from: 5, run: v6::product_sorts_apart },
+    Step { from: 6, run: v7::events_jobs_and_webhooks },
 ];
 
 /// What the steps' tests share: a cell written at an older format, opened through the steps.
