@@ -9,6 +9,7 @@ pub mod clock;
 pub mod domain;
 pub mod error;
 pub mod http;
+pub mod mail;
 pub mod memory;
 pub mod node;
 pub mod payments;
