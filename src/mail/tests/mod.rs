@@ -338,3 +338,24 @@ fn eml_file_names_are_safe_and_distinct() {
     assert_ne!(eml::file_name("<a+b@x>"), eml::file_name("<a_b@x>"));
     assert_eq!(eml::file_name(&format!("<{}@x>", "a".repeat(300))).len(), 64 + 4);
 }
+
+#[test]
+fn mail_args_build_the_config() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        mail: crate::cli::MailArgs,
+    }
+    let cli =
+        Cli::try_parse_from(["x", "--mail-sender-domain", "a.example,b.example", "--mail-sender-domain", "c.example"]).unwrap();
+    let config = cli.mail.config(std::path::Path::new("/data"), vec!["/ca.pem".into()]);
+    assert_eq!(config.sender_domains, ["a.example", "b.example", "c.example"]);
+    assert_eq!(config.dir, std::path::Path::new("/data/mail"));
+    assert_eq!(config.ca_files, [std::path::PathBuf::from("/ca.pem")]);
+    assert!(config.smtp_url.is_none() || std::env::var("SHOPCELL_SMTP_URL").is_ok());
+    if std::env::var("SHOPCELL_MAIL_FROM").is_err() {
+        assert_eq!(config.mail_from, "shopcell <no-reply@localhost>");
+    }
+    assert!(Mailer::new(crate::cli::MailArgs::default().config(std::path::Path::new("/data"), vec![])).is_ok());
+}
