@@ -4,6 +4,7 @@
 use std::time::{Duration, UNIX_EPOCH};
 
 use lettre::Address;
+use lettre::message::header::{Header, HeaderName, HeaderValue};
 use lettre::message::{Mailbox, MultiPart, SinglePart};
 
 use super::{Composed, Inner, Letter, MailError, Sender};
@@ -28,7 +29,8 @@ pub(super) fn compose(inner: &Inner, letter: &Letter) -> Result<Composed, MailEr
         .to(to)
         .subject(one_line(&rendered.subject))
         .date(date)
-        .message_id(Some(letter.message_id.clone()));
+        .message_id(Some(letter.message_id.clone()))
+        .header(AutoSubmitted);
     if let Some(reply_to) = reply_to {
         builder = builder.reply_to(reply_to);
     }
@@ -41,6 +43,25 @@ pub(super) fn compose(inner: &Inner, letter: &Letter) -> Result<Composed, MailEr
     let from = envelope.from().map(|a| a.to_string()).unwrap_or_default();
     let to = envelope.to().iter().map(|a| a.to_string()).collect();
     Ok(Composed { message_id: letter.message_id.clone(), from, to, bytes: message.formatted() })
+}
+
+/// `Auto-Submitted: auto-generated` (RFC 3834): vacation responders and other robots do not
+/// answer the platform's mail.
+#[derive(Clone)]
+struct AutoSubmitted;
+
+impl Header for AutoSubmitted {
+    fn name() -> HeaderName {
+        HeaderName::new_from_ascii_str("Auto-Submitted")
+    }
+
+    fn parse(_: &str) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(AutoSubmitted)
+    }
+
+    fn display(&self) -> HeaderValue {
+        HeaderValue::new(Self::name(), "auto-generated".into())
+    }
 }
 
 /// Header text on one line: control characters and line breaks become spaces, runs of

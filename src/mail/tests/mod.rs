@@ -180,6 +180,7 @@ fn compose_is_deterministic_and_sets_the_given_identity_and_date() {
     assert_eq!(message.message_id(), Some(&MESSAGE_ID[1..MESSAGE_ID.len() - 1]));
     assert_eq!(message.date().unwrap().to_timestamp() * 1000, DATE_MS);
     assert_eq!(addr(message.to()), (Some("Ada Lovelace".into()), "ada@customer.example".into()));
+    assert!(headers(&a.bytes).contains(&"Auto-Submitted: auto-generated".to_string()));
     // A job row round trip keeps it whole.
     let stored = bincode::serde::encode_to_vec(&a, bincode::config::standard()).unwrap();
     let (back, _): (Composed, _) = bincode::serde::decode_from_slice(&stored, bincode::config::standard()).unwrap();
