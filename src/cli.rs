@@ -417,7 +417,8 @@ impl MailArgs {
         // `Default` leaves the field empty; clap always fills it.
         let mail_from = if self.mail_from.is_empty() { "shopcell <no-reply@localhost>" } else { &self.mail_from };
         crate::mail::MailConfig {
-            smtp_url: self.smtp_url.clone(),
+            // An empty SHOPCELL_SMTP_URL means none, as the variable left unset does.
+            smtp_url: self.smtp_url.clone().filter(|url| !url.trim().is_empty()),
             mail_from: mail_from.to_string(),
             sender_domains: self.mail_sender_domains.clone(),
             dir: data.join("mail"),
