@@ -406,6 +406,42 @@ fn parse_named_url(s: &str) -> Result<(String, String), String> {
     Ok((name.to_string(), url.to_string()))
 }
 
+/// How the platform sends mail (see `docs/mail.md`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct MailArgs {
+    /// SMTP server to send mail through: `smtps://USER:PASS@HOST:465` (implicit TLS) or
+    /// `smtp://USER:PASS@HOST:587` (STARTTLS required). Without it, mail is written to
+    /// `<data>/mail/*.eml`.
+    #[arg(long, env = "SHOPCELL_SMTP_URL")]
+    pub smtp_url: Option<String>,
+    /// The platform's sender, `Name <address>`; store mail from other domains uses its address.
+    #[arg(long, env = "SHOPCELL_MAIL_FROM", default_value = "shopcell <no-reply@localhost>")]
+    pub mail_from: String,
+    /// A domain stores may send from under their own address, because this server's mail passes
+    /// its SPF and DKIM (repeat or comma-separate).
+    #[arg(long = "mail-sender-domain", value_delimiter = ',')]
+    pub mail_sender_domains: Vec<String>,
+}
+
+impl MailArgs {
+    /// The mailer's configuration: `.eml` files under `<data>/mail`, `ca_files` trusted beside
+    /// the webpki roots (the operator's `--outbound-ca`).
+    pub fn config(&self, data: &std::path::Path, ca_files: Vec<PathBuf>) -> crate::mail::MailConfig {
+        // `Default` leaves the field empty; clap always fills it.
+        let mail_from = if self.mail_from.is_empty() { "shopcell <no-reply@localhost>" } else { &self.mail_from };
+        crate::mail::MailConfig {
+            // An empty SHOPCELL_SMTP_URL means none, as the variable left unset does.
+            smtp_url: self.smtp_url.clone().filter(|url| !url.trim().is_empty()),
+            mail_from: mail_from.to_string(),
+            sender_domains: self.mail_sender_domains.clone(),
+            dir: data.join("mail"),
+            ca_files,
+            timeout: std::time::Duration::from_secs(30),
+            connect_to: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

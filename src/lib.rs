@@ -10,6 +10,7 @@ pub mod domain;
 pub mod error;
 pub mod http;
 pub mod jobs;
+pub mod mail;
 pub mod memory;
 pub mod node;
 pub mod outbound;
