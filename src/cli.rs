@@ -60,6 +60,9 @@ pub struct ServeArgs {
     /// Calls out to URLs merchants name (webhooks).
     #[command(flatten)]
     pub outbound: OutboundArgs,
+    /// How mail is sent.
+    #[command(flatten)]
+    pub mail: MailArgs,
     /// The memory budget.
     #[command(flatten)]
     pub memory: MemoryArgs,
@@ -87,6 +90,12 @@ pub struct AccountArgs {
     /// The memory budget.
     #[command(flatten)]
     pub memory: MemoryArgs,
+    /// How mail is sent (password resets, invitations).
+    #[command(flatten)]
+    pub mail: MailArgs,
+    /// Trusted roots (`--outbound-ca`), for the SMTP server's certificate.
+    #[command(flatten)]
+    pub outbound: OutboundArgs,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -117,6 +126,9 @@ pub struct CellArgs {
     /// Calls out to URLs merchants name (webhooks).
     #[command(flatten)]
     pub outbound: OutboundArgs,
+    /// How mail is sent.
+    #[command(flatten)]
+    pub mail: MailArgs,
     /// Connection limits: idle and body timeouts, caps.
     #[command(flatten)]
     pub connections: ConnectionArgs,

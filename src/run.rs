@@ -19,7 +19,8 @@ use crate::account::oidc::Social;
 use crate::cells::Cell;
 use crate::cells::payments;
 use crate::cli::{
-    AccountArgs, AuthArgs, CacheArgs, CellArgs, MemoryArgs, OutboundArgs, PaymentArgs, RetentionArgs, RouterArgs, ServeArgs,
+    AccountArgs, AuthArgs, CacheArgs, CellArgs, MailArgs, MemoryArgs, OutboundArgs, PaymentArgs, RetentionArgs, RouterArgs,
+    ServeArgs,
 };
 use crate::clock::Clock;
 use crate::error::BoxError;
@@ -28,6 +29,7 @@ use crate::http::cors::Cors;
 use crate::http::forwarded::TrustedProxies;
 use crate::http::ratelimit::RateLimits;
 use crate::http::upstream::{Body, Upstream};
+use crate::mail::Mailer;
 use crate::memory::{Budget, CellShares, Shares, human};
 use crate::node::{Mode, Node};
 
@@ -41,12 +43,19 @@ struct CellFlags<'a> {
     caches: &'a CacheArgs,
     retention: &'a RetentionArgs,
     outbound: &'a OutboundArgs,
+    mailer: &'a Mailer,
 }
 
 /// The [`CellFlags`] of a role's arguments (`ServeArgs`, `CellArgs`: the same fields).
 macro_rules! cell_flags {
-    ($args:expr) => {
-        CellFlags { payments: &$args.payments, caches: &$args.caches, retention: &$args.retention, outbound: &$args.outbound }
+    ($args:expr, $mailer:expr) => {
+        CellFlags {
+            payments: &$args.payments,
+            caches: &$args.caches,
+            retention: &$args.retention,
+            outbound: &$args.outbound,
+            mailer: &$mailer,
+        }
     };
 }
 
@@ -67,7 +76,7 @@ fn open_cells(
         }
         let mut cell =
             payments::with_payments(Cell::open(name, &cell_dir(data, name), clock.clone(), memory)?, providers.clone())
-                .with_outbound(outbound.clone());
+                .with_outside(outbound.clone(), flags.mailer.clone());
         cell.abandoned_after_ms = i64::try_from(retention.checkout_abandoned_after.as_millis()).unwrap_or(i64::MAX);
         cell.search.answers.set_enabled(caches.answer_cache);
         cell.pages.set_enabled(caches.answer_cache);
@@ -108,9 +117,12 @@ pub fn build_serve_with_clock(args: &ServeArgs, clock: Clock) -> Result<Node, Bo
         return Err("at least one cell is needed".into());
     }
     let (budget, shares) = divide_memory(&args.memory, args.cells.len())?;
-    let account = Arc::new(open_account(&args.data, &args.auth, &shares, &clock)?.with_plans(plans(args.plans.as_deref())?));
+    let mailer = mailer(&args.mail, &args.data, &args.outbound)?;
+    let account = open_account(&args.data, &args.auth, &mailer, &shares, &clock)?.with_plans(plans(args.plans.as_deref())?);
+    let account = Arc::new(account);
+    account.start_jobs()?;
     let verifier = TokenVerifier::new(vec![account.key.public_key()], clock.clone());
-    let cells = open_cells(&args.data, &args.cells, &cell_flags!(args), &shares.cell, &clock)?;
+    let cells = open_cells(&args.data, &args.cells, &cell_flags!(args, mailer), &shares.cell, &clock)?;
     let key = account.service_key.clone();
     let directory = DirectoryLink::Local(account);
     let mut node = Node::new(Mode::Serve, crate::api::routes(), verifier, directory, cells, BTreeMap::new(), key, clock)?;
@@ -126,7 +138,10 @@ pub fn build_account(args: &AccountArgs) -> Result<Node, BoxError> {
     let clock = Clock::system();
     // The directory alone: the account service's share, and no cell.
     let (budget, shares) = divide_memory(&args.memory, 0)?;
-    let account = Arc::new(open_account(&args.data, &args.auth, &shares, &clock)?.with_plans(plans(args.plans.as_deref())?));
+    let mailer = mailer(&args.mail, &args.data, &args.outbound)?;
+    let account = open_account(&args.data, &args.auth, &mailer, &shares, &clock)?.with_plans(plans(args.plans.as_deref())?);
+    let account = Arc::new(account);
+    account.start_jobs()?;
     let verifier = TokenVerifier::new(vec![account.key.public_key()], clock.clone());
     let key = account.service_key.clone();
     let remote = args.cells.iter().map(|(n, u)| (n.clone(), Upstream::new(u, &key))).collect();
@@ -145,7 +160,8 @@ pub async fn build_cell(args: &CellArgs) -> Result<Node, BoxError> {
     let account = Upstream::new(&args.account, &key);
     let verifier = TokenVerifier::new(fetch_keys(&account).await?, clock.clone());
     let (budget, shares) = divide_memory(&args.memory, 1)?;
-    let cells = open_cells(&args.data, std::slice::from_ref(&args.name), &cell_flags!(args), &shares.cell, &clock)?;
+    let mailer = mailer(&args.mail, &args.data, &args.outbound)?;
+    let cells = open_cells(&args.data, std::slice::from_ref(&args.name), &cell_flags!(args, mailer), &shares.cell, &clock)?;
     let directory = DirectoryLink::remote(account);
     let mut node = Node::new(Mode::Cell, crate::api::routes(), verifier, directory, cells, BTreeMap::new(), key, clock)?;
     node.memory = Some(budget);
@@ -187,8 +203,20 @@ fn divide_memory(args: &MemoryArgs, cells: usize) -> Result<(Budget, Shares), Bo
 }
 
 /// Opens the account service with its social sign-in configuration.
-fn open_account(data: &Path, auth: &AuthArgs, shares: &Shares, clock: &Clock) -> Result<AccountService, BoxError> {
-    let mut account = AccountService::open(&account_dir(data), clock.clone(), &shares.account)?;
+/// The process's mailer: `--smtp-url`, or `.eml` files under `<data>/mail`; the operator's
+/// `--outbound-ca` roots are trusted for the SMTP server too.
+fn mailer(mail: &MailArgs, data: &Path, outbound: &OutboundArgs) -> Result<Mailer, BoxError> {
+    Ok(Mailer::new(mail.config(data, outbound.outbound_ca.clone()))?)
+}
+
+fn open_account(
+    data: &Path,
+    auth: &AuthArgs,
+    mailer: &Mailer,
+    shares: &Shares,
+    clock: &Clock,
+) -> Result<AccountService, BoxError> {
+    let mut account = AccountService::open(&account_dir(data), clock.clone(), &shares.account)?.with_mailer(mailer.clone());
     account.social = Social::load(auth.oidc_config.as_deref())?;
     Ok(account)
 }

@@ -148,6 +148,7 @@ async fn measure_server(answer_cache: bool) -> Vec<Figure> {
         caches: CacheArgs { answer_cache },
         retention: Default::default(),
         outbound: Default::default(),
+        mail: Default::default(),
         memory: Default::default(),
     };
     let server = serve(&args).await;

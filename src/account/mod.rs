@@ -4,6 +4,7 @@
 mod admission;
 pub mod closing;
 pub mod directory;
+pub mod jobs;
 pub mod keys;
 pub mod members;
 pub mod mfa;
@@ -45,6 +46,10 @@ pub struct AccountService {
     pub db: Arc<Database>,
     pub(crate) writer: Writer,
     thread: Mutex<Option<WriterThread>>,
+    /// The account service's mail (resets, notices, invitations), sent by its job runner.
+    pub mailer: crate::mail::Mailer,
+    /// The runner of the directory's jobs, once started ([`AccountService::start_jobs`]).
+    jobs: Mutex<Option<crate::jobs::runner::Runner>>,
     pub key: SigningKey,
     pub service_key: String,
     /// A real hash verified when an email is unknown, so failures take the same time.
@@ -92,6 +97,8 @@ impl AccountService {
             db,
             writer,
             thread: Mutex::new(Some(thread)),
+            mailer: crate::mail::Mailer::offline(&dir.join("mail"))?,
+            jobs: Mutex::new(None),
             key,
             service_key,
             dummy_hash,
@@ -111,8 +118,38 @@ impl AccountService {
         self
     }
 
+    /// Sends mail through `mailer` (built from the operator's flags).
+    pub fn with_mailer(mut self, mailer: crate::mail::Mailer) -> Self {
+        self.mailer = mailer;
+        self
+    }
+
+    /// Starts running the directory's jobs (its mail).
+    pub fn start_jobs(&self) -> std::io::Result<()> {
+        let handler = std::sync::Arc::new(jobs::DirectoryJobs { mailer: self.mailer.clone() });
+        let runner =
+            crate::jobs::runner::Runner::start(self.db.clone(), self.writer.clone(), self.clock.clone(), handler, "account")?;
+        if let Ok(mut j) = self.jobs.lock() {
+            *j = Some(runner);
+        }
+        Ok(())
+    }
+
+    /// Makes the directory's job runner look for due jobs now (mail was written).
+    pub fn wake_jobs(&self) {
+        if let Ok(j) = self.jobs.lock()
+            && let Some(r) = j.as_ref()
+        {
+            r.wake();
+        }
+    }
+
     /// Waits until every queued write is committed (shutdown).
     pub fn close(&self) {
+        // Before the writer: the runs under way record their outcomes through it.
+        if let Some(r) = self.jobs.lock().ok().and_then(|mut j| j.take()) {
+            r.stop();
+        }
         self.writer.stop();
         if let Some(t) = self.thread.lock().ok().and_then(|mut t| t.take()) {
             t.join();

@@ -96,6 +96,9 @@ async fn create(cx: Ctx) -> ApiResult<Rendered<CreatedStore, 201>> {
         owner_id: owner,
         created_at: now,
         updated_at: now,
+        storefront_url: None,
+        email_from: None,
+        reply_to: None,
     };
     let cell = account.pick_cell(&cx.node.cell_names())?;
     cx.node.cell_link(&cell)?.create_store(settings.clone()).await?;

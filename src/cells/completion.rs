@@ -21,11 +21,13 @@ use crate::cells::checkouts::{self, Caller, PricedCheckout, ensure_open};
 use crate::cells::discounts::{consume_usage, customer_key};
 use crate::cells::events;
 use crate::cells::gift_cards::redeem_gift_card;
+use crate::cells::order_mail;
 use crate::cells::orders::number_key;
 use crate::cells::payments::{self, Confirmation, NewIntent, PaymentIntent, claim_intent};
 use crate::cells::pricing_version::{self, pricing_version_in};
 use crate::cells::products::write_product;
 use crate::cells::shipping::all_zones;
+use crate::cells::stores;
 use crate::clock::Clock;
 use crate::domain::checkout::{Checkout, CheckoutStatus, check_email};
 use crate::domain::money::{Currency, Money};
@@ -197,6 +199,7 @@ pub async fn complete_checkout(cell: &Cell, store: Uuid, id: Uuid, caller: &Call
     let due = p.due;
     let seen = co.updated_at;
     let now = cell.clock.now_ms();
+    let (settings, mailer, mail_id) = (stores::store_settings(cell, store)?, cell.mailer.clone(), cell.clock.new_id());
     cell.writer
         .write(Some(store), move |tx| {
             let mut stored = record::must_load::<Checkout>(tx, store, id)?;
@@ -237,6 +240,9 @@ pub async fn complete_checkout(cell: &Cell, store: Uuid, id: Uuid, caller: &Call
             events::append_json(tx, store, "order.created", &order, now)?;
             if order.financial_status == FinancialStatus::Paid {
                 events::append_json(tx, store, "order.paid", &order, now)?;
+            }
+            if let Some(letter) = order_mail::confirmation(&settings, &order) {
+                crate::mail::job::send(tx, &mailer, store, mail_id, letter, now)?;
             }
             stored.status = CheckoutStatus::Completed;
             stored.order_id = Some(order.id);

@@ -19,6 +19,7 @@ pub mod link;
 pub mod markets;
 pub mod migrations;
 pub mod moves;
+pub mod order_mail;
 pub mod orders;
 pub mod payments;
 pub mod pricing_version;
@@ -69,6 +70,8 @@ pub struct Cell {
     payments: crate::payments::Providers,
     /// Every call out to a party a merchant names (webhook deliveries).
     pub outbound: crate::outbound::Outbound,
+    /// Store mail (order confirmations), sent by the cell's jobs.
+    pub mailer: crate::mail::Mailer,
     /// How long after its last change a checkout with an email and no order is abandoned.
     pub abandoned_after_ms: i64,
     /// The runner of the cell's jobs, once started ([`Cell::start_jobs`]).
@@ -146,6 +149,7 @@ impl Cell {
             publisher,
             payments: crate::payments::Providers::default(),
             outbound: crate::outbound::Outbound::new(Default::default(), Arc::new(crate::outbound::SystemResolver))?,
+            mailer: crate::mail::Mailer::offline(&dir.join("mail"))?,
             jobs: Mutex::new(None),
             abandoned_after_ms: 3_600_000,
             pages: crate::search::cache::AnswerCache::new(memory.answers),
@@ -213,9 +217,11 @@ impl Cell {
         Ok(self.db.begin_read()?)
     }
 
-    /// Calls out through `outbound` (built from the operator's flags).
-    pub fn with_outbound(mut self, outbound: crate::outbound::Outbound) -> Cell {
+    /// Calls out through `outbound` and sends mail through `mailer` (built from the operator's
+    /// flags).
+    pub fn with_outside(mut self, outbound: crate::outbound::Outbound, mailer: crate::mail::Mailer) -> Cell {
         self.outbound = outbound;
+        self.mailer = mailer;
         self
     }
 

@@ -45,6 +45,13 @@ pub struct StoreSettings {
     pub owner_id: Uuid,
     pub created_at: i64,
     pub updated_at: i64,
+    /// Where the store's shop is (links in mail to shoppers).
+    pub storefront_url: Option<String>,
+    /// The address store mail comes from when its domain may be sent from (`--mail-sender-domain`);
+    /// else it is the mail's `Reply-To`.
+    pub email_from: Option<String>,
+    /// Where replies to store mail go (wins over `email_from`).
+    pub reply_to: Option<String>,
 }
 
 /// `POST /stores`.
@@ -73,6 +80,31 @@ pub struct UpdateStore {
     pub address: Option<StoreAddress>,
     pub taxes_included: Option<bool>,
     pub weight_unit: Option<String>,
+    /// The shop's address (http or https); `""` removes it.
+    pub storefront_url: Option<String>,
+    /// The address store mail comes from; `""` removes it.
+    pub email_from: Option<String>,
+    /// Where replies to store mail go; `""` removes it.
+    pub reply_to: Option<String>,
+}
+
+/// A URL a store shows shoppers: http(s), at most 2,048 characters, with a host.
+fn check_url(c: &mut Check, field: &str, value: &str) -> Option<String> {
+    let v = value.trim();
+    if v.is_empty() {
+        return None;
+    }
+    let ok = v.len() <= 2048
+        && url::Url::parse(v)
+            .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty()));
+    c.ensure(ok, field, "must be an http or https URL");
+    Some(v.to_string())
+}
+
+/// An optional email address: `""` removes it.
+fn check_optional_email(c: &mut Check, field: &str, value: &str) -> Option<String> {
+    let v = value.trim();
+    (!v.is_empty()).then(|| crate::domain::checkout::check_email(c, field, v))
 }
 
 fn valid_country(c: &str) -> bool {
@@ -137,6 +169,15 @@ pub fn apply_update(u: &UpdateStore, current: &StoreSettings, now: i64) -> ApiRe
         c.ensure(WEIGHT_UNITS.contains(&w.as_str()), "weightUnit", "must be g, kg, lb or oz");
         s.weight_unit = w.clone();
     }
+    if let Some(v) = &u.storefront_url {
+        s.storefront_url = check_url(&mut c, "storefrontUrl", v);
+    }
+    if let Some(v) = &u.email_from {
+        s.email_from = check_optional_email(&mut c, "emailFrom", v);
+    }
+    if let Some(v) = &u.reply_to {
+        s.reply_to = check_optional_email(&mut c, "replyTo", v);
+    }
     c.finish()?;
     s.updated_at = now;
     Ok(s)
@@ -157,6 +198,9 @@ pub struct StoreView {
     /// `g`, `kg`, `lb` or `oz`.
     pub weight_unit: String,
     pub owner_id: Uuid,
+    pub storefront_url: Option<String>,
+    pub email_from: Option<String>,
+    pub reply_to: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -173,6 +217,9 @@ impl StoreSettings {
             taxes_included: self.taxes_included,
             weight_unit: self.weight_unit.clone(),
             owner_id: self.owner_id,
+            storefront_url: self.storefront_url.clone(),
+            email_from: self.email_from.clone(),
+            reply_to: self.reply_to.clone(),
             created_at: rfc3339(self.created_at),
             updated_at: rfc3339(self.updated_at),
         }

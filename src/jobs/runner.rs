@@ -44,6 +44,8 @@ pub enum Outcome {
     Again(i64, Option<Effect>),
     /// Failed: runs again on its kind's schedule, or is dead past it.
     Failed(String, Option<Effect>),
+    /// Failed for good (a mail server refused the message): dead at once.
+    Dead(String, Option<Effect>),
 }
 
 /// Runs the jobs of the kinds it declares.
@@ -51,6 +53,19 @@ pub trait Handler: Send + Sync + 'static {
     /// The kind named `name`, when this handler runs it.
     fn kind(&self, name: &str) -> Option<&'static Kind>;
     fn run(&self, store: Uuid, job: Job) -> Pin<Box<dyn Future<Output = Outcome> + Send + 'static>>;
+    /// The stores whose jobs run: by default those the cell serves. The directory, which has
+    /// no stores, answers the nil id its jobs are kept under.
+    fn stores(&self, txn: &redb::ReadTransaction) -> ApiResult<Vec<Uuid>> {
+        let mut stores = Vec::new();
+        for item in txn.open_table(STORE_STATE)?.iter()? {
+            let (k, v) = item?;
+            if v.value() == StoreState::Active as u8 {
+                stores.push(Uuid::from_u128(k.value()));
+            }
+        }
+        Ok(stores)
+    }
+
     /// Called before each pass (after commits that appended events, among others): writes
     /// the jobs that follow from what happened, such as waking a subscription's sender.
     fn tick(&self) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
@@ -164,7 +179,7 @@ async fn run(inner: Arc<Inner>) {
 
 /// Claims and starts what is due (at most `free` jobs); answers when the next job falls due.
 async fn pass(inner: &Arc<Inner>, slots: &Arc<Semaphore>, now: i64, free: usize) -> ApiResult<Option<i64>> {
-    let (due, next) = due_jobs(&inner.db, now, free)?;
+    let (due, next) = due_jobs(&inner.db, inner.handler.as_ref(), now, free)?;
     for (store, ids) in due {
         let start = inner.start;
         let claimed = inner.writer.write(Some(store), move |tx| claim(tx, store, &ids, start, now)).await;
@@ -193,17 +208,11 @@ async fn pass(inner: &Arc<Inner>, slots: &Arc<Semaphore>, now: i64, free: usize)
 /// due time after `now` seen.
 type DueJobs = (Vec<(Uuid, Vec<Uuid>)>, Option<i64>);
 
-fn due_jobs(db: &Database, now: i64, limit: usize) -> ApiResult<DueJobs> {
+fn due_jobs(db: &Database, handler: &dyn Handler, now: i64, limit: usize) -> ApiResult<DueJobs> {
     let txn = db.begin_read()?;
-    let states = txn.open_table(STORE_STATE)?;
     let due_rows = txn.open_table(JOB_DUE.def)?;
     let (mut due, mut next, mut taken) = (Vec::new(), None::<i64>, 0usize);
-    for item in states.iter()? {
-        let (k, v) = item?;
-        if v.value() != StoreState::Active as u8 {
-            continue;
-        }
-        let store = Uuid::from_u128(k.value());
+    for store in handler.stores(&txn)? {
         let start = Key::store(store).into_vec();
         let end = Key::store(store).i64(i64::MAX).into_vec();
         let mut ids = Vec::new();
@@ -297,7 +306,7 @@ fn complete(
     }
     let poked = current.version != claimed.version;
     let effect = match outcome {
-        Outcome::Done(e) | Outcome::Again(_, e) | Outcome::Failed(_, e) => e,
+        Outcome::Done(e) | Outcome::Again(_, e) | Outcome::Failed(_, e) | Outcome::Dead(_, e) => e,
     };
     if let Some(effect) = effect.as_mut() {
         effect(tx)?;
@@ -310,6 +319,10 @@ fn complete(
             let due_at = if poked { now } else { *at };
             (Some(Job { due_at, attempts: 0, last_error: None, ..free }), Completed::Done)
         }
+        Outcome::Dead(error, _) => (
+            Some(Job { attempts: current.attempts.saturating_add(1), last_error: Some(error.clone()), dead: true, ..free }),
+            Completed::Dead(error.clone()),
+        ),
         Outcome::Failed(error, _) => {
             let attempts = current.attempts.saturating_add(1);
             match kind.next_after(attempts, now) {

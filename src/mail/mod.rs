@@ -12,6 +12,7 @@
 
 mod compose;
 mod eml;
+pub mod job;
 mod smtp;
 mod templates;
 
@@ -143,6 +144,20 @@ impl Mailer {
             None => None,
         };
         Ok(Mailer(Arc::new(Inner { templates, from, sender_domains, dir: config.dir, smtp })))
+    }
+
+    /// A mailer writing `.eml` files under `dir` from the default sender: what a process built
+    /// in code has until it is given the operator's ([`crate::cli::MailArgs`]).
+    pub fn offline(dir: &std::path::Path) -> Result<Mailer, String> {
+        Mailer::new(MailConfig {
+            smtp_url: None,
+            mail_from: "shopcell <no-reply@localhost>".into(),
+            sender_domains: Vec::new(),
+            dir: dir.to_path_buf(),
+            ca_files: Vec::new(),
+            timeout: Duration::from_secs(30),
+            connect_to: None,
+        })
     }
 
     /// Renders `letter` into a message. Deterministic: the same letter gives the same bytes.

@@ -311,6 +311,9 @@ pub fn account_tables(txn: &WriteTransaction) -> Result<(), redb::Error> {
     txn.open_table(SOCIAL_CODES)?;
     txn.open_table(IDEMPOTENCY_KEYS)?;
     txn.open_table(CLOSED_STORES)?;
+    // The directory's mail jobs, under the nil store id (see `jobs`).
+    txn.open_table(JOBS.def)?;
+    txn.open_table(JOB_DUE.def)?;
     Ok(())
 }
 

@@ -65,6 +65,7 @@ pub fn default_args(data: &std::path::Path) -> ServeArgs {
         caches: Default::default(),
         retention: Default::default(),
         outbound: Default::default(),
+        mail: Default::default(),
         memory: Default::default(),
     }
 }

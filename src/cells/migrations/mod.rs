@@ -17,7 +17,7 @@ pub const STEPS: &[Step] = &[
     Step { from: 3, run: v4::collections_are_records },
     Step { from: 4, run: v5::filters_have_partitions },
     Step { from: 5, run: v6::product_sorts_apart },
-    Step { from: 6, run: v7::events_jobs_and_webhooks },
+    Step { from: 6, run: v7::events_jobs_and_store_mail },
 ];
 
 /// What the steps' tests share: a cell written at an older format, opened through the steps.
