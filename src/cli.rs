@@ -66,6 +66,10 @@ pub struct ServeArgs {
     /// The memory budget.
     #[command(flatten)]
     pub memory: MemoryArgs,
+    /// Runs no background jobs (deliveries, mail): they wait in the database for a start without
+    /// it. For benchmarks that measure what a write costs on its own.
+    #[arg(long, hide = true)]
+    pub jobs_paused: bool,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -81,7 +81,6 @@ fn open_cells(
         cell.search.answers.set_enabled(caches.answer_cache);
         cell.pages.set_enabled(caches.answer_cache);
         let cell = Arc::new(cell);
-        cell.start_jobs()?;
         // In the background: readiness does not wait for the warm-up.
         cell.warm();
         cells.insert(name.clone(), cell);
@@ -120,9 +119,11 @@ pub fn build_serve_with_clock(args: &ServeArgs, clock: Clock) -> Result<Node, Bo
     let mailer = mailer(&args.mail, &args.data, &args.outbound)?;
     let account = open_account(&args.data, &args.auth, &mailer, &shares, &clock)?.with_plans(plans(args.plans.as_deref())?);
     let account = Arc::new(account);
-    account.start_jobs()?;
     let verifier = TokenVerifier::new(vec![account.key.public_key()], clock.clone());
     let cells = open_cells(&args.data, &args.cells, &cell_flags!(args, mailer), &shares.cell, &clock)?;
+    if !args.jobs_paused {
+        start_jobs(Some(&account), &cells)?;
+    }
     let key = account.service_key.clone();
     let directory = DirectoryLink::Local(account);
     let mut node = Node::new(Mode::Serve, crate::api::routes(), verifier, directory, cells, BTreeMap::new(), key, clock)?;
@@ -162,6 +163,7 @@ pub async fn build_cell(args: &CellArgs) -> Result<Node, BoxError> {
     let (budget, shares) = divide_memory(&args.memory, 1)?;
     let mailer = mailer(&args.mail, &args.data, &args.outbound)?;
     let cells = open_cells(&args.data, std::slice::from_ref(&args.name), &cell_flags!(args, mailer), &shares.cell, &clock)?;
+    start_jobs(None, &cells)?;
     let directory = DirectoryLink::remote(account);
     let mut node = Node::new(Mode::Cell, crate::api::routes(), verifier, directory, cells, BTreeMap::new(), key, clock)?;
     node.memory = Some(budget);
@@ -203,6 +205,14 @@ fn divide_memory(args: &MemoryArgs, cells: usize) -> Result<(Budget, Shares), Bo
 }
 
 /// Opens the account service with its social sign-in configuration.
+/// Starts the job runners of the directory (when this process hosts it) and of every cell.
+fn start_jobs(account: Option<&Arc<AccountService>>, cells: &BTreeMap<String, Arc<Cell>>) -> std::io::Result<()> {
+    if let Some(a) = account {
+        a.start_jobs()?;
+    }
+    cells.values().try_for_each(|c| c.start_jobs())
+}
+
 /// The process's mailer: `--smtp-url`, or `.eml` files under `<data>/mail`; the operator's
 /// `--outbound-ca` roots are trusted for the SMTP server too.
 fn mailer(mail: &MailArgs, data: &Path, outbound: &OutboundArgs) -> Result<Mailer, BoxError> {
@@ -278,6 +288,7 @@ pub async fn spawn(node: Node, listen: SocketAddr) -> Result<Running, BoxError> 
     let addr = listener.local_addr()?;
     let node = Arc::new(node);
     crate::node::closing::spawn_sweeps(&node);
+    crate::node::owners::attach(&node, &crate::server::url(addr));
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(crate::server::run(node.clone(), listener, async move {
         let _ = stopped.await;
@@ -293,6 +304,7 @@ pub async fn serve_until_signal(node: Node, listen: SocketAddr, what: &str) -> R
     tracing::info!(%addr, mode = what, "listening");
     let node = Arc::new(node);
     crate::node::closing::spawn_sweeps(&node);
+    crate::node::owners::attach(&node, &crate::server::url(addr));
     crate::server::run(node, listener, crate::server::shutdown_signal()).await;
     Ok(())
 }

@@ -149,6 +149,7 @@ async fn measure_server(answer_cache: bool) -> Vec<Figure> {
         retention: Default::default(),
         outbound: Default::default(),
         mail: Default::default(),
+        jobs_paused: false,
         memory: Default::default(),
     };
     let server = serve(&args).await;

@@ -135,6 +135,10 @@ impl Endpoint {
         self.request(Method::POST, path, Some(Bytes::from(bytes)))
     }
 
+    pub fn delete(&self, path: &str) -> BenchRequest {
+        self.request(Method::DELETE, path, None)
+    }
+
     pub fn patch_json(&self, path: &str, body: &Value) -> BenchRequest {
         let bytes = serde_json::to_vec(body).expect("a serde_json::Value always serializes");
         self.request(Method::PATCH, path, Some(Bytes::from(bytes)))

@@ -135,6 +135,11 @@ impl AccountService {
         Ok(())
     }
 
+    /// How the directory's job runs ended, by outcome (`None` before the runner starts).
+    pub fn job_counts(&self) -> Option<[(&'static str, u64); 3]> {
+        self.jobs.lock().ok()?.as_ref().map(|r| r.counts())
+    }
+
     /// Makes the directory's job runner look for due jobs now (mail was written).
     pub fn wake_jobs(&self) {
         if let Ok(j) = self.jobs.lock()

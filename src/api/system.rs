@@ -72,7 +72,27 @@ async fn metrics(cx: Ctx) -> ApiResult<Raw<PrometheusText>> {
         out.push_str(&format!("shopcell_cell_stores{{cell=\"{name}\"}} {}\n", cell.store_count()));
     }
     memory(&cx, &mut out);
+    jobs(&cx, &mut out);
     Ok(Raw::new(out))
+}
+
+/// How background jobs ended (deliveries, mail, scheduled checks), per runner and outcome; a
+/// dead job is also logged with its last error.
+fn jobs(cx: &Ctx, out: &mut String) {
+    use std::fmt::Write;
+    let mut runners: Vec<(String, [(&'static str, u64); 3])> = Vec::new();
+    if let Some(counts) = cx.node.account.as_ref().and_then(|a| a.job_counts()) {
+        runners.push(("account".to_string(), counts));
+    }
+    for (name, cell) in &cx.node.cells {
+        runners.extend(cell.job_counts().map(|c| (name.clone(), c)));
+    }
+    let _ = write!(out, "# HELP shopcell_jobs_total Background job runs, by runner and outcome.\n# TYPE shopcell_jobs_total counter\n");
+    for (owner, counts) in runners {
+        for (outcome, n) in counts {
+            let _ = writeln!(out, "shopcell_jobs_total{{owner=\"{owner}\",outcome=\"{outcome}\"}} {n}");
+        }
+    }
 }
 
 /// The memory budget, each cache's share and what it holds, and the process's anonymous memory.

@@ -72,6 +72,10 @@ pub struct Cell {
     pub outbound: crate::outbound::Outbound,
     /// Store mail (order confirmations), sent by the cell's jobs.
     pub mailer: crate::mail::Mailer,
+    /// Who the store's notices go to, set once the process is up (`node::owners`).
+    pub owners: std::sync::OnceLock<Arc<dyn webhooks::notice::Owners>>,
+    /// The base of links in the cell's mail (`--public-url`, else the URL the process prints).
+    pub public_url: std::sync::OnceLock<String>,
     /// How long after its last change a checkout with an email and no order is abandoned.
     pub abandoned_after_ms: i64,
     /// The runner of the cell's jobs, once started ([`Cell::start_jobs`]).
@@ -152,6 +156,8 @@ impl Cell {
             mailer: crate::mail::Mailer::offline(&dir.join("mail"))?,
             jobs: Mutex::new(None),
             abandoned_after_ms: 3_600_000,
+            owners: std::sync::OnceLock::new(),
+            public_url: std::sync::OnceLock::new(),
             pages: crate::search::cache::AnswerCache::new(memory.answers),
             // Settings are few and small: a quarter of the share is plenty.
             settings: stores::SettingsCache::new(memory.pricing / 4),
@@ -232,6 +238,11 @@ impl Cell {
             *j = Some(runner);
         }
         Ok(())
+    }
+
+    /// How the cell's job runs ended, by outcome (`None` before the runner starts).
+    pub fn job_counts(&self) -> Option<[(&'static str, u64); 3]> {
+        self.jobs.lock().ok()?.as_ref().map(|r| r.counts())
     }
 
     /// Makes the job runner look for due jobs now.

@@ -127,6 +127,17 @@ impl Runner {
         Ok(Runner { wake, stopping, stats, thread: Mutex::new(Some(handle)) })
     }
 
+    /// Runs ended by outcome since the start, for `/metrics`: completed, failed (to be retried),
+    /// dead.
+    pub fn counts(&self) -> [(&'static str, u64); 3] {
+        let s = &self.stats;
+        [
+            ("completed", s.completed.load(Ordering::Relaxed)),
+            ("failed", s.failed.load(Ordering::Relaxed)),
+            ("dead", s.dead.load(Ordering::Relaxed)),
+        ]
+    }
+
     /// Looks for due jobs now (one was written, or the clock moved).
     pub fn wake(&self) {
         self.wake.notify_one();

@@ -5,6 +5,7 @@ pub mod closing;
 pub mod context;
 pub mod idempotency;
 pub mod moves;
+pub mod owners;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;

@@ -170,3 +170,37 @@ async fn closing_and_reopening_work_across_processes() {
     assert_eq!(c.get(&product, Some(&s.owner.token)).await.expect(200).body["title"], "Mug");
     as_shopper(&c, &product, &s.key).await.expect(200);
 }
+
+#[tokio::test]
+async fn a_closed_store_s_jobs_stop() {
+    let app = spawn_app_allowing(&["127.0.0.1"]).await;
+    let c = &app.client;
+    let s = a_store(c).await;
+    let t = Some(s.owner.token.as_str());
+    let one = format!("/api/v1/stores/{}", s.store);
+    // A delivery failing (its retry due in 5 s) and a checkout that would be abandoned in an hour.
+    let rx = crate::receiver::Receiver::start().await;
+    rx.answer(500);
+    c.post(&format!("{one}/webhooks"), t, json!({"topics": ["*"], "url": rx.url()})).await.expect(201);
+    let variant = c.get(&format!("{one}/products/{}", s.product), t).await.expect(200).body["variants"][0]["id"].clone();
+    c.post(
+        &format!("{one}/checkouts"),
+        t,
+        json!({"lineItems": [{"variantId": variant, "quantity": 1}], "email": "a@example.com"}),
+    )
+    .await
+    .expect(201);
+    rx.wait_for(1).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = rx.received().len();
+
+    c.delete(&one, t).await.expect(204);
+    rx.answer(200);
+    app.clock.advance(Duration::from_secs(2 * 3600));
+    app.cell().wake_jobs();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(rx.received().len(), before, "no retry leaves for a closed store");
+    let q = shopcell::storage::list::ListQuery { sort: "created_at", limit: 50, ..Default::default() };
+    let events = app.cell().list::<shopcell::cells::events::Event>(s.store.parse().unwrap(), &q).unwrap();
+    assert!(events.items.iter().all(|e| e.topic != "checkout.abandoned"), "nothing is reported for a closed store");
+}

@@ -123,6 +123,9 @@ async fn router_forwards_hides_wrong_cells_and_moves_stores_without_losing_write
     }
     let lost: Vec<_> = acked.difference(&seen).collect();
     assert!(lost.is_empty(), "acknowledged writes lost in the move: {lost:?}");
+    // Every product's event moved with the store, those written during the move included.
+    let events = c.get(&format!("/api/v1/stores/{s1}/events?topic=product.created&limit=1"), Some(&u.token)).await.expect(200);
+    assert_eq!(events.body["total"].as_u64().unwrap() as usize, seen.len(), "one product.created event per product");
 
     // The old cell no longer serves the store; the new one does; the other store was untouched.
     other.get(&format!("/api/v1/stores/{s1}"), Some(&u.token)).await.expect(200);

@@ -66,6 +66,7 @@ pub fn default_args(data: &std::path::Path) -> ServeArgs {
         retention: Default::default(),
         outbound: Default::default(),
         mail: Default::default(),
+        jobs_paused: false,
         memory: Default::default(),
     }
 }

@@ -116,6 +116,16 @@ async fn deliveries_are_signed_in_order_retried_on_schedule_and_logged() {
     assert_eq!(pinged.json()["data"]["webhookId"], id.as_str());
     assert!(pinged.signed_with(&secret));
 
+    // The runner's work shows in /metrics: every run completed (a receiver's 500 is a failed
+    // delivery in the log, not a failed job).
+    let metrics = String::from_utf8(c.get("/metrics", None).await.expect(200).raw.to_vec()).unwrap();
+    let count = |outcome: &str| -> u64 {
+        let prefix = format!("shopcell_jobs_total{{owner=\"cell-1\",outcome=\"{outcome}\"}} ");
+        metrics.lines().find_map(|l| l.strip_prefix(prefix.as_str())).and_then(|n| n.parse().ok()).expect("a jobs line")
+    };
+    assert!(count("completed") >= 6, "{metrics}");
+    assert_eq!(count("dead"), 0);
+
     // Deleting the subscription takes its log with it.
     c.delete(&shop.path(&format!("/webhooks/{id}")), t).await.expect(204);
     c.get(&shop.path(&format!("/webhooks/{id}/deliveries")), t).await.expect(404);
@@ -191,4 +201,48 @@ async fn subscriptions_refuse_what_they_cannot_deliver() {
     c.post(&shop.path("/members"), t, json!({"email": staff.email, "role": "staff"})).await.expect(201);
     assert_eq!(c.get(&path, Some(&staff.token)).await.expect(200).body["total"], 50);
     c.post(&path, Some(&staff.token), json!({"topics": ["*"], "url": url})).await.expect(403);
+}
+
+#[tokio::test]
+async fn five_days_of_failures_disable_a_subscription_and_tell_the_owner() {
+    let app = spawn_app_allowing(&["127.0.0.1"]).await;
+    let c = &app.client;
+    let shop = Shop::new(c).await;
+    let rx = Receiver::start().await;
+    rx.answer(503);
+    let hook = subscribe(c, &shop, json!(["product.*"]), &rx.url()).await;
+    let id = hook["id"].as_str().unwrap().to_string();
+    create_product(c, &shop.owner, &shop.store, "Doomed", 100).await;
+    rx.wait_for(1).await;
+    log_until(c, &shop, &id, |l| l.len() == 1).await;
+
+    // Four days on the subscription still tries; five days after the first failure it stops.
+    app.clock.advance(Duration::from_secs(4 * 86_400));
+    app.cell().wake_jobs();
+    rx.wait_for(2).await;
+    let login = json!({"email": shop.owner.email, "password": PASSWORD});
+    let t = c.post("/api/v1/auth/login", None, login.clone()).await.expect(200).body["accessToken"].as_str().unwrap().to_string();
+    assert_eq!(c.get(&shop.path(&format!("/webhooks/{id}")), Some(&t)).await.expect(200).body["enabled"], true);
+    app.clock.advance(Duration::from_secs(86_400));
+    app.cell().wake_jobs();
+    rx.wait_for(3).await;
+    let t = c.post("/api/v1/auth/login", None, login).await.expect(200).body["accessToken"].as_str().unwrap().to_string();
+    let hooks_path = shop.path(&format!("/webhooks/{id}"));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let off = loop {
+        let w = c.get(&hooks_path, Some(&t)).await.expect(200).body;
+        if w["enabled"] == false || std::time::Instant::now() > deadline {
+            break w;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(off["enabled"], false, "{off}");
+    assert!(off["disabledReason"].as_str().unwrap().contains("five days"));
+
+    // The owner is told, with the way back.
+    let sent = crate::mail::mails(app.dir.path(), 1).await;
+    let m = mail_parser::MessageParser::default().parse(&sent[0]).unwrap();
+    assert_eq!(m.to().and_then(|a| a.first()).and_then(|a| a.address()), Some(shop.owner.email.as_str()));
+    let text = m.body_text(0).unwrap();
+    assert!(text.contains(&rx.url()) && text.contains(&id) && text.contains("five days"), "{text}");
 }

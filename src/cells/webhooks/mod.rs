@@ -3,6 +3,7 @@
 //! POSTs each one of its topics, signed, one in flight, in event order. A failed first attempt
 //! leaves a retry job on the schedule of API.md without holding later events back.
 
+pub mod notice;
 pub mod send;
 
 use redb::ReadableTable;

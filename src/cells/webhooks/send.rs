@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::cells::events::Event;
-use crate::cells::webhooks::{Attempt, Delivery, DeliveryStatus, Webhook, retry_id};
+use crate::cells::webhooks::{Attempt, Delivery, DeliveryStatus, Webhook, notice, retry_id};
 use crate::clock::Clock;
 use crate::domain::webhook::{self, ANSWER_KEPT, DISABLE_AFTER_MS, FIRST_RETRY};
 use crate::error::ApiResult;
@@ -317,12 +317,10 @@ fn record_health(tx: &mut Tx, store: Uuid, id: Uuid, ok: bool, status: Option<u1
     } else {
         let since = *w.failing_since.get_or_insert(now);
         if w.enabled && (gone || now.saturating_sub(since) >= DISABLE_AFTER_MS) {
+            let reason = if gone { "the receiver answered 410 Gone" } else { "every delivery failed for five days" };
             w.enabled = false;
-            w.disabled_reason = Some(if gone {
-                "the receiver answered 410 Gone".to_string()
-            } else {
-                "every delivery failed for five days".to_string()
-            });
+            w.disabled_reason = Some(reason.to_string());
+            notice::notify(tx, store, id, &w.url, since, reason, now)?;
         }
     }
     if w != old {
