@@ -87,7 +87,10 @@ fn jobs(cx: &Ctx, out: &mut String) {
     for (name, cell) in &cx.node.cells {
         runners.extend(cell.job_counts().map(|c| (name.clone(), c)));
     }
-    let _ = write!(out, "# HELP shopcell_jobs_total Background job runs, by runner and outcome.\n# TYPE shopcell_jobs_total counter\n");
+    let _ = write!(
+        out,
+        "# HELP shopcell_jobs_total Background job runs, by runner and outcome.\n# TYPE shopcell_jobs_total counter\n"
+    );
     for (owner, counts) in runners {
         for (outcome, n) in counts {
             let _ = writeln!(out, "shopcell_jobs_total{{owner=\"{owner}\",outcome=\"{outcome}\"}} {n}");

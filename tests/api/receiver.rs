@@ -21,6 +21,8 @@ use tokio::sync::Notify;
 /// A request the receiver got.
 #[derive(Debug, Clone)]
 pub struct Received {
+    /// The path it was sent to (`/hooks`, or a test's own per subscription).
+    pub path: String,
     pub id: String,
     pub timestamp: String,
     pub signature: String,
@@ -67,8 +69,9 @@ impl Receiver {
                             let header = |n: &str| req.headers().get(n).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
                             let (id, timestamp, signature) =
                                 (header("webhook-id"), header("webhook-timestamp"), header("webhook-signature"));
+                            let path = req.uri().path().to_string();
                             let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-                            g.lock().unwrap().push(Received { id, timestamp, signature, body });
+                            g.lock().unwrap().push(Received { path, id, timestamp, signature, body });
                             a.notify_waiters();
                             let status = s.load(Ordering::SeqCst);
                             Ok::<_, hyper::Error>(
@@ -98,7 +101,12 @@ impl Receiver {
 
     /// Waits until `n` requests have arrived in all (10 s at most, then fails).
     pub async fn wait_for(&self, n: usize) -> Vec<Received> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        self.wait_for_within(n, Duration::from_secs(10)).await
+    }
+
+    /// [`Receiver::wait_for`] with its own limit.
+    pub async fn wait_for_within(&self, n: usize, limit: Duration) -> Vec<Received> {
+        let deadline = tokio::time::Instant::now() + limit;
         loop {
             let arrived = self.arrived.notified();
             let got = self.received();
