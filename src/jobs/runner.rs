@@ -165,6 +165,14 @@ async fn run(inner: Arc<Inner>) {
     }
     let slots = Arc::new(Semaphore::new(CONCURRENCY));
     while !inner.stopping.load(Ordering::SeqCst) {
+        // With every slot taken a pass could claim nothing: wait for a run to end (or a stop).
+        if slots.available_permits() == 0 {
+            tokio::select! {
+                permit = slots.acquire() => drop(permit),
+                _ = inner.wake.notified() => {}
+            }
+            continue;
+        }
         inner.handler.tick().await;
         let now = inner.clock.now_ms();
         let free = slots.available_permits();

@@ -172,7 +172,7 @@ async fn closing_and_reopening_work_across_processes() {
 }
 
 #[tokio::test]
-async fn a_closed_store_s_jobs_stop() {
+async fn a_closed_store_s_scheduled_work_stops() {
     let app = spawn_app_allowing(&["127.0.0.1"]).await;
     let c = &app.client;
     let s = a_store(c).await;
@@ -190,6 +190,10 @@ async fn a_closed_store_s_jobs_stop() {
     )
     .await
     .expect(201);
+    let collection = c.post(&format!("{one}/collections"), t, json!({"title": "Launch"})).await.expect(201).body;
+    let cid = collection["id"].as_str().unwrap().to_string();
+    let at = shopcell::domain::time::rfc3339(app.clock.now_ms() + 3_600_000);
+    c.post(&format!("{one}/collections/{cid}/schedule"), t, json!({"publishAt": at})).await.expect(200);
     rx.wait_for(1).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let before = rx.received().len();
@@ -203,4 +207,6 @@ async fn a_closed_store_s_jobs_stop() {
     let q = shopcell::storage::list::ListQuery { sort: "created_at", limit: 50, ..Default::default() };
     let events = app.cell().list::<shopcell::cells::events::Event>(s.store.parse().unwrap(), &q).unwrap();
     assert!(events.items.iter().all(|e| e.topic != "checkout.abandoned"), "nothing is reported for a closed store");
+    let kept: shopcell::domain::collection::Collection = app.cell().get(s.store.parse().unwrap(), cid.parse().unwrap()).unwrap();
+    assert_eq!(kept.status, shopcell::domain::collection::CollectionStatus::Scheduled, "its scheduled collection is not published");
 }
