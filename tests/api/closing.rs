@@ -208,5 +208,9 @@ async fn a_closed_store_s_scheduled_work_stops() {
     let events = app.cell().list::<shopcell::cells::events::Event>(s.store.parse().unwrap(), &q).unwrap();
     assert!(events.items.iter().all(|e| e.topic != "checkout.abandoned"), "nothing is reported for a closed store");
     let kept: shopcell::domain::collection::Collection = app.cell().get(s.store.parse().unwrap(), cid.parse().unwrap()).unwrap();
-    assert_eq!(kept.status, shopcell::domain::collection::CollectionStatus::Scheduled, "its scheduled collection is not published");
+    assert_eq!(
+        kept.status,
+        shopcell::domain::collection::CollectionStatus::Scheduled,
+        "its scheduled collection is not published"
+    );
 }

@@ -123,3 +123,33 @@ impl Receiver {
         }
     }
 }
+
+/// A receiver that never accepts a delivery: `/redirect` answers 302 to a private address,
+/// `/big` 5 MB, `/hang` nothing at all.
+pub async fn misbehaving() -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else { return };
+            tokio::spawn(async move {
+                let service = service_fn(|req: Request<hyper::body::Incoming>| async move {
+                    let response = match req.uri().path() {
+                        "/redirect" => Response::builder()
+                            .status(302)
+                            .header("location", "http://10.0.0.1/hooks")
+                            .body(Full::new(Bytes::new())),
+                        "/big" => Response::builder().status(200).body(Full::new(Bytes::from(vec![b'x'; 5 << 20]))),
+                        _ => {
+                            tokio::time::sleep(Duration::from_secs(3600)).await;
+                            Response::builder().status(200).body(Full::new(Bytes::new()))
+                        }
+                    };
+                    Ok::<_, hyper::Error>(response.unwrap())
+                });
+                let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+            });
+        }
+    });
+    addr
+}

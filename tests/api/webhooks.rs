@@ -246,3 +246,42 @@ async fn five_days_of_failures_disable_a_subscription_and_tell_the_owner() {
     let text = m.body_text(0).unwrap();
     assert!(text.contains(&rx.url()) && text.contains(&id) && text.contains("five days"), "{text}");
 }
+
+#[tokio::test]
+async fn a_misbehaving_receiver_fails_with_its_reason_and_leaves_the_others_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = default_args(dir.path());
+    args.outbound.outbound_allow = vec!["127.0.0.1".into()];
+    args.outbound.outbound_timeout = Some(Duration::from_millis(800));
+    let app = serve(&args, dir, shopcell::clock::Clock::system()).await;
+    let c = &app.client;
+    let shop = Shop::new(c).await;
+    let rx = Receiver::start().await;
+    let bad = crate::receiver::misbehaving().await;
+    let mut hooks = Vec::new();
+    for path in ["redirect", "big", "hang"] {
+        let url = format!("http://127.0.0.1:{}/{path}", bad.port());
+        hooks.push((path, subscribe(c, &shop, json!(["product.created"]), &url).await["id"].as_str().unwrap().to_string()));
+    }
+    subscribe(c, &shop, json!(["product.created"]), &rx.url()).await;
+    for n in 0..3 {
+        create_product(c, &shop.owner, &shop.store, &format!("p{n}"), 100).await;
+    }
+    // The good receiver gets every event, in order, whatever the others do.
+    let got = rx.wait_for(3).await;
+    assert_eq!(
+        got.iter().map(|r| r.json()["data"]["title"].as_str().unwrap().to_string()).collect::<Vec<_>>(),
+        ["p0", "p1", "p2"]
+    );
+    for (path, id) in hooks {
+        let entries = log_until(c, &shop, &id, |l| l.len() == 3).await;
+        let error = entries[0]["attempts"][0]["error"].as_str().unwrap().to_string();
+        let expected = match path {
+            "redirect" => "302",
+            "big" => "large",
+            _ => "time",
+        };
+        assert!(error.contains(expected), "{path}: {error}");
+        assert!(entries.iter().all(|d| d["status"] == "PENDING" && d["nextRetry"].is_string()), "{path}: {entries:?}");
+    }
+}
