@@ -134,6 +134,28 @@ pub fn append_json<T: Serialize>(tx: &mut Tx, store: Uuid, topic: &'static str, 
     append(tx, store, topic, serde_json::to_vec(value).map_err(ApiError::internal)?, now)
 }
 
+/// The latest event id of any store of the cell: the writer gives ids after it, whatever its
+/// clock says (a store may have come from a cell whose clock ran ahead).
+pub fn latest_id(db: &Database) -> ApiResult<Option<Uuid>> {
+    let txn = db.begin_read()?;
+    let events = txn.open_table(EVENTS.def)?;
+    let mut latest = None;
+    for item in txn.open_table(STORE_STATE)?.iter()? {
+        let (k, _) = item?;
+        let prefix = Key::store(Uuid::from_u128(k.value())).into_vec();
+        let (start, end) = crate::storage::keys::prefix_range(&prefix);
+        let last = match &end {
+            Some(end) => events.range(start.as_slice()..end.as_slice())?.next_back(),
+            None => events.range(start.as_slice()..)?.next_back(),
+        };
+        if let Some(row) = last {
+            let id = crate::storage::keys::trailing_id(row?.0.value());
+            latest = latest.max(id);
+        }
+    }
+    Ok(latest)
+}
+
 /// Rows removed per store and sweep: a sweep never holds the writer long.
 const PURGE_BATCH: usize = 1000;
 
@@ -212,6 +234,48 @@ pub fn oldest_rows_under(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn after_a_restart_on_a_clock_behind_new_events_still_sort_last() {
+        let dir = tempfile::tempdir().unwrap();
+        let memory = crate::memory::Shares::of_one_cell(64 << 20).cell;
+        let open = |clock| crate::cells::Cell::open("test", dir.path(), clock, &memory).unwrap();
+        let store = Uuid::now_v7();
+        let activate = |cell: &crate::cells::Cell| {
+            let txn = redb::Database::begin_write(&cell.db).unwrap();
+            txn.open_table(STORE_STATE).unwrap().insert(store.as_u128(), StoreState::Active as u8).unwrap();
+            txn.commit().unwrap();
+        };
+        let append_one = |cell: &crate::cells::Cell| {
+            let (now, writer) = (cell.clock.now_ms(), cell.writer.clone());
+            async move {
+                writer
+                    .write(Some(store), move |tx| {
+                        append(tx, store, "product.created", b"{}".to_vec(), now)?;
+                        Ok(tx.commit_id(now))
+                    })
+                    .await
+            }
+        };
+        // A day ahead (a cell whose clock ran ahead, or a store moved from one)…
+        let ahead = crate::clock::Clock::system();
+        ahead.advance(std::time::Duration::from_secs(86_400));
+        let cell = open(ahead);
+        activate(&cell);
+        let first = append_one(&cell).await.unwrap();
+        cell.close();
+        drop(cell);
+        // …then on the real time: the next event still sorts after the first.
+        let cell = open(crate::clock::Clock::system());
+        let second = append_one(&cell).await.unwrap();
+        assert!(second > first, "{second} after {first}");
+        let q = crate::storage::list::ListQuery { sort: "created_at", limit: 10, ..Default::default() };
+        let listed = cell.list::<Event>(store, &q).unwrap();
+        assert_eq!(listed.total, 2);
+        let (a, b) = (&listed.items[0], &listed.items[1]);
+        assert!(a.id < b.id && a.created_at > b.created_at, "listed in the order written, whatever the clock said");
+        cell.close();
+    }
 
     #[test]
     fn the_documentation_lists_every_topic() {

@@ -140,7 +140,8 @@ impl Cell {
         let txn = db.begin_write()?;
         txn.open_table(MOVE_LOG)?.retain(|_, _| false)?;
         txn.commit()?;
-        let (writer, thread) = Writer::start(db.clone(), name, memory.rows, memory.lists)?;
+        let floor = events::latest_id(&db)?;
+        let (writer, thread) = Writer::start_after(db.clone(), name, memory.rows, memory.lists, floor)?;
         let search = crate::search::Search::start(&dir.join("search"), db.clone(), writer.clone(), name, memory)?;
         let publisher = publisher::Publisher::start(db.clone(), writer.clone(), name, clock.clone())?;
         Ok(Cell {

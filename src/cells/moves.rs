@@ -302,6 +302,12 @@ fn check_rows(store: Uuid, rows: &[Row]) -> ApiResult<()> {
 fn apply_rows(tx: &mut crate::storage::writer::Tx, rows: &[Row]) -> ApiResult<()> {
     for r in rows {
         let t = STORE_TABLES[r.table as usize];
+        // Events keep the ids the source gave them: ids given here must sort after them.
+        if t.index == crate::storage::tables::EVENTS.index
+            && let Some(id) = crate::storage::keys::trailing_id(&r.key)
+        {
+            tx.commit_ids_after(id);
+        }
         match &r.value {
             Some(v) => tx.put(t, &r.key, v)?,
             None => tx.delete(t, &r.key)?,

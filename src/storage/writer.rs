@@ -173,6 +173,18 @@ impl Writer {
     /// Starts the writer thread of `db`.
     /// `rows` and `lists` are the byte budgets of its row cache and list orders.
     pub fn start(db: Arc<Database>, name: &str, rows: u64, lists: u64) -> std::io::Result<(Writer, WriterThread)> {
+        Writer::start_after(db, name, rows, lists, None)
+    }
+
+    /// [`Writer::start`] whose [`Tx::commit_id`]s sort after `floor` (the latest such id the
+    /// database holds, which a clock running behind would not pass).
+    pub fn start_after(
+        db: Arc<Database>,
+        name: &str,
+        rows: u64,
+        lists: u64,
+        floor: Option<Uuid>,
+    ) -> std::io::Result<(Writer, WriterThread)> {
         let (sender, receiver) = mpsc::channel::<Msg>();
         let gate = Arc::new(MoveGate::default());
         let thread_gate = gate.clone();
@@ -193,7 +205,7 @@ impl Writer {
                 rows: &thread_rows,
                 appended: &thread_appended,
             };
-            run(&db, &receiver, &thread_gate, &derived)
+            run(&db, &receiver, &thread_gate, &derived, floor)
         })?;
         Ok((Writer { sender, gate, committed, generations, orders, rows, appended }, WriterThread(handle)))
     }
@@ -238,9 +250,12 @@ struct Derived<'a> {
     appended: &'a Appended,
 }
 
-fn run(db: &Database, receiver: &mpsc::Receiver<Msg>, gate: &MoveGate, derived: &Derived) {
+fn run(db: &Database, receiver: &mpsc::Receiver<Msg>, gate: &MoveGate, derived: &Derived, floor: Option<Uuid>) {
     let seq = AtomicU64::new(now_micros());
     let mut ids = CommitIds::starting_at((now_micros() / 1000) as i64);
+    if let Some(f) = floor {
+        ids.after(f);
+    }
     let mut stopping = false;
     while !stopping {
         let Ok(Msg::Job(first)) = receiver.recv() else { break };
@@ -478,6 +493,13 @@ impl<'a> Tx<'a> {
         self.ids.next(now_ms)
     }
 
+    /// Makes every later [`Tx::commit_id`] sort after `id`: rows keyed by ids given elsewhere
+    /// (a store moved in from another cell, whose clock may run ahead) are not passed over by a
+    /// reader that walks from an id it has seen.
+    pub fn commit_ids_after(&mut self, id: Uuid) {
+        self.ids.after(id);
+    }
+
     /// Records that this job appended an event to `store`: the fan-out hears of it after commit.
     pub fn event_appended(&mut self, store: Uuid) {
         if !self.evented.contains(&store) {
@@ -579,6 +601,16 @@ impl CommitIds {
         CommitIds { last_ms: ms, counter: 0 }
     }
 
+    fn after(&mut self, id: Uuid) {
+        let v = id.as_u128();
+        let ms = (v >> 80) as i64;
+        let counter = (((v >> 64) & 0xfff) << 30 | ((v >> 32) & 0x3fff_ffff)) as u64;
+        if ms > self.last_ms || (ms == self.last_ms && counter > self.counter) {
+            self.last_ms = ms;
+            self.counter = counter;
+        }
+    }
+
     fn next(&mut self, now_ms: i64) -> Uuid {
         if now_ms > self.last_ms {
             self.last_ms = now_ms;
@@ -618,6 +650,13 @@ mod tests {
         assert_eq!((ms(a), ms(c), ms(d)), (1_000, 2_000, 2_000), "never earlier than an id already given");
         let many: Vec<Uuid> = (0..10_000).map(|_| ids.next(2_000)).collect();
         assert!(many.windows(2).all(|w| w[0] < w[1]));
+        // Ids given elsewhere, ahead of this writer: the next one sorts after them.
+        let mut elsewhere = CommitIds::starting_at(9_000);
+        let (x, y) = (elsewhere.next(9_000), elsewhere.next(9_000));
+        ids.after(y);
+        ids.after(x);
+        let z = ids.next(2_000);
+        assert!(z > y, "{z} after {y}");
     }
     use crate::storage::open;
     use redb::ReadableDatabase;
