@@ -282,9 +282,14 @@ impl Running {
     }
 }
 
+/// Binds `listen`; the error names the address ("address already in use" alone does not say which).
+async fn bind(listen: SocketAddr) -> Result<TcpListener, BoxError> {
+    TcpListener::bind(listen).await.map_err(|e| format!("cannot listen on {listen}: {e}").into())
+}
+
 /// Binds `listen` and serves `node` until [`Running::stop`].
 pub async fn spawn(node: Node, listen: SocketAddr) -> Result<Running, BoxError> {
-    let listener = TcpListener::bind(listen).await?;
+    let listener = bind(listen).await?;
     let addr = listener.local_addr()?;
     let node = Arc::new(node);
     crate::node::closing::spawn_sweeps(&node);
@@ -298,7 +303,7 @@ pub async fn spawn(node: Node, listen: SocketAddr) -> Result<Running, BoxError> 
 
 /// Binds `listen`, prints the URL, and serves until Ctrl-C or SIGTERM.
 pub async fn serve_until_signal(node: Node, listen: SocketAddr, what: &str) -> Result<(), BoxError> {
-    let listener = TcpListener::bind(listen).await?;
+    let listener = bind(listen).await?;
     let addr = listener.local_addr()?;
     println!("shopcell {what} listening on {}", crate::server::url(addr));
     tracing::info!(%addr, mode = what, "listening");

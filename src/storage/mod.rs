@@ -70,7 +70,12 @@ pub fn open(path: &Path, kind: DbKind, cache: u64) -> Result<Database, OpenError
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(io)?;
     }
-    let db = Database::builder().set_cache_size(cache as usize).create(path).map_err(io)?;
+    let db = Database::builder().set_cache_size(cache as usize).create(path).map_err(|e| match e {
+        redb::DatabaseError::DatabaseAlreadyOpen => {
+            OpenError::Io(format!("{} is already open in another process (another shopcell on the same --data?)", path.display()))
+        }
+        e => OpenError::Io(format!("{}: {e}", path.display())),
+    })?;
     let (found_kind, found_version) = read_meta(&db)?;
     match found_kind {
         Some(k) if k != kind.name => return Err(OpenError::WrongKind { found: k, expected: kind.name }),
