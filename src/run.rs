@@ -118,7 +118,9 @@ pub fn build_serve_with_clock(args: &ServeArgs, clock: Clock) -> Result<Node, Bo
     }
     let (budget, shares) = divide_memory(&args.memory, args.cells.len())?;
     let mailer = mailer(&args.mail, &args.data, &args.outbound)?;
-    let account = open_account(&args.data, &args.auth, &mailer, &shares, &clock)?.with_plans(plans(args.plans.as_deref())?);
+    let account = open_account(&args.data, &args.auth, &mailer, &shares, &clock)?
+        .with_plans(plans(args.plans.as_deref())?)
+        .with_public_url(args.public_url.as_deref());
     let account = Arc::new(account);
     account.start_jobs()?;
     let verifier = TokenVerifier::new(vec![account.key.public_key()], clock.clone());
@@ -139,7 +141,9 @@ pub fn build_account(args: &AccountArgs) -> Result<Node, BoxError> {
     // The directory alone: the account service's share, and no cell.
     let (budget, shares) = divide_memory(&args.memory, 0)?;
     let mailer = mailer(&args.mail, &args.data, &args.outbound)?;
-    let account = open_account(&args.data, &args.auth, &mailer, &shares, &clock)?.with_plans(plans(args.plans.as_deref())?);
+    let account = open_account(&args.data, &args.auth, &mailer, &shares, &clock)?
+        .with_plans(plans(args.plans.as_deref())?)
+        .with_public_url(args.public_url.as_deref());
     let account = Arc::new(account);
     account.start_jobs()?;
     let verifier = TokenVerifier::new(vec![account.key.public_key()], clock.clone());
@@ -272,10 +276,19 @@ impl Running {
     }
 }
 
+/// Without `--public-url`, links in mail start with the URL the process listens on (the one it
+/// prints): known only once the address is bound (`--listen` may name port 0).
+fn default_public_url(node: &Node, addr: SocketAddr) {
+    if let Some(a) = &node.account {
+        a.default_public_url(&crate::server::url(addr));
+    }
+}
+
 /// Binds `listen` and serves `node` until [`Running::stop`].
 pub async fn spawn(node: Node, listen: SocketAddr) -> Result<Running, BoxError> {
     let listener = TcpListener::bind(listen).await?;
     let addr = listener.local_addr()?;
+    default_public_url(&node, addr);
     let node = Arc::new(node);
     crate::node::closing::spawn_sweeps(&node);
     let (stop, stopped) = oneshot::channel::<()>();
@@ -291,6 +304,7 @@ pub async fn serve_until_signal(node: Node, listen: SocketAddr, what: &str) -> R
     let addr = listener.local_addr()?;
     println!("shopcell {what} listening on {}", crate::server::url(addr));
     tracing::info!(%addr, mode = what, "listening");
+    default_public_url(&node, addr);
     let node = Arc::new(node);
     crate::node::closing::spawn_sweeps(&node);
     crate::server::run(node, listener, crate::server::shutdown_signal()).await;
