@@ -2,9 +2,12 @@
 
 use hyper::Method;
 
+use crate::account::AccountService;
 use crate::account::keys::read_service_key;
+use crate::account::passwords::AdminReset;
 use crate::cells::product_search;
 use crate::cli::{AdminCommand, TaxonomyCommand};
+use crate::clock::Clock;
 use crate::error::BoxError;
 use crate::http::upstream::{Body, Upstream};
 use crate::run::account_dir;
@@ -29,6 +32,24 @@ pub async fn run(cmd: AdminCommand) -> Result<(), BoxError> {
             println!("{answer}");
             Ok(())
         }
+        AdminCommand::ResetPassword { email, url, password_stdin, public_url, service_key_file, data } => {
+            let password = if password_stdin { Some(read_password()?) } else { None };
+            let done = match url {
+                Some(url) => {
+                    let key_file = service_key_file.unwrap_or_else(|| account_dir(&data).join("service.key"));
+                    let up = Upstream::new(&url, &read_service_key(&key_file)?);
+                    let body = Body::json(&serde_json::json!({ "email": email, "password": password }))?;
+                    up.call(Method::POST, "/internal/v1/users/reset-password", body).await?
+                }
+                None => reset_password_offline(&data, &email, password, public_url.as_deref()).await?,
+            };
+            println!("user {}: {} sessions ended", done.user_id, done.sessions_ended);
+            match done.reset_url {
+                Some(url) => println!("one-use reset link (valid 1 h): {url}"),
+                None => println!("password set"),
+            }
+            Ok(())
+        }
         AdminCommand::Check { data } => check(&data),
         AdminCommand::Reindex { data, cell } => reindex(&data, cell.as_deref()),
         AdminCommand::Compact { data, cell } => compact(&data, cell.as_deref()),
@@ -44,6 +65,39 @@ pub async fn run(cmd: AdminCommand) -> Result<(), BoxError> {
             Ok(())
         }
     }
+}
+
+/// The new password: the first line of stdin, without its line ending.
+fn read_password() -> Result<String, BoxError> {
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    let password = line.trim_end_matches(['\r', '\n']).to_string();
+    if password.is_empty() {
+        return Err("no password on stdin".into());
+    }
+    Ok(password)
+}
+
+/// `admin reset-password` without a running service: opens the account database under `data`
+/// (refused while a process holds it), ends the user's sessions and sets `password` or makes a
+/// reset link starting with `public_url`.
+pub async fn reset_password_offline(
+    data: &std::path::Path,
+    email: &str,
+    password: Option<String>,
+    public_url: Option<&str>,
+) -> Result<AdminReset, BoxError> {
+    let dir = account_dir(data);
+    if !dir.join("account.redb").exists() {
+        return Err(format!("no account database under {}", dir.display()).into());
+    }
+    let shares = crate::memory::Shares::of_one_cell(64 << 20).account;
+    let account = AccountService::open(&dir, Clock::system(), &shares)
+        .map_err(|e| format!("{}: {e} (is a process serving it? use --url, or stop it first)", dir.display()))?
+        .with_public_url(public_url);
+    let done = account.admin_reset_password(email, password).await;
+    account.close();
+    Ok(done.map_err(|e| e.message)?)
 }
 
 fn check(data: &std::path::Path) -> Result<(), BoxError> {

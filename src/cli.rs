@@ -35,6 +35,10 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "SHOPCELL_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
+    /// The base of links in mail (password resets, invitations): an http or https URL; default:
+    /// the URL this process prints once it listens.
+    #[arg(long, env = "SHOPCELL_PUBLIC_URL", value_parser = crate::account::links::parse_public_url)]
+    pub public_url: Option<String>,
     /// Names of the cells to run (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "cell-1")]
     pub cells: Vec<String>,
@@ -78,6 +82,10 @@ pub struct AccountArgs {
     pub data: PathBuf,
     #[arg(long, default_value = "127.0.0.1:8081")]
     pub listen: SocketAddr,
+    /// The base of links in mail (password resets, invitations): an http or https URL; default:
+    /// the URL this process prints once it listens.
+    #[arg(long, env = "SHOPCELL_PUBLIC_URL", value_parser = crate::account::links::parse_public_url)]
+    pub public_url: Option<String>,
     /// A cell stores can be placed in, as NAME=URL (repeat for each cell).
     #[arg(long = "cell", value_parser = parse_named_url)]
     pub cells: Vec<(String, String)>,
@@ -372,6 +380,30 @@ pub enum AdminCommand {
         #[arg(long, default_value = "./shopcell-data")]
         data: PathBuf,
     },
+    /// Ends every session of a user and prints a one-use password reset link, or sets the
+    /// password read from stdin (`--password-stdin`). Through a running `serve` or account
+    /// service with `--url`; without it, on the account database under `--data` (stop the process
+    /// that holds it first).
+    ResetPassword {
+        /// The account's email.
+        #[arg(long)]
+        email: String,
+        /// URL of the running `serve` process or account service.
+        #[arg(long)]
+        url: Option<String>,
+        /// Read the new password from the first line of stdin instead of printing a link.
+        #[arg(long)]
+        password_stdin: bool,
+        /// The base of the link offline (online, the service's own `--public-url` is used);
+        /// default `http://127.0.0.1:8080`.
+        #[arg(long, env = "SHOPCELL_PUBLIC_URL", value_parser = crate::account::links::parse_public_url)]
+        public_url: Option<String>,
+        /// Service key file (default: `<data>/account/service.key`).
+        #[arg(long)]
+        service_key_file: Option<PathBuf>,
+        #[arg(long, default_value = "./shopcell-data")]
+        data: PathBuf,
+    },
     /// Opens every database under a data directory and reports its format and tables.
     Check {
         #[arg(long, default_value = "./shopcell-data")]
@@ -471,6 +503,19 @@ mod tests {
         assert!(serve(&[]));
         assert!(!serve(&["--answer-cache", "false"]));
         assert!(Cli::try_parse_from(["shopcell", "serve", "--answer-cache", "maybe"]).is_err());
+    }
+
+    #[test]
+    fn a_public_url_is_http_or_https() {
+        let url = |role: &str, url: &str| match Cli::try_parse_from(["shopcell", role, "--public-url", url]).map(|c| c.command) {
+            Ok(Command::Serve(a)) => a.public_url,
+            Ok(Command::Account(a)) => a.public_url,
+            _ => None,
+        };
+        assert_eq!(url("serve", "https://shop.example/").as_deref(), Some("https://shop.example"));
+        assert_eq!(url("account", "http://10.0.0.5:8081").as_deref(), Some("http://10.0.0.5:8081"));
+        assert_eq!(url("serve", "ftp://shop.example"), None);
+        assert_eq!(url("account", "shop.example"), None);
     }
 }
 

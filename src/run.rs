@@ -117,7 +117,9 @@ pub fn build_serve_with_clock(args: &ServeArgs, clock: Clock) -> Result<Node, Bo
     }
     let (budget, shares) = divide_memory(&args.memory, args.cells.len())?;
     let mailer = mailer(&args.mail, &args.data, &args.outbound)?;
-    let account = open_account(&args.data, &args.auth, &mailer, &shares, &clock)?.with_plans(plans(args.plans.as_deref())?);
+    let account = open_account(&args.data, &args.auth, &mailer, &shares, &clock)?
+        .with_plans(plans(args.plans.as_deref())?)
+        .with_public_url(args.public_url.as_deref());
     let account = Arc::new(account);
     let verifier = TokenVerifier::new(vec![account.key.public_key()], clock.clone());
     let cells = open_cells(&args.data, &args.cells, &cell_flags!(args, mailer), &shares.cell, &clock)?;
@@ -140,7 +142,9 @@ pub fn build_account(args: &AccountArgs) -> Result<Node, BoxError> {
     // The directory alone: the account service's share, and no cell.
     let (budget, shares) = divide_memory(&args.memory, 0)?;
     let mailer = mailer(&args.mail, &args.data, &args.outbound)?;
-    let account = open_account(&args.data, &args.auth, &mailer, &shares, &clock)?.with_plans(plans(args.plans.as_deref())?);
+    let account = open_account(&args.data, &args.auth, &mailer, &shares, &clock)?
+        .with_plans(plans(args.plans.as_deref())?)
+        .with_public_url(args.public_url.as_deref());
     let account = Arc::new(account);
     account.start_jobs()?;
     let verifier = TokenVerifier::new(vec![account.key.public_key()], clock.clone());
@@ -287,13 +291,28 @@ async fn bind(listen: SocketAddr) -> Result<TcpListener, BoxError> {
     TcpListener::bind(listen).await.map_err(|e| format!("cannot listen on {listen}: {e}").into())
 }
 
+/// The base of links in mail: the account service's (`--public-url`, or the URL it listens on),
+/// else the URL this process listens on.
+fn public_url(node: &Node, addr: SocketAddr) -> String {
+    node.account.as_ref().map(|a| a.public_url().to_string()).unwrap_or_else(|| crate::server::url(addr))
+}
+
+/// Without `--public-url`, links in mail start with the URL the process listens on (the one it
+/// prints): known only once the address is bound (`--listen` may name port 0).
+fn default_public_url(node: &Node, addr: SocketAddr) {
+    if let Some(a) = &node.account {
+        a.default_public_url(&crate::server::url(addr));
+    }
+}
+
 /// Binds `listen` and serves `node` until [`Running::stop`].
 pub async fn spawn(node: Node, listen: SocketAddr) -> Result<Running, BoxError> {
     let listener = bind(listen).await?;
     let addr = listener.local_addr()?;
+    default_public_url(&node, addr);
     let node = Arc::new(node);
     crate::node::closing::spawn_sweeps(&node);
-    crate::node::owners::attach(&node, &crate::server::url(addr));
+    crate::node::owners::attach(&node, &public_url(&node, addr));
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(crate::server::run(node.clone(), listener, async move {
         let _ = stopped.await;
@@ -307,9 +326,10 @@ pub async fn serve_until_signal(node: Node, listen: SocketAddr, what: &str) -> R
     let addr = listener.local_addr()?;
     println!("shopcell {what} listening on {}", crate::server::url(addr));
     tracing::info!(%addr, mode = what, "listening");
+    default_public_url(&node, addr);
     let node = Arc::new(node);
     crate::node::closing::spawn_sweeps(&node);
-    crate::node::owners::attach(&node, &crate::server::url(addr));
+    crate::node::owners::attach(&node, &public_url(&node, addr));
     crate::server::run(node, listener, crate::server::shutdown_signal()).await;
     Ok(())
 }

@@ -140,6 +140,7 @@ async fn measure_server(answer_cache: bool) -> Vec<Figure> {
     let args = ServeArgs {
         data: dir.path().to_path_buf(),
         listen: "127.0.0.1:0".parse().expect("address"),
+        public_url: None,
         cells: vec!["cell-1".into()],
         plans: None,
         auth: Default::default(),

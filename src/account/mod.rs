@@ -6,17 +6,19 @@ pub mod closing;
 pub mod directory;
 pub mod jobs;
 pub mod keys;
+pub mod links;
 pub mod members;
 pub mod mfa;
 pub mod model;
 pub mod oidc;
+pub mod passwords;
 pub mod plans;
 pub mod publishable;
 pub mod sessions;
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use argon2::{Argon2, PasswordHash, PasswordHasher, PasswordVerifier};
 use redb::{Database, ReadableDatabase, ReadableTable};
@@ -68,6 +70,8 @@ pub struct AccountService {
     memory: AccountShares,
     /// `account.redb`, whose size bounds what redb's cache of it can hold.
     file: std::path::PathBuf,
+    /// The base of links in mail (`--public-url`, else the URL the process listens on).
+    public_url: OnceLock<String>,
 }
 
 impl AccountService {
@@ -109,12 +113,21 @@ impl AccountService {
             memory: *memory,
             file: dir.join("account.redb"),
             clock,
+            public_url: OnceLock::new(),
         })
     }
 
     /// Replaces the built-in plan catalogue (the `--plans` file).
     pub fn with_plans(mut self, catalogue: plans::Catalogue) -> Self {
         self.plans = Arc::new(catalogue);
+        self
+    }
+
+    /// Links in mail start with `url` (`--public-url`, checked by the command line).
+    pub fn with_public_url(self, url: Option<&str>) -> Self {
+        if let Some(u) = url {
+            self.default_public_url(u);
+        }
         self
     }
 

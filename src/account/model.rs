@@ -79,7 +79,8 @@ pub fn normalize_email(email: &str) -> String {
     email.trim().to_lowercase()
 }
 
-fn valid_email(email: &str) -> bool {
+/// Whether an email looks deliverable: one `@`, a dotted domain, no spaces.
+pub fn valid_email(email: &str) -> bool {
     let Some((local, domain)) = email.split_once('@') else { return false };
     !local.is_empty()
         && local.len() <= 64
@@ -98,11 +99,17 @@ pub fn validate_register(r: &Register) -> ApiResult<()> {
     let email = normalize_email(&r.email);
     c.ensure(valid_email(&email), "email", "must be a valid email address");
     crate::domain::fields::check_line(&mut c, "name", &r.name, 100, true);
-    let len = r.password.chars().count();
-    c.ensure(len >= PASSWORD_MIN, "password", format!("must be at least {PASSWORD_MIN} characters"));
-    c.ensure(len <= PASSWORD_MAX, "password", format!("must be at most {PASSWORD_MAX} characters"));
-    c.ensure(!r.password.trim().eq_ignore_ascii_case(&email), "password", "must not be the email address");
+    check_password(&mut c, "password", &r.password, &email);
     c.finish()
+}
+
+/// The password rules, for every way a password is chosen (register, change, reset, invitation):
+/// 10 to 256 characters, not the account's email. Failures name `field`.
+pub fn check_password(c: &mut Check, field: &str, password: &str, email: &str) {
+    let len = password.chars().count();
+    c.ensure(len >= PASSWORD_MIN, field, format!("must be at least {PASSWORD_MIN} characters"));
+    c.ensure(len <= PASSWORD_MAX, field, format!("must be at most {PASSWORD_MAX} characters"));
+    c.ensure(!password.trim().eq_ignore_ascii_case(email), field, "must not be the email address");
 }
 
 /// The user as the API shows it (spec: `{id, email, name}`).

@@ -86,29 +86,7 @@ impl AccountService {
     /// Revokes every live session of `user` but `keep`; answers how many ended.
     pub async fn revoke_other_sessions(&self, user: Uuid, keep: Uuid) -> ApiResult<u64> {
         let now = self.clock.now_ms();
-        self.writer
-            .write(None, move |tx| {
-                let txn = tx.raw();
-                let links = txn.open_table(USER_SESSIONS)?;
-                let mut sessions = txn.open_table(SESSIONS)?;
-                let mut ended = 0;
-                for item in links.range((user.as_u128(), 0)..=(user.as_u128(), u128::MAX))? {
-                    let sid = item?.0.value().1;
-                    if sid == keep.as_u128() {
-                        continue;
-                    }
-                    let Some(v) = sessions.get(sid)? else { continue };
-                    let mut s: Session = decode(v.value())?;
-                    drop(v);
-                    if s.revoked_at.is_none() {
-                        s.revoked_at = Some(now);
-                        sessions.insert(sid, encode(&s)?.as_slice())?;
-                        ended += 1;
-                    }
-                }
-                Ok(ended)
-            })
-            .await
+        self.writer.write(None, move |tx| super::passwords::end_sessions(tx.raw(), user, Some(keep), now)).await
     }
 
     /// Notes that a session was just used. At most once a [`TOUCH_INTERVAL_MS`] per session this

@@ -154,7 +154,12 @@ pub fn limit_address(cx: &Ctx, what: &str) -> ApiResult<()> {
 /// refused while that allowance is used up; a failure with `failure` spends from it. Keyed by
 /// account and address together, so a stranger's wrong guesses lock out the stranger, never the
 /// account's owner signing in from elsewhere (each address is still bounded by its own limit).
-async fn limit_account<T>(cx: &Ctx, key: &str, failure: Code, step: impl Future<Output = ApiResult<T>>) -> ApiResult<T> {
+pub(crate) async fn limit_account<T>(
+    cx: &Ctx,
+    key: &str,
+    failure: Code,
+    step: impl Future<Output = ApiResult<T>>,
+) -> ApiResult<T> {
     let key = match cx.client {
         Some(ip) => format!("{key}@{ip}"),
         None => key.to_string(),

@@ -16,6 +16,7 @@ pub mod internal;
 pub mod markets;
 pub mod members;
 pub mod orders;
+pub mod passwords;
 pub mod payments;
 pub mod products;
 pub mod publishable_keys;
@@ -35,6 +36,7 @@ pub fn routes() -> Vec<Route> {
     let areas = [
         ("System", system::routes()),
         ("Auth", auth::routes()),
+        ("Auth", passwords::routes()),
         ("Stores", stores::routes()),
         ("Products", products::routes()),
         ("Search", search::routes()),

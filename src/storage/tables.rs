@@ -49,6 +49,10 @@ pub const CLOSED_STORES: TableDefinition<u128, &[u8]> = TableDefinition::new("cl
 /// `sha256(caller ‖ method ‖ path ‖ Idempotency-Key) → createdAt i64 BE ‖ Recorded`: the first response
 /// to a keyed POST outside a store (register, `/stores`, subscriptions), kept 24 h.
 pub const IDEMPOTENCY_KEYS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("idempotency_keys");
+/// `sha256(reset token) → PasswordReset`: a password reset link's token (1 h, one use).
+pub const PASSWORD_RESETS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("password_resets");
+/// `user id → sha256(reset token)`: a user's one live reset token, voided by the next one.
+pub const USER_PASSWORD_RESETS: TableDefinition<u128, &[u8]> = TableDefinition::new("user_password_resets");
 
 // ---- cell.redb: the stores a cell holds -----------------------------------------------------
 
@@ -311,6 +315,8 @@ pub fn account_tables(txn: &WriteTransaction) -> Result<(), redb::Error> {
     txn.open_table(SOCIAL_CODES)?;
     txn.open_table(IDEMPOTENCY_KEYS)?;
     txn.open_table(CLOSED_STORES)?;
+    txn.open_table(PASSWORD_RESETS)?;
+    txn.open_table(USER_PASSWORD_RESETS)?;
     // The directory's mail jobs, under the nil store id (see `jobs`).
     txn.open_table(JOBS.def)?;
     txn.open_table(JOB_DUE.def)?;

@@ -30,6 +30,7 @@ mod mail;
 mod markets;
 mod members;
 mod multiprocess;
+mod passwords;
 mod payments;
 mod products;
 mod publishable_keys;

@@ -57,6 +57,7 @@ pub fn default_args(data: &std::path::Path) -> ServeArgs {
     ServeArgs {
         data: data.to_path_buf(),
         listen: "127.0.0.1:0".parse().expect("address"),
+        public_url: None,
         cells: vec!["cell-1".to_string()],
         plans: None,
         auth: Default::default(),
