@@ -64,9 +64,12 @@ pub struct Sender {
 
 /// The next event a subscription's sender has to attempt.
 enum Next {
-    /// None of its topics among the events after the cursor; the cursor moves to the last one
-    /// looked at.
-    Nothing(Option<Uuid>),
+    /// None of its topics among the events looked at after the cursor; the cursor moves to the
+    /// last of them, and the walk goes on when the look stopped at its limit (`more`).
+    Nothing {
+        last: Option<Uuid>,
+        more: bool,
+    },
     Event(Event),
 }
 
@@ -88,8 +91,11 @@ impl Sender {
             return Outcome::Done(None);
         }
         match next {
-            Next::Nothing(None) => Outcome::Done(None),
-            Next::Nothing(Some(to)) => Outcome::Done(Some(Box::new(move |tx: &mut Tx| move_cursor(tx, store, id, to)))),
+            Next::Nothing { last: None, .. } => Outcome::Done(None),
+            Next::Nothing { last: Some(to), more } => {
+                let effect: Effect = Box::new(move |tx: &mut Tx| move_cursor(tx, store, id, to));
+                if more { Outcome::Again(self.clock.now_ms(), Some(effect)) } else { Outcome::Done(Some(effect)) }
+            }
             Next::Event(event) => {
                 let body = match event.body(store) {
                     Ok(b) => b,
@@ -172,11 +178,12 @@ impl Sender {
             None => std::ops::Bound::Included(start),
         };
         let to = end.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
-        let mut last = None;
+        let (mut last, mut seen) = (None, 0usize);
         for item in events.range::<&[u8]>((from.as_ref().map(Vec::as_slice), to.as_ref().map(Vec::as_slice)))?.take(SCAN) {
             let (_, v) = item?;
             let e: Event = decode(v.value())?;
             last = Some(e.id);
+            seen += 1;
             if !webhook::matches(&w.topics, &e.topic) {
                 continue;
             }
@@ -187,7 +194,7 @@ impl Sender {
                 return Ok(Some((w, Next::Event(e))));
             }
         }
-        Ok(Some((w, Next::Nothing(last))))
+        Ok(Some((w, Next::Nothing { last, more: seen == SCAN })))
     }
 
     /// POSTs `body` to the subscription, signed, and tells how it went.
