@@ -19,6 +19,21 @@ pub fn read_mail(raw: &[u8]) -> (String, String, String) {
     (to, m.subject().unwrap_or_default().to_string(), m.body_text(0).unwrap_or_default().to_string())
 }
 
+/// The first `n` mails under `data` (recipient, subject, text), oldest first: by Message-ID, a v7
+/// id from the server's clock.
+pub async fn mails_in_order(data: &std::path::Path, n: usize) -> Vec<(String, String, String)> {
+    let mut all: Vec<(String, (String, String, String))> = mails(data, n)
+        .await
+        .iter()
+        .map(|raw| {
+            let id = MessageParser::default().parse(raw).and_then(|m| m.message_id().map(str::to_string));
+            (id.expect("a Message-ID"), read_mail(raw))
+        })
+        .collect();
+    all.sort();
+    all.into_iter().map(|(_, m)| m).collect()
+}
+
 /// The token of the link to `page` in a mail's text.
 pub fn link_token(text: &str, page: &str) -> String {
     let at = text.find(&format!("{page}#token=")).unwrap_or_else(|| panic!("no {page} link in {text}"));
@@ -41,11 +56,10 @@ fn field(a: &Answer) -> &Value {
 /// Asks for a reset link for `email` and answers its token, from the `n`th mail written.
 async fn reset_token(app: &TestApp, email: &str, n: usize) -> String {
     app.client.post("/api/v1/auth/password/forgot", None, json!({"email": email})).await.expect(202);
-    let all = mails(app.dir.path(), n).await;
-    let texts: Vec<_> = all.iter().map(|m| read_mail(m)).filter(|(to, s, _)| to == email && s == "Reset your password").collect();
-    assert!(!texts.is_empty(), "a reset mail to {email}");
-    // Mail files sort by Message-ID, a v7 id: the newest is last.
-    link_token(&texts[texts.len() - 1].2, "/admin/reset-password")
+    let all = mails_in_order(app.dir.path(), n).await;
+    let texts: Vec<_> = all.into_iter().filter(|(to, s, _)| to == email && s == "Reset your password").collect();
+    let (_, _, newest) = texts.last().unwrap_or_else(|| panic!("a reset mail to {email}"));
+    link_token(newest, "/admin/reset-password")
 }
 
 #[tokio::test]
