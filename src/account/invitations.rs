@@ -100,6 +100,19 @@ pub(super) fn withdraw(txn: &WriteTransaction, store: Uuid, user: Uuid) -> ApiRe
     Ok(true)
 }
 
+/// Withdraws every invitation of `store` (a closed store forgotten for good).
+pub(super) fn withdraw_store(txn: &WriteTransaction, store: Uuid) -> ApiResult<()> {
+    let users: Vec<u128> = {
+        let t = txn.open_table(INVITATIONS)?;
+        let range = t.range((store.as_u128(), 0)..=(store.as_u128(), u128::MAX))?;
+        range.map(|item| item.map(|(k, _)| k.value().1)).collect::<Result<_, _>>()?
+    };
+    for user in users {
+        withdraw(txn, store, Uuid::from_u128(user))?;
+    }
+    Ok(())
+}
+
 /// Withdraws `email`'s invitation to `store`, if any (the email now has an account of its own).
 pub(super) fn withdraw_email(txn: &WriteTransaction, store: Uuid, email: &str) -> ApiResult<()> {
     let found = txn.open_table(EMAIL_INVITATIONS)?.get((email, store.as_u128()))?.map(|v| v.value());

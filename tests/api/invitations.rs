@@ -190,3 +190,31 @@ async fn invitations_work_through_a_cell_in_its_own_process() {
     let list = c.get(&members, Some(&owner.token)).await.expect(200).body;
     assert!(entry(&list, other).is_none());
 }
+
+#[tokio::test]
+async fn a_closed_store_s_invitations_cannot_be_accepted_and_go_with_it() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let owner = create_user(c).await;
+    let store = create_store(c, &owner).await;
+    let email = new_email();
+    c.post(&format!("/api/v1/stores/{store}/members"), Some(&owner.token), json!({"email": email, "role": "staff"}))
+        .await
+        .expect(201);
+    let token = invite_tokens(app.dir.path(), &email, 1).await.remove(0);
+    c.delete(&format!("/api/v1/stores/{store}"), Some(&owner.token)).await.expect(204);
+    assert_eq!(accept(c, &token).await.expect(400).body["error"]["fields"][0]["field"], "token");
+    c.post("/api/v1/auth/login", None, json!({"email": email, "password": PASSWORD})).await.expect(401);
+
+    // Forgotten for good after the grace period: no invitation row of it is left.
+    let node = app.server.as_ref().unwrap().node.clone();
+    app.clock.advance(Duration::from_secs(31 * 24 * 3600));
+    let id: uuid::Uuid = store.parse().unwrap();
+    assert_eq!(shopcell::node::closing::sweep(&node, app.clock.now_ms()).await.unwrap(), [id]);
+    let account = node.account.as_ref().unwrap();
+    let txn = redb::ReadableDatabase::begin_read(&*account.db).unwrap();
+    let invitations = txn.open_table(shopcell::storage::tables::INVITATIONS).unwrap();
+    assert_eq!(redb::ReadableTableMetadata::len(&invitations).unwrap(), 0);
+    let tokens = txn.open_table(shopcell::storage::tables::INVITATION_TOKENS).unwrap();
+    assert_eq!(redb::ReadableTableMetadata::len(&tokens).unwrap(), 0);
+}

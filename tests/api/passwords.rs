@@ -245,3 +245,60 @@ async fn the_operator_resets_a_password_offline() {
     login(&app.client, &u.email, NEW).await.expect(401);
     login(&app.client, &u.email, "an operator's choice").await.expect(200);
 }
+
+#[tokio::test]
+async fn links_start_with_the_public_url() {
+    let app = spawn_app_with_flags(&["--public-url", "https://shop.example/"]).await;
+    let u = create_user(&app.client).await;
+    app.client.post("/api/v1/auth/password/forgot", None, json!({"email": u.email})).await.expect(202);
+    let (_, _, text) = read_mail(&mails(app.dir.path(), 1).await[0]);
+    assert!(text.contains("https://shop.example/admin/reset-password#token="), "{text}");
+}
+
+/// Runs `shopcell admin reset-password ARGS` with `stdin`, answering its stdout.
+fn admin_reset(args: &[&str], stdin: &str) -> String {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_shopcell"))
+        .args(["admin", "reset-password"])
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("start shopcell admin");
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "admin reset-password {args:?} failed");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_resets_a_password_through_the_running_service() {
+    let r = Routed::start().await;
+    let c = HttpClient::new(&r.router.url);
+    let u = create_user(&c).await;
+    let key = r.service_key.to_string_lossy().into_owned();
+    let (url, email) = (r.account.url.clone(), u.email.clone());
+
+    let printed = {
+        let (url, email, key) = (url.clone(), email.clone(), key.clone());
+        tokio::task::spawn_blocking(move || admin_reset(&["--url", &url, "--email", &email, "--service-key-file", &key], ""))
+            .await
+            .unwrap()
+    };
+    assert!(printed.contains(&format!("user {}: sessions ended: 1", u.id)), "{printed}");
+    let token = link_token(&printed, "/admin/reset-password");
+    refresh(&c, &u.refresh).await.expect(401);
+    c.post("/api/v1/auth/password/reset", None, json!({"token": token, "password": NEW})).await.expect(204);
+    login(&c, &u.email, NEW).await.expect(200);
+
+    // With --password-stdin the password is set at once.
+    let printed = tokio::task::spawn_blocking(move || {
+        admin_reset(&["--url", &url, "--email", &email, "--service-key-file", &key, "--password-stdin"], "set by the operator\n")
+    })
+    .await
+    .unwrap();
+    assert!(printed.contains("password set"), "{printed}");
+    login(&c, &u.email, NEW).await.expect(401);
+    login(&c, &u.email, "set by the operator").await.expect(200);
+}
