@@ -218,3 +218,32 @@ async fn a_closed_store_s_invitations_cannot_be_accepted_and_go_with_it() {
     let tokens = txn.open_table(shopcell::storage::tables::INVITATION_TOKENS).unwrap();
     assert_eq!(redb::ReadableTableMetadata::len(&tokens).unwrap(), 0);
 }
+
+#[tokio::test]
+async fn one_email_invited_by_two_stores_joins_both_with_one_account() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let (a, b) = (create_user(c).await, create_user(c).await);
+    let (sa, sb) = (create_store(c, &a).await, create_store(c, &b).await);
+    let email = new_email();
+    let ia = c.post(&format!("/api/v1/stores/{sa}/members"), Some(&a.token), json!({"email": email, "role": "staff"})).await;
+    let ib = c.post(&format!("/api/v1/stores/{sb}/members"), Some(&b.token), json!({"email": email, "role": "admin"})).await;
+    let user = ia.expect(201).body["userId"].clone();
+    assert_eq!(ib.expect(201).body["userId"], user, "one future account for one email");
+    let tokens = invite_tokens(app.dir.path(), &email, 2).await;
+    let login = accept(c, &tokens[1]).await.expect(201).body;
+    assert_eq!(login["user"]["id"], user);
+    let mine = c.get("/api/v1/stores", login["accessToken"].as_str()).await.expect(200).body;
+    let mut roles: Vec<String> = mine
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| format!("{}={}", s["id"].as_str().unwrap(), s["role"].as_str().unwrap()))
+        .collect();
+    roles.sort();
+    let mut expected = vec![format!("{sa}=staff"), format!("{sb}=admin")];
+    expected.sort();
+    assert_eq!(roles, expected);
+    // The other link was spent with it.
+    assert_eq!(accept(c, &tokens[0]).await.expect(400).body["error"]["fields"][0]["field"], "token");
+}
