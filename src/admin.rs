@@ -43,7 +43,7 @@ pub async fn run(cmd: AdminCommand) -> Result<(), BoxError> {
                 }
                 None => reset_password_offline(&data, &email, password, public_url.as_deref()).await?,
             };
-            println!("user {}: {} sessions ended", done.user_id, done.sessions_ended);
+            println!("user {}: sessions ended: {}", done.user_id, done.sessions_ended);
             match done.reset_url {
                 Some(url) => println!("one-use reset link (valid 1 h): {url}"),
                 None => println!("password set"),

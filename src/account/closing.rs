@@ -82,7 +82,7 @@ impl AccountService {
     }
 
     /// Forgets a closed store for good once its cell has removed its rows: the closed record
-    /// and its publishable keys. Forgetting one already forgotten is accepted (a retried call).
+    /// its publishable keys and invitations. Forgetting one already forgotten is accepted (a retried call).
     pub async fn forget_store(&self, store: Uuid) -> ApiResult<()> {
         self.writer
             .write(None, move |tx| {
@@ -100,7 +100,8 @@ impl AccountService {
                     keys.remove(h.as_slice())?;
                 }
                 index.retain_in(range, |_, _| false)?;
-                Ok(())
+                // Its pending invitations could never be accepted: their rows go too.
+                super::invitations::withdraw_store(txn, store)
             })
             .await
     }

@@ -13,9 +13,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::account::AccountService;
-use crate::account::model::{Membership, StoreEntry, User, normalize_email};
+use crate::account::links::LinkToken;
+use crate::account::model::{Membership, StoreEntry, User, normalize_email, valid_email};
 use crate::account::plans::ensure_room;
+use crate::account::{AccountService, invitations};
 use crate::domain::role::Role;
 use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, Code};
@@ -31,14 +32,18 @@ pub struct MemberView {
     pub name: String,
     /// `owner`, `admin` or `staff`.
     pub role: String,
+    /// When they were added, or invited.
     pub added_at: String,
+    /// `active` for a member, `invited` for an email invited without an account (listed under
+    /// the user id its account will have).
+    pub status: String,
 }
 
 /// `POST S/members`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AddMember {
-    /// The email of a registered user.
+    /// An email: a registered user is added at once; any other is invited by mail.
     pub email: String,
     /// `admin` or `staff`.
     pub role: String,
@@ -77,6 +82,7 @@ fn view(user: &User, m: &Membership) -> MemberView {
         name: user.name.clone(),
         role: m.role.name().to_string(),
         added_at: rfc3339(m.added_at),
+        status: "active".into(),
     }
 }
 
@@ -156,35 +162,46 @@ impl AccountService {
             out.push((m.added_at, view(&decode(u.value())?, &m)));
         }
         out.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.user_id.cmp(&b.1.user_id)));
-        Ok(out.into_iter().map(|(_, v)| v).collect())
+        drop((members, users, txn));
+        let mut list: Vec<MemberView> = out.into_iter().map(|(_, v)| v).collect();
+        // Invitations follow the members, oldest first (their `addedAt` is when they were sent).
+        list.extend(self.invitations(store)?);
+        Ok(list)
     }
 
-    /// Adds a registered user to a store. An unknown email is a 422 (the person must register
-    /// first); an existing member is a 409.
+    /// Adds a registered user to a store and tells them by mail; an email without an account is
+    /// invited (or its invitation re-sent). An existing member is a 409.
     pub async fn add_member(&self, store: Uuid, actor: Uuid, body: AddMember) -> ApiResult<MemberView> {
         let role = assignable_role(&body.role)?;
         let email = normalize_email(&body.email);
-        if email.is_empty() {
-            return Err(ApiError::field("email", "is required"));
+        if !valid_email(&email) {
+            return Err(ApiError::field("email", "must be a valid email address"));
         }
-        let now = self.clock.now_ms();
-        self.writer
+        let mail = self.member_mail();
+        let (fresh, token) = (self.clock.new_id(), LinkToken::fresh());
+        let added = self
+            .writer
             .write(None, move |tx| {
                 let txn = tx.raw();
                 require_admin(actor_role(txn, store, actor)?)?;
                 let user = txn.open_table(USER_EMAILS)?.get(email.as_str())?.map(|v| v.value());
                 let Some(user) = user.map(Uuid::from_u128) else {
-                    return Err(ApiError::field("email", "no account uses this email; the person must register first")
-                        .with_code(Code::BUSINESS_RULE));
+                    return invitations::invite(tx, &mail, store, actor, &email, role, fresh, &token);
                 };
                 if membership(txn, store, user)?.is_some() {
                     return Err(ApiError::msg(Code::CONFLICT, "this user is already a member of the store"));
                 }
-                let m = Membership { role, added_at: now };
+                // An invitation of the email from before its account was made is void now.
+                invitations::withdraw_email(txn, store, &email)?;
+                let m = Membership { role, added_at: mail.now };
                 put_membership(txn, store, user, Some(&m))?;
-                Ok(view(&user_row(txn, user)?, &m))
+                let u = user_row(txn, user)?;
+                invitations::mail_added(tx, &mail, store, &u.email, role)?;
+                Ok(view(&u, &m))
             })
-            .await
+            .await?;
+        self.wake_jobs();
+        Ok(added)
     }
 
     /// Changes a member's role to admin or staff.
@@ -206,13 +223,16 @@ impl AccountService {
             .await
     }
 
-    /// Removes a member from a store.
+    /// Removes a member from a store, or withdraws an invitation.
     pub async fn remove_member(&self, store: Uuid, actor: Uuid, user: Uuid) -> ApiResult<()> {
         self.writer
             .write(None, move |tx| {
                 let txn = tx.raw();
                 let actor_role = actor_role(txn, store, actor)?;
                 require_admin(actor_role)?;
+                if membership(txn, store, user)?.is_none() && invitations::withdraw(txn, store, user)? {
+                    return Ok(());
+                }
                 let m = target(txn, store, user)?;
                 may_manage(actor, actor_role, user, m.role)?;
                 put_membership(txn, store, user, None)

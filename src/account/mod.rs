@@ -4,6 +4,7 @@
 mod admission;
 pub mod closing;
 pub mod directory;
+pub mod invitations;
 pub mod jobs;
 pub mod keys;
 pub mod links;

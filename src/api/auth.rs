@@ -190,7 +190,7 @@ pub struct MfaRequired {
     pub requires_mfa: bool,
 }
 
-fn tokens(user: &User, access: String, refresh: String) -> LoginResult {
+pub(crate) fn tokens(user: &User, access: String, refresh: String) -> LoginResult {
     LoginResult { user: user.view(), access_token: access, refresh_token: refresh, expires_in: ACCESS_TTL_SECS }
 }
 

@@ -31,10 +31,16 @@ pub fn routes() -> Vec<Route> {
     let member = "/internal/v1/stores/{storeId}/members/{userId}";
     vec![
         Route::get("/stores/{storeId}/members", Cell, Member, handler!(list), "The store's members with their roles"),
-        Route::post("/stores/{storeId}/members", Cell, Admin, handler!(add), "Add a registered user as admin or staff")
-            .errors(&[409])
-            .id("addMember")
-            .body::<AddMember>(),
+        Route::post(
+            "/stores/{storeId}/members",
+            Cell,
+            Admin,
+            handler!(add),
+            "Add a user as admin or staff; an email without an account is invited by mail",
+        )
+        .errors(&[409])
+        .id("addMember")
+        .body::<AddMember>(),
         Route::patch(one, Cell, Admin, handler!(change), "Change a member's role (admin or staff)")
             .errors(&[422])
             .body::<ChangeRole>(),

@@ -1,15 +1,17 @@
-//! `/auth/password*`: a signed-in change, a forgotten password's mailed link and its reset; and
-//! the operator's reset behind the service key.
+//! `/auth/password*` and `/auth/invites/accept`: a signed-in change, a forgotten password's mailed
+//! link and its reset, an invitation's acceptance; and the operator's reset behind the service key.
 
 use std::time::Duration;
 
-use crate::account::model::{check_password, normalize_email};
+use crate::account::invitations::AcceptInvite;
+use crate::account::model::{LoginResult, check_password, normalize_email};
 use crate::account::passwords::{AdminReset, ChangePassword, ForgotAccepted, ForgotPassword, ResetPassword};
-use crate::api::auth::{account, limit_account, limit_address};
+use crate::api::auth::{account, limit_account, limit_address, tokens};
+use crate::api::device;
 use crate::error::{ApiResult, Check, Code};
 use crate::handler;
 use crate::http::parse::parse_json;
-use crate::http::reply::{Accepted, Json, NoContent};
+use crate::http::reply::{Accepted, Created, Json, NoContent};
 use crate::http::route::{Access, Service};
 use crate::node::context::{Ctx, Route};
 
@@ -45,6 +47,17 @@ pub fn routes() -> Vec<Route> {
         .errors(&[429])
         .id("resetPassword")
         .body::<ResetPassword>(),
+        Route::post(
+            "/auth/invites/accept",
+            Account,
+            Public,
+            handler!(accept),
+            "Accept a store invitation: create the account and sign in",
+        )
+        .secret()
+        .errors(&[409, 429])
+        .id("acceptInvite")
+        .body::<AcceptInvite>(),
         Route::post(
             "/internal/v1/users/reset-password",
             Account,
@@ -98,6 +111,13 @@ async fn reset(cx: Ctx) -> ApiResult<NoContent> {
     let body: ResetPassword = cx.json()?;
     account(&cx)?.reset_password(body).await?;
     Ok(NoContent)
+}
+
+async fn accept(cx: Ctx) -> ApiResult<Created<LoginResult>> {
+    limit_address(&cx, "reset")?;
+    let body: AcceptInvite = cx.json()?;
+    let (user, access, refresh) = account(&cx)?.accept_invite(body, device(&cx)).await?;
+    Ok(Created(tokens(&user, access, refresh)))
 }
 
 async fn internal_reset(cx: Ctx) -> ApiResult<Json<AdminReset>> {

@@ -53,6 +53,12 @@ pub const IDEMPOTENCY_KEYS: TableDefinition<&[u8], &[u8]> = TableDefinition::new
 pub const PASSWORD_RESETS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("password_resets");
 /// `user id → sha256(reset token)`: a user's one live reset token, voided by the next one.
 pub const USER_PASSWORD_RESETS: TableDefinition<u128, &[u8]> = TableDefinition::new("user_password_resets");
+/// `(store id, future user id) → Invitation`: an invitation of an email that has no account yet.
+pub const INVITATIONS: TableDefinition<(u128, u128), &[u8]> = TableDefinition::new("invitations");
+/// `sha256(invitation token) → (store id, future user id)`: the invitation a link accepts.
+pub const INVITATION_TOKENS: TableDefinition<&[u8], (u128, u128)> = TableDefinition::new("invitation_tokens");
+/// `(lower-cased email, store id) → future user id`: every store an email is invited to.
+pub const EMAIL_INVITATIONS: TableDefinition<(&str, u128), u128> = TableDefinition::new("email_invitations");
 
 // ---- cell.redb: the stores a cell holds -----------------------------------------------------
 
@@ -317,6 +323,9 @@ pub fn account_tables(txn: &WriteTransaction) -> Result<(), redb::Error> {
     txn.open_table(CLOSED_STORES)?;
     txn.open_table(PASSWORD_RESETS)?;
     txn.open_table(USER_PASSWORD_RESETS)?;
+    txn.open_table(INVITATIONS)?;
+    txn.open_table(INVITATION_TOKENS)?;
+    txn.open_table(EMAIL_INVITATIONS)?;
     // The directory's mail jobs, under the nil store id (see `jobs`).
     txn.open_table(JOBS.def)?;
     txn.open_table(JOB_DUE.def)?;

@@ -26,6 +26,7 @@ mod fake_stripe;
 mod format_fixtures;
 mod gift_cards;
 mod idempotency;
+mod invitations;
 mod mail;
 mod markets;
 mod members;

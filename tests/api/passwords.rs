@@ -19,6 +19,21 @@ pub fn read_mail(raw: &[u8]) -> (String, String, String) {
     (to, m.subject().unwrap_or_default().to_string(), m.body_text(0).unwrap_or_default().to_string())
 }
 
+/// The first `n` mails under `data` (recipient, subject, text), oldest first: by Message-ID, a v7
+/// id from the server's clock.
+pub async fn mails_in_order(data: &std::path::Path, n: usize) -> Vec<(String, String, String)> {
+    let mut all: Vec<(String, (String, String, String))> = mails(data, n)
+        .await
+        .iter()
+        .map(|raw| {
+            let id = MessageParser::default().parse(raw).and_then(|m| m.message_id().map(str::to_string));
+            (id.expect("a Message-ID"), read_mail(raw))
+        })
+        .collect();
+    all.sort();
+    all.into_iter().map(|(_, m)| m).collect()
+}
+
 /// The token of the link to `page` in a mail's text.
 pub fn link_token(text: &str, page: &str) -> String {
     let at = text.find(&format!("{page}#token=")).unwrap_or_else(|| panic!("no {page} link in {text}"));
@@ -41,11 +56,10 @@ fn field(a: &Answer) -> &Value {
 /// Asks for a reset link for `email` and answers its token, from the `n`th mail written.
 async fn reset_token(app: &TestApp, email: &str, n: usize) -> String {
     app.client.post("/api/v1/auth/password/forgot", None, json!({"email": email})).await.expect(202);
-    let all = mails(app.dir.path(), n).await;
-    let texts: Vec<_> = all.iter().map(|m| read_mail(m)).filter(|(to, s, _)| to == email && s == "Reset your password").collect();
-    assert!(!texts.is_empty(), "a reset mail to {email}");
-    // Mail files sort by Message-ID, a v7 id: the newest is last.
-    link_token(&texts[texts.len() - 1].2, "/admin/reset-password")
+    let all = mails_in_order(app.dir.path(), n).await;
+    let texts: Vec<_> = all.into_iter().filter(|(to, s, _)| to == email && s == "Reset your password").collect();
+    let (_, _, newest) = texts.last().unwrap_or_else(|| panic!("a reset mail to {email}"));
+    link_token(newest, "/admin/reset-password")
 }
 
 #[tokio::test]
@@ -230,4 +244,61 @@ async fn the_operator_resets_a_password_offline() {
     let app = spawn_app_in(&data).await;
     login(&app.client, &u.email, NEW).await.expect(401);
     login(&app.client, &u.email, "an operator's choice").await.expect(200);
+}
+
+#[tokio::test]
+async fn links_start_with_the_public_url() {
+    let app = spawn_app_with_flags(&["--public-url", "https://shop.example/"]).await;
+    let u = create_user(&app.client).await;
+    app.client.post("/api/v1/auth/password/forgot", None, json!({"email": u.email})).await.expect(202);
+    let (_, _, text) = read_mail(&mails(app.dir.path(), 1).await[0]);
+    assert!(text.contains("https://shop.example/admin/reset-password#token="), "{text}");
+}
+
+/// Runs `shopcell admin reset-password ARGS` with `stdin`, answering its stdout.
+fn admin_reset(args: &[&str], stdin: &str) -> String {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_shopcell"))
+        .args(["admin", "reset-password"])
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("start shopcell admin");
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "admin reset-password {args:?} failed");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_resets_a_password_through_the_running_service() {
+    let r = Routed::start().await;
+    let c = HttpClient::new(&r.router.url);
+    let u = create_user(&c).await;
+    let key = r.service_key.to_string_lossy().into_owned();
+    let (url, email) = (r.account.url.clone(), u.email.clone());
+
+    let printed = {
+        let (url, email, key) = (url.clone(), email.clone(), key.clone());
+        tokio::task::spawn_blocking(move || admin_reset(&["--url", &url, "--email", &email, "--service-key-file", &key], ""))
+            .await
+            .unwrap()
+    };
+    assert!(printed.contains(&format!("user {}: sessions ended: 1", u.id)), "{printed}");
+    let token = link_token(&printed, "/admin/reset-password");
+    refresh(&c, &u.refresh).await.expect(401);
+    c.post("/api/v1/auth/password/reset", None, json!({"token": token, "password": NEW})).await.expect(204);
+    login(&c, &u.email, NEW).await.expect(200);
+
+    // With --password-stdin the password is set at once.
+    let printed = tokio::task::spawn_blocking(move || {
+        admin_reset(&["--url", &url, "--email", &email, "--service-key-file", &key, "--password-stdin"], "set by the operator\n")
+    })
+    .await
+    .unwrap();
+    assert!(printed.contains("password set"), "{printed}");
+    login(&c, &u.email, NEW).await.expect(401);
+    login(&c, &u.email, "set by the operator").await.expect(200);
 }

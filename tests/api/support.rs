@@ -312,6 +312,11 @@ pub struct Routed {
 }
 
 impl Routed {
+    /// The account service's data directory (its mail is under `mail/`).
+    pub fn account_data(&self) -> std::path::PathBuf {
+        self._dir.path().join("account")
+    }
+
     pub async fn start() -> Routed {
         let dir = tempfile::tempdir().expect("temp dir");
         let data = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
