@@ -8,10 +8,9 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use crate::cells::Cell;
-use crate::cells::checkouts::checkout_view;
 use crate::cells::events;
 use crate::domain::checkout::{Checkout, CheckoutStatus};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::jobs::runner::{Effect, Outcome};
 use crate::jobs::{self, Job, Kind};
 use crate::storage::keys::Key;
@@ -41,8 +40,12 @@ pub fn watch(tx: &mut Tx, store: Uuid, co: &Checkout, after_ms: i64, now: i64) -
     jobs::put(tx, store, &ABANDONED, id, co.id.as_bytes().to_vec(), co.updated_at.saturating_add(after_ms), now)
 }
 
-/// A run of the look: reports the checkout once it has waited long enough untouched.
-pub async fn run(cell: &Cell, store: Uuid, job: Job) -> Outcome {
+/// How a checkout is shown (the checkout area's view, as a member reads it): the event's data.
+pub type Show = fn(&Cell, Uuid, &Checkout) -> ApiResult<Vec<u8>>;
+
+/// A run of the look: reports the checkout once it has waited long enough untouched, shown by
+/// `show`.
+pub async fn run(cell: &Cell, store: Uuid, job: Job, show: Show) -> Outcome {
     let Ok(id) = Uuid::from_slice(&job.payload) else { return Outcome::Done(None) };
     let co = match cell.get::<Checkout>(store, id) {
         Ok(co) => co,
@@ -56,8 +59,7 @@ pub async fn run(cell: &Cell, store: Uuid, job: Job) -> Outcome {
     if cell.clock.now_ms() < due {
         return Outcome::Again(due, None);
     }
-    let data = match checkout_view(cell, store, &co, false, None).and_then(|v| serde_json::to_vec(&v).map_err(ApiError::internal))
-    {
+    let data = match show(cell, store, &co) {
         Ok(d) => d,
         Err(e) => return Outcome::Failed(e.to_string(), None),
     };

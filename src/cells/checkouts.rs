@@ -239,7 +239,7 @@ pub async fn create_checkout(
         updated_at: now,
     };
     // The event shows the checkout as a member reads it, priced when it was made.
-    let data = serde_json::to_vec(&checkout_view(cell, store, &co, false, None)?).map_err(ApiError::internal)?;
+    let data = shown(cell, store, &co)?;
     let (row, after) = (co.clone(), cell.abandoned_after_ms);
     cell.writer
         .write(Some(store), move |tx| {
@@ -376,6 +376,11 @@ pub fn price_checkout(cell: &Cell, store: Uuid, co: &Checkout, shopper: bool) ->
 }
 
 /// The checkout priced now, as the API shows it.
+/// The checkout as a member reads it, as JSON: the data of its events.
+pub fn shown(cell: &Cell, store: Uuid, co: &Checkout) -> ApiResult<Vec<u8>> {
+    serde_json::to_vec(&checkout_view(cell, store, co, false, None)?).map_err(ApiError::internal)
+}
+
 pub fn checkout_view(
     cell: &Cell,
     store: Uuid,

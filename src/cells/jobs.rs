@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::cells::abandoned::{self, ABANDONED};
+use crate::cells::checkouts;
 use crate::cells::webhooks::notice::{self, DISABLED};
 use crate::cells::webhooks::send::{RETRY, SEND, Sender};
 use crate::cells::webhooks::{Webhook, sender_id};
@@ -50,7 +51,7 @@ impl Handler for CellJobs {
             match job.kind.as_str() {
                 k if k == SEND.name => Sender::of(&cell).run_send(store, job).await,
                 k if k == RETRY.name => Sender::of(&cell).run_retry(store, job).await,
-                k if k == ABANDONED.name => abandoned::run(&cell, store, job).await,
+                k if k == ABANDONED.name => abandoned::run(&cell, store, job, checkouts::shown).await,
                 k if k == MAIL.name => crate::mail::job::run(&cell.mailer, &job).await,
                 k if k == DISABLED.name => notice::run(&cell, store, job).await,
                 _ => Outcome::Done(None),
