@@ -200,7 +200,7 @@ impl AccountService {
                 Ok(view(&u, &m))
             })
             .await?;
-        self.wake_jobs();
+        self.jobs.wake();
         Ok(added)
     }
 

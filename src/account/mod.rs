@@ -52,7 +52,7 @@ pub struct AccountService {
     /// The account service's mail (resets, notices, invitations), sent by its job runner.
     pub mailer: crate::mail::Mailer,
     /// The runner of the directory's jobs, once started ([`AccountService::start_jobs`]).
-    jobs: Mutex<Option<crate::jobs::runner::Runner>>,
+    pub jobs: crate::jobs::runner::RunnerSlot,
     pub key: SigningKey,
     pub service_key: String,
     /// A real hash verified when an email is unknown, so failures take the same time.
@@ -103,7 +103,7 @@ impl AccountService {
             writer,
             thread: Mutex::new(Some(thread)),
             mailer: crate::mail::Mailer::offline(&dir.join("mail"))?,
-            jobs: Mutex::new(None),
+            jobs: Default::default(),
             key,
             service_key,
             dummy_hash,
@@ -143,32 +143,14 @@ impl AccountService {
         let handler = std::sync::Arc::new(jobs::DirectoryJobs { mailer: self.mailer.clone() });
         let runner =
             crate::jobs::runner::Runner::start(self.db.clone(), self.writer.clone(), self.clock.clone(), handler, "account")?;
-        if let Ok(mut j) = self.jobs.lock() {
-            *j = Some(runner);
-        }
+        self.jobs.set(runner);
         Ok(())
-    }
-
-    /// How the directory's job runs ended, by outcome (`None` before the runner starts).
-    pub fn job_counts(&self) -> Option<[(&'static str, u64); 3]> {
-        self.jobs.lock().ok()?.as_ref().map(|r| r.counts())
-    }
-
-    /// Makes the directory's job runner look for due jobs now (mail was written).
-    pub fn wake_jobs(&self) {
-        if let Ok(j) = self.jobs.lock()
-            && let Some(r) = j.as_ref()
-        {
-            r.wake();
-        }
     }
 
     /// Waits until every queued write is committed (shutdown).
     pub fn close(&self) {
         // Before the writer: the runs under way record their outcomes through it.
-        if let Some(r) = self.jobs.lock().ok().and_then(|mut j| j.take()) {
-            r.stop();
-        }
+        self.jobs.stop();
         self.writer.stop();
         if let Some(t) = self.thread.lock().ok().and_then(|mut t| t.take()) {
             t.join();

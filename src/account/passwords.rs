@@ -189,7 +189,7 @@ impl AccountService {
                 this.changed(tx, &u, id, now)
             })
             .await?;
-        self.wake_jobs();
+        self.jobs.wake();
         Ok(())
     }
 
@@ -214,7 +214,7 @@ impl AccountService {
             })
             .await?;
         if sent {
-            self.wake_jobs();
+            self.jobs.wake();
         }
         Ok(())
     }
@@ -252,7 +252,7 @@ impl AccountService {
                 this.changed(tx, &u, id, now)
             })
             .await?;
-        self.wake_jobs();
+        self.jobs.wake();
         Ok(())
     }
 

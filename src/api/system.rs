@@ -81,11 +81,11 @@ async fn metrics(cx: Ctx) -> ApiResult<Raw<PrometheusText>> {
 fn jobs(cx: &Ctx, out: &mut String) {
     use std::fmt::Write;
     let mut runners: Vec<(String, [(&'static str, u64); 3])> = Vec::new();
-    if let Some(counts) = cx.node.account.as_ref().and_then(|a| a.job_counts()) {
+    if let Some(counts) = cx.node.account.as_ref().and_then(|a| a.jobs.counts()) {
         runners.push(("account".to_string(), counts));
     }
     for (name, cell) in &cx.node.cells {
-        runners.extend(cell.job_counts().map(|c| (name.clone(), c)));
+        runners.extend(cell.jobs.counts().map(|c| (name.clone(), c)));
     }
     let _ = write!(
         out,

@@ -85,7 +85,7 @@ async fn get(cx: Ctx) -> ApiResult<Json<WebhookView>> {
 async fn update(cx: Ctx) -> ApiResult<Json<WebhookView>> {
     let s = cx.scope()?;
     let w = webhooks::update(&s.cell, s.id, cx.path_id("webhookId")?, cx.json()?).await?;
-    s.cell.wake_jobs();
+    s.cell.jobs.wake();
     Ok(Json(w.view(false)))
 }
 

@@ -165,25 +165,29 @@ const PURGE_BATCH: usize = 1000;
 pub async fn purge(db: &Database, writer: &Writer, now: i64) -> ApiResult<usize> {
     let cutoff = now.saturating_sub(KEPT_MS);
     let stale = oldest_rows(db, EVENTS, PURGE_BATCH, |v| Ok(decode::<Event>(v)?.created_at < cutoff))?;
+    Ok(delete_records::<Event>(writer, stale).await)
+}
+
+/// Deletes the records of `R` at `keys`, one write per store, each with its list rows and
+/// counters; answers how many went. A store in the last step of a move refuses writes: the
+/// target deletes its rows.
+pub async fn delete_records<R: Record>(writer: &Writer, stale: Vec<(Uuid, Vec<Vec<u8>>)>) -> usize {
     let mut gone = 0;
     for (store, keys) in stale {
-        // A store in the last step of a move refuses writes: the target purges it.
-        if let Ok(n) = writer
+        let deleted = writer
             .write(Some(store), move |tx| {
                 let mut n = 0;
                 for k in &keys {
-                    let Some(old) = tx.get(EVENTS, k)?.map(|b| decode::<Event>(&b)).transpose()? else { continue };
+                    let Some(old) = tx.get(R::TABLE, k)?.map(|b| decode::<R>(&b)).transpose()? else { continue };
                     record::write(tx, store, Some(&old), None)?;
                     n += 1;
                 }
                 Ok(n)
             })
-            .await
-        {
-            gone += n;
-        }
+            .await;
+        gone += deleted.unwrap_or(0);
     }
-    Ok(gone)
+    gone
 }
 
 /// Per store the cell serves, the keys of the first rows of `table` (in key order) for which

@@ -79,7 +79,7 @@ pub struct Cell {
     /// How long after its last change a checkout with an email and no order is abandoned.
     pub abandoned_after_ms: i64,
     /// The runner of the cell's jobs, once started ([`Cell::start_jobs`]).
-    jobs: Mutex<Option<crate::jobs::runner::Runner>>,
+    pub jobs: crate::jobs::runner::RunnerSlot,
     /// Recent product list pages, rendered (see `search::cache`).
     pub pages: crate::search::cache::AnswerCache,
     /// Store settings of recent requests, current while their store's generation is.
@@ -155,7 +155,7 @@ impl Cell {
             payments: crate::payments::Providers::default(),
             outbound: crate::outbound::Outbound::new(Default::default(), Arc::new(crate::outbound::SystemResolver))?,
             mailer: crate::mail::Mailer::offline(&dir.join("mail"))?,
-            jobs: Mutex::new(None),
+            jobs: Default::default(),
             abandoned_after_ms: 3_600_000,
             owners: std::sync::OnceLock::new(),
             public_url: std::sync::OnceLock::new(),
@@ -234,34 +234,15 @@ impl Cell {
 
     /// Starts running the cell's jobs (deliveries, mail, scheduled checks).
     pub fn start_jobs(self: &Arc<Cell>) -> std::io::Result<()> {
-        let runner = jobs::start(self)?;
-        if let Ok(mut j) = self.jobs.lock() {
-            *j = Some(runner);
-        }
+        self.jobs.set(jobs::start(self)?);
         Ok(())
-    }
-
-    /// How the cell's job runs ended, by outcome (`None` before the runner starts).
-    pub fn job_counts(&self) -> Option<[(&'static str, u64); 3]> {
-        self.jobs.lock().ok()?.as_ref().map(|r| r.counts())
-    }
-
-    /// Makes the job runner look for due jobs now.
-    pub fn wake_jobs(&self) {
-        if let Ok(j) = self.jobs.lock()
-            && let Some(r) = j.as_ref()
-        {
-            r.wake();
-        }
     }
 
     /// Stops the writer after the queued jobs and waits for it.
     pub fn close(&self) {
         self.save_hottest();
         // Before the writer: the runs under way record their outcomes through it.
-        if let Some(r) = self.jobs.lock().ok().and_then(|mut j| j.take()) {
-            r.stop();
-        }
+        self.jobs.stop();
         // The indexer first: its last pass deletes drained outbox entries through the writer.
         self.search.stop();
         // Before the writer: a publish under way still commits.

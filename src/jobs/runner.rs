@@ -153,6 +153,39 @@ impl Runner {
     }
 }
 
+/// Where a database's runner is kept once started: cells and the directory hold one.
+#[derive(Default)]
+pub struct RunnerSlot(Mutex<Option<Runner>>);
+
+impl RunnerSlot {
+    pub fn set(&self, runner: Runner) {
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = Some(runner);
+        }
+    }
+
+    /// Makes the runner look for due jobs now (one was written); nothing before it starts.
+    pub fn wake(&self) {
+        if let Ok(slot) = self.0.lock()
+            && let Some(r) = slot.as_ref()
+        {
+            r.wake();
+        }
+    }
+
+    /// How its runs ended, by outcome (`None` before it starts).
+    pub fn counts(&self) -> Option<[(&'static str, u64); 3]> {
+        self.0.lock().ok()?.as_ref().map(Runner::counts)
+    }
+
+    /// Stops the runner, letting the runs under way record their outcomes.
+    pub fn stop(&self) {
+        if let Some(r) = self.0.lock().ok().and_then(|mut slot| slot.take()) {
+            r.stop();
+        }
+    }
+}
+
 impl Drop for Runner {
     fn drop(&mut self) {
         self.stop();

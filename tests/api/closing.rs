@@ -201,7 +201,7 @@ async fn a_closed_store_s_scheduled_work_stops() {
     c.delete(&one, t).await.expect(204);
     rx.answer(200);
     app.clock.advance(Duration::from_secs(2 * 3600));
-    app.cell().wake_jobs();
+    app.cell().jobs.wake();
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(rx.received().len(), before, "no retry leaves for a closed store");
     let q = shopcell::storage::list::ListQuery { sort: "created_at", limit: 50, ..Default::default() };

@@ -201,7 +201,7 @@ async fn a_checkout_left_an_hour_after_its_last_change_is_reported_abandoned_onc
     app.clock.advance(minutes(30));
     c.patch(&shop.path(&format!("/checkouts/{id}")), t, json!({"note": "gift wrap"})).await.expect(200);
     app.clock.advance(minutes(45));
-    app.cell().wake_jobs();
+    app.cell().jobs.wake();
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     assert!(abandoned(&app, &shop.store).is_empty(), "75 minutes after the start, 45 after the change");
 
@@ -214,7 +214,7 @@ async fn a_checkout_left_an_hour_after_its_last_change_is_reported_abandoned_onc
 
     // Once: later hours add nothing, and the checkout without an email is never reported.
     app.clock.advance(minutes(180));
-    app.cell().wake_jobs();
+    app.cell().jobs.wake();
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     let all = abandoned(&app, &shop.store);
     assert_eq!(all.len(), 1);

@@ -218,13 +218,13 @@ async fn five_days_of_failures_disable_a_subscription_and_tell_the_owner() {
 
     // Four days on the subscription still tries; five days after the first failure it stops.
     app.clock.advance(Duration::from_secs(4 * 86_400));
-    app.cell().wake_jobs();
+    app.cell().jobs.wake();
     rx.wait_for(2).await;
     let login = json!({"email": shop.owner.email, "password": PASSWORD});
     let t = c.post("/api/v1/auth/login", None, login.clone()).await.expect(200).body["accessToken"].as_str().unwrap().to_string();
     assert_eq!(c.get(&shop.path(&format!("/webhooks/{id}")), Some(&t)).await.expect(200).body["enabled"], true);
     app.clock.advance(Duration::from_secs(86_400));
-    app.cell().wake_jobs();
+    app.cell().jobs.wake();
     rx.wait_for(3).await;
     let t = c.post("/api/v1/auth/login", None, login).await.expect(200).body["accessToken"].as_str().unwrap().to_string();
     let hooks_path = shop.path(&format!("/webhooks/{id}"));

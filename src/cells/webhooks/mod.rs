@@ -356,7 +356,7 @@ pub async fn resend(cell: &Cell, store: Uuid, webhook: Uuid, delivery: Uuid) -> 
             Ok(d)
         })
         .await?;
-    cell.wake_jobs();
+    cell.jobs.wake();
     Ok(d)
 }
 
@@ -403,25 +403,5 @@ pub async fn purge(db: &redb::Database, writer: &crate::storage::writer::Writer,
     let stale = events::oldest_rows_under(db, DELIVERIES, 1000, subscriptions, |v| {
         Ok(crate::storage::codec::decode::<Delivery>(v)?.created_at < cutoff)
     })?;
-    let mut gone = 0;
-    for (store, keys) in stale {
-        if let Ok(n) = writer
-            .write(Some(store), move |tx| {
-                let mut n = 0;
-                for k in &keys {
-                    let Some(old) = tx.get(DELIVERIES, k)?.map(|b| crate::storage::codec::decode::<Delivery>(&b)).transpose()?
-                    else {
-                        continue;
-                    };
-                    record::write(tx, store, Some(&old), None)?;
-                    n += 1;
-                }
-                Ok(n)
-            })
-            .await
-        {
-            gone += n;
-        }
-    }
-    Ok(gone)
+    Ok(events::delete_records::<Delivery>(writer, stale).await)
 }
