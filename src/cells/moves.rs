@@ -179,10 +179,12 @@ pub async fn move_apply(cell: &Cell, store: Uuid, chunk: Chunk) -> ApiResult<()>
     check_rows(store, &chunk.rows)?;
     let last = chunk.next.is_none();
     let rows = std::sync::Arc::new(chunk.rows);
+    let now = cell.clock.now_ms();
     cell.writer
         .write(Some(store), move |tx| {
             apply_rows(tx, &rows)?;
             if last {
+                crate::jobs::release_leases(tx, store, now)?;
                 tx.raw().open_table(STORE_STATE)?.insert(store.as_u128(), StoreState::Active as u8)?;
                 // Searchable here from now on: the indexer picks every product up from the outbox.
                 crate::search::outbox_enqueue_store(tx, store)?;
@@ -194,6 +196,7 @@ pub async fn move_apply(cell: &Cell, store: Uuid, chunk: Chunk) -> ApiResult<()>
     cell.writer.rows.drop_store(store);
     if last {
         cell.set_state(store, Some(StoreState::Active));
+        cell.jobs.wake();
     }
     Ok(())
 }

@@ -134,6 +134,19 @@ pub fn put(tx: &mut Tx, store: Uuid, kind: &Kind, id: Uuid, payload: Vec<u8>, du
     write(tx, store, old.as_ref(), Some(&job))
 }
 
+/// In the write that makes a moved store served here: the jobs its source had claimed are due
+/// at once (the source's runs of them could not record their outcomes once the store froze), so
+/// they go on without waiting for the source's leases to end.
+pub fn release_leases(tx: &mut Tx, store: Uuid, now: i64) -> ApiResult<()> {
+    for (_, v) in tx.scan_prefix(JOBS, Key::store(store).bytes(), None, usize::MAX)? {
+        let old: Job = decode(&v)?;
+        if old.lease.is_some() && !old.dead {
+            write(tx, store, Some(&old), Some(&Job { lease: None, due_at: now, ..old.clone() }))?;
+        }
+    }
+    Ok(())
+}
+
 /// Removes job `id` (a subscription deleted takes its sending job with it).
 pub fn remove(tx: &mut Tx, store: Uuid, id: Uuid) -> ApiResult<()> {
     let old = load(tx, store, id)?;

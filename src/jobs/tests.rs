@@ -194,3 +194,24 @@ fn derived_ids_name_one_job_per_thing() {
     assert_ne!(derived_id("x", a), derived_id("y", a));
     assert_ne!(derived_id("x", a), derived_id("x", Uuid::from_u128(2)));
 }
+
+#[tokio::test]
+async fn a_store_moved_in_has_its_source_s_claims_released_at_once() {
+    let s = setup();
+    let id = s.clock.new_id();
+    put_job(&s, id).await;
+    let (store, now) = (s.store, s.clock.now_ms());
+    s.writer
+        .write(Some(store), move |tx| {
+            let old = load(tx, store, id)?.unwrap();
+            let lease = Lease { start: Uuid::from_u128(9), until: now + 3_600_000 };
+            write(tx, store, Some(&old), Some(&Job { lease: Some(lease), due_at: lease.until, ..old.clone() }))
+        })
+        .await
+        .unwrap();
+    s.writer.write(Some(store), move |tx| release_leases(tx, store, now)).await.unwrap();
+    let j = job(&s, id).unwrap();
+    assert_eq!((j.lease, j.due_at), (None, now));
+    let txn = s.db.begin_read().unwrap();
+    assert!(crate::storage::read::get_raw(&txn, JOB_DUE, &due_key(store, now, id)).unwrap().is_some(), "due now in the index");
+}
