@@ -11,6 +11,7 @@ pub mod collections;
 #[cfg(test)]
 mod contract;
 pub mod discounts;
+pub mod fulfillment;
 pub mod gift_cards;
 pub mod internal;
 pub mod markets;
@@ -23,6 +24,7 @@ pub mod publishable_keys;
 pub mod search;
 pub mod selection;
 pub mod shipping;
+pub mod stock;
 pub mod storefront;
 pub mod stores;
 pub mod subscriptions;
@@ -53,6 +55,8 @@ pub fn routes() -> Vec<Route> {
         ("Checkouts", checkouts::routes()),
         ("Checkouts", checkout_payment::routes()),
         ("Orders", orders::routes()),
+        ("Orders", fulfillment::routes()),
+        ("Stock", stock::routes()),
         ("Storefront", storefront::routes()),
         ("Members", members::routes()),
         ("Payments", payments::routes()),

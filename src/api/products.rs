@@ -98,7 +98,7 @@ async fn list(cx: Ctx, mut q: ListOf<ProductSorts>) -> ApiResult<Rendered<Page<P
 async fn create(cx: Ctx) -> ApiResult<Rendered<ProductView<'static>, 201>> {
     let s = cx.scope()?;
     let body: CreateProduct = cx.json()?;
-    let (_, view) = products::create_product(&s.cell, s.id, body).await?;
+    let (_, view) = products::create_product(&s.cell, s.id, body, cx.actor()).await?;
     Ok(Rendered::new(view))
 }
 
@@ -139,7 +139,7 @@ async fn list_variants(cx: Ctx, w: PageWindow) -> ApiResult<Rendered<Page<Varian
 async fn create_variant(cx: Ctx) -> ApiResult<Rendered<VariantView<'static>, 201>> {
     let s = cx.scope()?;
     let body: VariantInput = cx.json()?;
-    let (p, vid) = products::add_variant(&s.cell, s.id, cx.path_id("productId")?, body).await?;
+    let (p, vid) = products::add_variant(&s.cell, s.id, cx.path_id("productId")?, body, cx.actor()).await?;
     let (i, v) = p.variants.iter().enumerate().find(|(_, v)| v.id == vid).ok_or_else(|| ApiError::internal("variant lost"))?;
     Rendered::view(&p.variant_view(v, i))
 }
@@ -156,7 +156,7 @@ async fn update_variant(cx: Ctx) -> ApiResult<Rendered<VariantView<'static>>> {
     let s = cx.scope()?;
     let vid = cx.path_id("variantId")?;
     let body: UpdateVariant = cx.json()?;
-    let p = products::update_variant(&s.cell, s.id, cx.path_id("productId")?, vid, body).await?;
+    let p = products::update_variant(&s.cell, s.id, cx.path_id("productId")?, vid, body, cx.actor()).await?;
     let (i, v) = p.variants.iter().enumerate().find(|(_, v)| v.id == vid).ok_or_else(ApiError::not_found)?;
     Rendered::view(&p.variant_view(v, i))
 }

@@ -10,7 +10,7 @@
 //! racing for the last unit are serialized by the writer: the first takes it, the second gets
 //! 409 OUT_OF_STOCK. The same checkout completed twice yields one order (409 CHECKOUT_COMPLETED).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -20,12 +20,12 @@ use crate::cells::Cell;
 use crate::cells::checkouts::{self, Caller, PricedCheckout, ensure_open};
 use crate::cells::discounts::{consume_usage, customer_key};
 use crate::cells::events;
+use crate::cells::fulfillment;
 use crate::cells::gift_cards::redeem_gift_card;
 use crate::cells::order_mail;
 use crate::cells::orders::number_key;
 use crate::cells::payments::{self, Confirmation, NewIntent, PaymentIntent, claim_intent};
 use crate::cells::pricing_version::{self, pricing_version_in};
-use crate::cells::products::write_product;
 use crate::cells::shipping::all_zones;
 use crate::cells::stores;
 use crate::clock::Clock;
@@ -213,8 +213,9 @@ pub async fn complete_checkout(cell: &Cell, store: Uuid, id: Uuid, caller: &Call
                     "the store's discounts, taxes or shipping changed while completing: review the checkout",
                 ));
             }
+            let mut tracked = HashMap::new();
             for take in &takes {
-                reserve(tx, store, take, now)?;
+                check_take(tx, store, take, &mut tracked)?;
             }
             for d in &discounts {
                 consume_usage(tx, store, *d, customer.as_deref(), now)?;
@@ -236,6 +237,8 @@ pub async fn complete_checkout(cell: &Cell, store: Uuid, id: Uuid, caller: &Call
             let last = tx.get(COUNTERS, &number_key(store))?.map(|b| read_u64(&b)).unwrap_or(FIRST_NUMBER - 1);
             order.number = last + 1;
             tx.put(COUNTERS, &number_key(store), &order.number.to_le_bytes())?;
+            let fos = fulfillment::place_order(tx, store, &order, &tracked, None, now)?;
+            fulfillment::order_state(&mut order, &fos);
             record::write(tx, store, None, Some(&order))?;
             events::append_json(tx, store, "order.created", &order, now)?;
             if order.financial_status == FinancialStatus::Paid {
@@ -271,32 +274,23 @@ fn product_takes(p: &PricedCheckout) -> Vec<ProductTake> {
 }
 
 /// Inside the order write: the product is still sold, each variant at the price the checkout was
-/// priced with (409 PRICE_CHANGED otherwise), and a tracked variant has the units (409
-/// OUT_OF_STOCK); then the units are taken off its inventory.
-fn reserve(tx: &mut Tx, store: Uuid, take: &ProductTake, now: i64) -> ApiResult<()> {
+/// priced with (409 PRICE_CHANGED otherwise), and a tracked variant has the units across the
+/// store's sellable locations (409 OUT_OF_STOCK); `tracked` learns which variants keep stock.
+/// The units are committed by [`fulfillment::place_order`].
+fn check_take(tx: &Tx, store: Uuid, take: &ProductTake, tracked: &mut HashMap<Uuid, bool>) -> ApiResult<()> {
     let gone = || ApiError::msg(Code::CONFLICT, "an item of the checkout is no longer sold: review the checkout");
     let bytes = tx.get(PRODUCTS, Key::store(store).id(take.product).bytes())?.ok_or_else(gone)?;
-    let old: Product = decode(&bytes)?;
-    let mut new = old.clone();
-    let mut changed = false;
+    let product: Product = decode(&bytes)?;
     for &(variant, quantity, price) in &take.variants {
-        let v = new.variants.iter_mut().find(|v| v.id == variant).ok_or_else(gone)?;
+        let v = product.variants.iter().find(|v| v.id == variant).ok_or_else(gone)?;
         if v.price != price {
             return Err(ApiError::new(Code::PRICE_CHANGED));
         }
-        if v.inventory_tracked {
-            if v.inventory_quantity < i64::from(quantity) {
-                let left = v.inventory_quantity.max(0);
-                return Err(ApiError::msg(Code::OUT_OF_STOCK, format!("only {left} of {} ({}) left", old.title, v.title)));
-            }
-            v.inventory_quantity -= i64::from(quantity);
-            v.updated_at = now;
-            changed = true;
+        if v.inventory_tracked && v.inventory_quantity < i64::from(quantity) {
+            let left = v.inventory_quantity.max(0);
+            return Err(ApiError::msg(Code::OUT_OF_STOCK, format!("only {left} of {} ({}) left", product.title, v.title)));
         }
-    }
-    if changed {
-        new.updated_at = now;
-        write_product(tx, store, Some(&old), Some(&new), now)?;
+        tracked.insert(variant, v.inventory_tracked);
     }
     Ok(())
 }
@@ -326,6 +320,8 @@ fn draft_order(co: &Checkout, p: &PricedCheckout, intent: Option<Uuid>, method: 
                 tax: l.tax,
                 total: l.total,
                 properties: cl.properties.clone(),
+                fulfilled_quantity: 0,
+                fulfillable_quantity: l.quantity,
             })
         })
         .collect::<ApiResult<Vec<_>>>()?;

@@ -22,11 +22,22 @@ pub const TOPICS: &[(&str, &str)] = &[
     ("product.created", "the product as `GET S/products/{id}` answers it"),
     ("product.updated", "the product as `GET S/products/{id}` answers it"),
     ("product.deleted", "`{id}` of the deleted product"),
-    ("inventory.updated", "`{productId, variantId, sku, inventoryQuantity, previousQuantity}`"),
+    ("inventory.updated", "one level as `GET S/inventory-levels` answers it"),
     ("checkout.created", "the checkout as `GET S/checkouts/{id}` answers it"),
     ("checkout.abandoned", "the checkout as `GET S/checkouts/{id}` answers it"),
     ("order.created", "the order as `GET S/orders/{id}` answers it"),
     ("order.paid", "the order as `GET S/orders/{id}` answers it"),
+    ("order.partially_fulfilled", "the order as `GET S/orders/{id}` answers it"),
+    ("order.fulfilled", "the order as `GET S/orders/{id}` answers it"),
+    ("location.created", "the location as `GET S/locations/{id}` answers it"),
+    ("location.updated", "the location as `GET S/locations/{id}` answers it"),
+    ("fulfillment_order.held", "the fulfillment order as its order's list answers it"),
+    ("fulfillment_order.released", "the fulfillment order as its order's list answers it"),
+    ("fulfillment_order.moved", "`{original, moved}`: the fulfillment order before and the one now holding the lines"),
+    ("fulfillment_order.cancelled", "the fulfillment order as its order's list answers it"),
+    ("fulfillment_order.opened", "the fulfillment order as its order's list answers it (a scheduled one reached its time)"),
+    ("fulfillment.created", "the fulfillment as its order's list answers it"),
+    ("fulfillment.updated", "the fulfillment as its order's list answers it"),
 ];
 
 /// The topic of a subscription's test delivery: never stored, never subscribed to.
@@ -83,6 +94,17 @@ pub const TOPIC_NAMES: &[&str] = &[
     "checkout.abandoned",
     "order.created",
     "order.paid",
+    "order.partially_fulfilled",
+    "order.fulfilled",
+    "location.created",
+    "location.updated",
+    "fulfillment_order.held",
+    "fulfillment_order.released",
+    "fulfillment_order.moved",
+    "fulfillment_order.cancelled",
+    "fulfillment_order.opened",
+    "fulfillment.created",
+    "fulfillment.updated",
 ];
 
 /// An event as the API shows it and as webhooks deliver it.

@@ -141,6 +141,12 @@ mod tests {
     fn filter_names_are_the_wire_names() {
         names_match_serde(&[OrderStatus::Open, OrderStatus::Cancelled]);
         names_match_serde(&[FinancialStatus::Pending, FinancialStatus::Authorized, FinancialStatus::Paid]);
-        names_match_serde(&[FulfillmentStatus::Unfulfilled, FulfillmentStatus::PartiallyFulfilled, FulfillmentStatus::Fulfilled]);
+        names_match_serde(&[
+            FulfillmentStatus::Unfulfilled,
+            FulfillmentStatus::PartiallyFulfilled,
+            FulfillmentStatus::Fulfilled,
+            FulfillmentStatus::OnHold,
+            FulfillmentStatus::Scheduled,
+        ]);
     }
 }

@@ -12,8 +12,10 @@ use crate::cells::catalogs;
 use crate::cells::collections;
 use crate::cells::events;
 use crate::cells::handles::{handle_key, resolve_handle};
+use crate::cells::stock::levels;
 use crate::cells::stores;
 use crate::domain::product::*;
+use crate::domain::stock::Actor;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::codec::{Fields, decode, encode};
 use crate::storage::keys::{Key, trailing_id};
@@ -171,8 +173,8 @@ pub fn write_product(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Optio
     write_rendered(tx, store, old, new.zip(rendered.as_ref()), now)
 }
 
-/// The events of a product write: created, updated or deleted, and a change of stock per
-/// variant whose quantity moved.
+/// The events of a product write: created, updated or deleted (a change of stock has its own,
+/// per level: `stock::levels`).
 fn product_events(
     tx: &mut Tx,
     store: Uuid,
@@ -185,21 +187,6 @@ fn product_events(
         (Some(_), Some((_, r))) => events::append(tx, store, "product.updated", r.json().to_vec(), now)?,
         (Some(o), None) => events::append_json(tx, store, "product.deleted", &serde_json::json!({"id": o.id}), now)?,
         (None, None) => {}
-    }
-    let (Some(o), Some((n, _))) = (old, new) else { return Ok(()) };
-    for v in &n.variants {
-        if let Some(before) = o.variants.iter().find(|b| b.id == v.id)
-            && before.inventory_quantity != v.inventory_quantity
-        {
-            let data = serde_json::json!({
-                "productId": n.id,
-                "variantId": v.id,
-                "sku": v.sku,
-                "inventoryQuantity": v.inventory_quantity,
-                "previousQuantity": before.inventory_quantity,
-            });
-            events::append_json(tx, store, "inventory.updated", &data, now)?;
-        }
     }
     Ok(())
 }
@@ -272,6 +259,47 @@ fn write_rendered(
     }
 }
 
+/// A product write made by a member or the service: written quantities go to the default
+/// location first ([`levels::sync_written`]), then the product is written with its variants'
+/// sellable sums.
+fn write_as(
+    tx: &mut Tx,
+    store: Uuid,
+    old: Option<&Product>,
+    new: Option<Product>,
+    actor: Actor,
+    now: i64,
+) -> ApiResult<Option<Product>> {
+    let sums = levels::sync_written(tx, store, old, new.as_ref(), actor, now)?;
+    let new = new.map(|mut p| {
+        for (id, sum) in sums {
+            if let Some(v) = p.variants.iter_mut().find(|v| v.id == id) {
+                v.inventory_quantity = sum;
+            }
+        }
+        p
+    });
+    write_product(tx, store, old, new.as_ref(), now)?;
+    Ok(new)
+}
+
+/// Moves the sellable sums of some variants of `product` (by how much each one's available at
+/// sellable locations moved), inside the write that moved them. A product gone meanwhile has
+/// nothing to move.
+pub fn move_sellable(tx: &mut Tx, store: Uuid, product: Uuid, deltas: &[(Uuid, i64)], now: i64) -> ApiResult<()> {
+    let Some(bytes) = tx.get(PRODUCTS, Key::store(store).id(product).bytes())? else { return Ok(()) };
+    let old: Product = decode(&bytes)?;
+    let mut new = old.clone();
+    for (variant, d) in deltas {
+        if let Some(v) = new.variants.iter_mut().find(|v| v.id == *variant) {
+            v.inventory_quantity = v.inventory_quantity.saturating_add(*d);
+            v.updated_at = now;
+        }
+    }
+    new.updated_at = now;
+    write_product(tx, store, Some(&old), Some(&new), now)
+}
+
 fn load(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<Product> {
     let bytes = tx.get(PRODUCTS, Key::store(store).id(id).bytes())?.ok_or_else(ApiError::not_found)?;
     decode(&bytes)
@@ -279,7 +307,7 @@ fn load(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<Product> {
 
 /// Creates a product and answers it with its rendered JSON view (the bytes stored in
 /// `product_views`, which the 201 answers as they are).
-pub async fn create_product(cell: &Cell, store: Uuid, input: CreateProduct) -> ApiResult<(Product, Vec<u8>)> {
+pub async fn create_product(cell: &Cell, store: Uuid, input: CreateProduct, actor: Actor) -> ApiResult<(Product, Vec<u8>)> {
     let currency = stores::store_settings_cached(cell, store)?.currency;
     validate_create(&input, currency)?;
     let now = cell.clock.now_ms();
@@ -318,14 +346,18 @@ pub async fn create_product(cell: &Cell, store: Uuid, input: CreateProduct) -> A
         .write(Some(store), move |tx| {
             let (draft, rendered) = &*queued;
             let handle = resolve_handle(tx, PRODUCT_HANDLES, store, draft.id, requested.as_deref(), &base, "product")?;
+            // Every variant is new: its sellable sum is the number written, at the default
+            // location, whose level follows the product's own row and event.
             if handle == draft.handle {
                 write_rendered(tx, store, None, Some((draft, rendered)), now)?;
+                levels::sync_written(tx, store, None, Some(draft), actor, now)?;
                 return Ok(None);
             }
             let mut p = draft.clone();
             p.handle = handle;
             let fresh = Rendered::of(&p)?;
             write_rendered(tx, store, None, Some((&p, &fresh)), now)?;
+            levels::sync_written(tx, store, None, Some(&p), actor, now)?;
             Ok(Some((p, fresh)))
         })
         .await?;
@@ -498,12 +530,12 @@ pub async fn delete_product(cell: &Cell, store: Uuid, id: Uuid) -> ApiResult<()>
     cell.writer
         .write(Some(store), move |tx| {
             let old = load(tx, store, id)?;
-            write_product(tx, store, Some(&old), None, now)
+            write_as(tx, store, Some(&old), None, Actor::System, now).map(drop)
         })
         .await
 }
 
-pub async fn add_variant(cell: &Cell, store: Uuid, id: Uuid, input: VariantInput) -> ApiResult<(Product, Uuid)> {
+pub async fn add_variant(cell: &Cell, store: Uuid, id: Uuid, input: VariantInput, actor: Actor) -> ApiResult<(Product, Uuid)> {
     validate_new_variant(&input, &product(cell, store, id)?)?;
     let (vid, now) = (cell.clock.new_id(), cell.clock.now_ms());
     cell.writer
@@ -513,13 +545,20 @@ pub async fn add_variant(cell: &Cell, store: Uuid, id: Uuid, input: VariantInput
             let mut p = old.clone();
             p.variants.push(new_variant(&input, None, &p.options, vid, now));
             p.updated_at = now;
-            write_product(tx, store, Some(&old), Some(&p), now)?;
+            let p = write_as(tx, store, Some(&old), Some(p), actor, now)?.ok_or_else(|| ApiError::internal("written"))?;
             Ok((p, vid))
         })
         .await
 }
 
-pub async fn update_variant(cell: &Cell, store: Uuid, id: Uuid, variant: Uuid, update: UpdateVariant) -> ApiResult<Product> {
+pub async fn update_variant(
+    cell: &Cell,
+    store: Uuid,
+    id: Uuid,
+    variant: Uuid,
+    update: UpdateVariant,
+    actor: Actor,
+) -> ApiResult<Product> {
     let update = Arc::new(update);
     let now = cell.clock.now_ms();
     cell.writer
@@ -529,8 +568,7 @@ pub async fn update_variant(cell: &Cell, store: Uuid, id: Uuid, variant: Uuid, u
             let mut p = old.clone();
             p.variants[i] = apply_variant_update(&update, &old, &old.variants[i], now)?;
             p.updated_at = now;
-            write_product(tx, store, Some(&old), Some(&p), now)?;
-            Ok(p)
+            write_as(tx, store, Some(&old), Some(p), actor, now)?.ok_or_else(|| ApiError::internal("written"))
         })
         .await
 }
@@ -547,7 +585,7 @@ pub async fn delete_variant(cell: &Cell, store: Uuid, id: Uuid, variant: Uuid) -
             let mut p = old.clone();
             p.variants.remove(i);
             p.updated_at = now;
-            write_product(tx, store, Some(&old), Some(&p), now)
+            write_as(tx, store, Some(&old), Some(p), Actor::System, now).map(drop)
         })
         .await
 }

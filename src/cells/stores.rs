@@ -8,6 +8,8 @@ use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::cells::pricing_version;
+use crate::cells::stock::locations;
+use crate::domain::stock::Location;
 use crate::domain::store::{StoreSettings, UpdateStore, apply_update};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::memory::Meter;
@@ -65,6 +67,7 @@ pub fn store_settings_cached(cell: &Cell, store: Uuid) -> ApiResult<Arc<StoreSet
 /// retried safely.
 pub async fn create_store(cell: &Cell, settings: StoreSettings) -> ApiResult<()> {
     let id = settings.id;
+    let default = Location::default_for(cell.clock.new_id(), settings.address.clone(), cell.clock.now_ms());
     cell.writer
         .write(Some(id), move |tx| {
             let key = Key::store(settings.id).into_vec();
@@ -72,6 +75,7 @@ pub async fn create_store(cell: &Cell, settings: StoreSettings) -> ApiResult<()>
                 return Err(ApiError::msg(Code::CONFLICT, "the store already exists in this cell"));
             }
             tx.put(STORES, &key, &encode(&settings)?)?;
+            locations::create_default(tx, id, &default)?;
             tx.raw().open_table(STORE_STATE)?.insert(settings.id.as_u128(), StoreState::Active as u8)?;
             Ok(())
         })

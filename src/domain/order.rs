@@ -41,6 +41,10 @@ pub enum FulfillmentStatus {
     Unfulfilled,
     PartiallyFulfilled,
     Fulfilled,
+    /// Nothing shipped; every unfinished fulfillment order is held.
+    OnHold,
+    /// Nothing shipped; every unfinished fulfillment order waits for its time.
+    Scheduled,
 }
 
 /// `store ‖ order id → Order`; serialized as-is for the API (camelCase).
@@ -106,6 +110,10 @@ pub struct OrderLine {
     pub tax: Money,
     pub total: Money,
     pub properties: Attributes,
+    /// Units shipped.
+    pub fulfilled_quantity: u32,
+    /// Units that can still be shipped (neither shipped nor released).
+    pub fulfillable_quantity: u32,
 }
 
 /// A discount as it applied to the order.
@@ -161,6 +169,8 @@ impl FulfillmentStatus {
             FulfillmentStatus::Unfulfilled => 0,
             FulfillmentStatus::PartiallyFulfilled => 1,
             FulfillmentStatus::Fulfilled => 2,
+            FulfillmentStatus::OnHold => 3,
+            FulfillmentStatus::Scheduled => 4,
         }
     }
 }
@@ -187,12 +197,14 @@ impl Enumerated for FinancialStatus {
 }
 
 impl Enumerated for FulfillmentStatus {
-    const NAMES: &'static [&'static str] = &["UNFULFILLED", "PARTIALLY_FULFILLED", "FULFILLED"];
+    const NAMES: &'static [&'static str] = &["UNFULFILLED", "PARTIALLY_FULFILLED", "FULFILLED", "ON_HOLD", "SCHEDULED"];
     fn name(self) -> &'static str {
         match self {
             FulfillmentStatus::Unfulfilled => "UNFULFILLED",
             FulfillmentStatus::PartiallyFulfilled => "PARTIALLY_FULFILLED",
             FulfillmentStatus::Fulfilled => "FULFILLED",
+            FulfillmentStatus::OnHold => "ON_HOLD",
+            FulfillmentStatus::Scheduled => "SCHEDULED",
         }
     }
 }

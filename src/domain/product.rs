@@ -18,9 +18,9 @@ pub const MAX_AMOUNT: i64 = 1_000_000_000_000_000;
 /// A variant's stock lies within ± this many units.
 pub const MAX_STOCK: i64 = 1_000_000_000;
 
-/// Within ±[`MAX_STOCK`]. Compared as a magnitude without `abs`, which wraps at `i64::MIN`.
+/// Within `0..=MAX_STOCK`: a level is never below zero.
 fn in_stock_range(q: i64) -> bool {
-    q.unsigned_abs() <= MAX_STOCK.unsigned_abs()
+    (0..=MAX_STOCK).contains(&q)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -288,7 +288,7 @@ fn check_variant(c: &mut Check, at: &str, v: &VariantInput, options: &[ProductOp
     if let Some(p) = &v.compare_at_price {
         check_money(c, &format!("{at}.compareAtPrice"), p, currency);
     }
-    c.ensure(in_stock_range(v.inventory_quantity), &format!("{at}.inventoryQuantity"), "is out of range");
+    c.ensure(in_stock_range(v.inventory_quantity), &format!("{at}.inventoryQuantity"), "must be 0 to 1000000000");
     check_option_values(c, &format!("{at}.optionValues"), &v.option_values, options);
 }
 
@@ -460,7 +460,7 @@ pub fn apply_variant_update(u: &UpdateVariant, product: &Product, variant: &Vari
         v.inventory_tracked = t;
     }
     if let Some(q) = u.inventory_quantity {
-        c.ensure(in_stock_range(q), "inventoryQuantity", "is out of range");
+        c.ensure(in_stock_range(q), "inventoryQuantity", "must be 0 to 1000000000");
         v.inventory_quantity = q;
     }
     c.finish()?;

@@ -70,6 +70,14 @@ impl Ctx {
         self.principal.as_ref().ok_or_else(|| ApiError::new(Code::UNAUTHORIZED))
     }
 
+    /// Who a change is recorded as made by: the signed-in member, else the service.
+    pub fn actor(&self) -> crate::domain::stock::Actor {
+        match &self.principal {
+            Some(p) => crate::domain::stock::Actor::Member(p.user_id),
+            None => crate::domain::stock::Actor::System,
+        }
+    }
+
     /// The store of a cell route.
     pub fn scope(&self) -> ApiResult<&StoreScope> {
         self.store.as_ref().ok_or_else(|| ApiError::internal("cell route without a store scope"))

@@ -247,6 +247,38 @@ pub const DELIVERIES: StoreTable = StoreTable::new(48, "deliveries");
 /// delivery log.
 pub const DELIVERY_ORDER: StoreTable = StoreTable::new(49, "delivery_order");
 
+// ---- stock: locations, levels, history, fulfillment (see docs/stock.md) -----------------------
+
+/// `store ‖ location id → Location`.
+pub const LOCATIONS: StoreTable = StoreTable::new(50, "locations");
+/// `store ‖ sort field u8 ‖ sort value ‖ location id → summary (active)`: the location list orders.
+pub const LOCATION_ORDER: StoreTable = StoreTable::new(51, "location_order");
+/// `store ‖ 0 ‖ lower-cased name → location id` (names are unique without regard to case) and
+/// `store ‖ 1 → location id`: the store's default location.
+pub const LOCATION_KEYS: StoreTable = StoreTable::new(52, "location_keys");
+/// `store ‖ level id → Level`: a variant's quantities at a location; the level id is derived
+/// from the two ids (`cells::inventory::level_id`).
+pub const LEVELS: StoreTable = StoreTable::new(53, "levels");
+/// `store ‖ sort field u8 ‖ sort value ‖ level id → summary (variant, location)`: the level
+/// list orders, with a partition per variant and per location.
+pub const LEVEL_ORDER: StoreTable = StoreTable::new(54, "level_order");
+/// `store ‖ change id → InventoryChange`: every quantity change, with reason, actor, reference,
+/// deltas and results; ids are v7 in commit order.
+pub const INVENTORY_HISTORY: StoreTable = StoreTable::new(55, "inventory_history");
+/// `store ‖ sort field u8 ‖ sort value ‖ change id → summary (variant, location, reason, time)`.
+pub const INVENTORY_HISTORY_ORDER: StoreTable = StoreTable::new(56, "inventory_history_order");
+/// `store ‖ order id ‖ fulfillment order id → FulfillmentOrder` (scoped to its order).
+pub const FULFILLMENT_ORDERS: StoreTable = StoreTable::new(57, "fulfillment_orders");
+/// `store ‖ order id ‖ sort field u8 ‖ sort value ‖ fulfillment order id → ()`.
+pub const FULFILLMENT_ORDER_LIST: StoreTable = StoreTable::new(58, "fulfillment_order_list");
+/// `store ‖ order id ‖ fulfillment id → Fulfillment` (scoped to its order).
+pub const FULFILLMENTS: StoreTable = StoreTable::new(59, "fulfillments");
+/// `store ‖ order id ‖ sort field u8 ‖ sort value ‖ fulfillment id → ()`.
+pub const FULFILLMENT_LIST: StoreTable = StoreTable::new(60, "fulfillment_list");
+/// `store ‖ location id ‖ fulfillment order id → order id`: the unfinished fulfillment orders of
+/// each location (a location with any may not be deactivated).
+pub const LOCATION_WORK: StoreTable = StoreTable::new(61, "location_work");
+
 /// Every store-scoped table, in index order: exporting a store copies exactly these ranges.
 pub const STORE_TABLES: &[StoreTable] = &[
     STORES,
@@ -299,6 +331,18 @@ pub const STORE_TABLES: &[StoreTable] = &[
     WEBHOOK_ORDER,
     DELIVERIES,
     DELIVERY_ORDER,
+    LOCATIONS,
+    LOCATION_ORDER,
+    LOCATION_KEYS,
+    LEVELS,
+    LEVEL_ORDER,
+    INVENTORY_HISTORY,
+    INVENTORY_HISTORY_ORDER,
+    FULFILLMENT_ORDERS,
+    FULFILLMENT_ORDER_LIST,
+    FULFILLMENTS,
+    FULFILLMENT_LIST,
+    LOCATION_WORK,
 ];
 
 /// Creates every table of the account directory.

@@ -51,17 +51,18 @@ async fn every_write_leaves_its_event_in_order_with_the_resource_as_shown() {
         topics(&replay),
         [
             "product.created",
+            "inventory.updated",
             "product.updated",
             "checkout.created",
-            "product.updated",
             "inventory.updated",
+            "product.updated",
             "order.created",
             "order.paid",
             "product.created",
             "product.deleted",
         ]
     );
-    assert_eq!(replay["total"], 9);
+    assert_eq!(replay["total"], 10);
     let events = replay["data"].as_array().unwrap();
     let ids: Vec<&str> = events.iter().map(|e| e["id"].as_str().unwrap()).collect();
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids grow in the order the events happened: {ids:?}");
@@ -71,20 +72,22 @@ async fn every_write_leaves_its_event_in_order_with_the_resource_as_shown() {
     }
     // The data is the resource as the API shows it.
     let renamed = c.get(&shop.path(&format!("/products/{product}")), t).await.expect(200).body;
-    assert_eq!(events[1]["data"]["title"], "Big mug");
-    assert_eq!(events[3]["data"], renamed, "the last update shows the product as it is now");
+    assert_eq!(events[2]["data"]["title"], "Big mug");
+    assert_eq!(events[5]["data"], renamed, "the last update shows the product as it is now");
     assert_eq!(events[0]["data"]["title"], "Mug");
-    assert_eq!(events[4]["data"]["previousQuantity"], 5);
-    assert_eq!(events[4]["data"]["inventoryQuantity"], 3);
+    // A level changed: the level as `GET S/inventory-levels` shows it.
+    assert_eq!((events[1]["data"]["available"].as_i64(), events[1]["data"]["committed"].as_i64()), (Some(5), Some(0)));
+    assert_eq!((events[4]["data"]["available"].as_i64(), events[4]["data"]["committed"].as_i64()), (Some(3), Some(2)));
+    assert_eq!(events[4]["data"]["onHand"], 5);
     assert_eq!(events[4]["data"]["productId"], product.as_str());
-    assert_eq!(events[5]["data"], order);
-    assert_eq!(events[2]["data"]["lineItems"][0]["quantity"], 2);
-    assert_eq!(events[8]["data"], json!({"id": events[7]["data"]["id"]}));
+    assert_eq!(events[6]["data"], order);
+    assert_eq!(events[3]["data"]["lineItems"][0]["quantity"], 2);
+    assert_eq!(events[9]["data"], json!({"id": events[8]["data"]["id"]}));
 
     // Newest first by default; a topic filter counts its own total.
     let newest = c.get(&shop.path("/events?limit=2"), t).await.expect(200).body;
     assert_eq!(topics(&newest), ["product.deleted", "product.created"]);
-    assert_eq!((newest["total"].as_i64(), newest["totalPages"].as_i64()), (Some(9), Some(5)));
+    assert_eq!((newest["total"].as_i64(), newest["totalPages"].as_i64()), (Some(10), Some(5)));
     let orders = c.get(&shop.path("/events?topic=order.created,order.paid&sortOrder=asc"), t).await.expect(200).body;
     assert_eq!((topics(&orders), orders["total"].as_i64()), (vec!["order.created".to_string(), "order.paid".into()], Some(2)));
 

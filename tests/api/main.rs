@@ -40,6 +40,7 @@ mod roles;
 mod scenarios;
 mod search;
 mod shipping_tax;
+mod stock;
 mod storefront_reads;
 mod stores;
 mod subscriptions;

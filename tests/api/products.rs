@@ -250,7 +250,7 @@ async fn stock_at_the_integer_limits_is_refused_not_wrapped() {
     let s = create_store(c, &u).await;
     let base = format!("/api/v1/stores/{s}/products");
     let price = json!({"amount": 100, "currency": "USD"});
-    for q in [i64::MIN, i64::MAX, -1_000_000_001, 1_000_000_001] {
+    for q in [i64::MIN, i64::MAX, -1, -1_000_000_001, 1_000_000_001] {
         let variant = json!({"title": "A", "sku": "EDGE-1", "price": price, "inventoryQuantity": q});
         let a = c.post(&base, Some(&u.token), json!({"title": "Edge", "variants": [variant]})).await.expect(400);
         assert_eq!(a.body["error"]["fields"][0]["field"], "variants[0].inventoryQuantity", "{q}: {}", a.body);
@@ -259,11 +259,13 @@ async fn stock_at_the_integer_limits_is_refused_not_wrapped() {
     // The bounds themselves are stock; beyond them a change is refused and the stock kept.
     let p = c.post(&base, Some(&u.token), json!({"title": "Edge", "price": price})).await.expect(201).body;
     let variant = format!("{base}/{}/variants/{}", p["id"].as_str().unwrap(), p["variants"][0]["id"].as_str().unwrap());
-    c.patch(&variant, Some(&u.token), json!({"inventoryQuantity": -1_000_000_000})).await.expect(200);
+    c.patch(&variant, Some(&u.token), json!({"inventoryQuantity": 1_000_000_000})).await.expect(200);
     let a = c.patch(&variant, Some(&u.token), json!({"inventoryQuantity": i64::MIN})).await.expect(400);
     assert_eq!(a.body["error"]["fields"][0]["field"], "inventoryQuantity");
     let read = c.get(&format!("{base}/{}", p["id"].as_str().unwrap()), Some(&u.token)).await.expect(200).body;
-    assert_eq!(read["totalInventory"], -1_000_000_000);
+    assert_eq!(read["totalInventory"], 1_000_000_000);
+    let a = c.patch(&variant, Some(&u.token), json!({"inventoryQuantity": -1})).await.expect(400);
+    assert_eq!(a.body["error"]["fields"][0]["field"], "inventoryQuantity", "stock is never below zero");
 }
 
 #[tokio::test]

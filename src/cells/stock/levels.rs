@@ -1,0 +1,396 @@
+//! Inventory levels: a variant's quantities at a location, and [`apply`], the one function that
+//! changes any quantity. Each change writes the level, its history row and an
+//! `inventory.updated` event, and moves the variant's sellable sum (`inventoryQuantity`, kept on
+//! the product so a product read stays one row) in the same write. Every area that moves stock
+//! (orders, fulfillments, returns, transfers, purchase orders) calls it.
+
+use std::collections::{BTreeMap, HashMap};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::cells::Cell;
+use crate::cells::events;
+use crate::cells::products;
+use crate::cells::stock::history::InventoryChange;
+use crate::cells::stock::locations::{self, default_location};
+use crate::domain::product::Product;
+use crate::domain::stock::{Actor, Location, Quantities, Reason, Why};
+use crate::domain::time::rfc3339;
+use crate::error::{ApiError, ApiResult, Code};
+use crate::storage::keys::{Key, trailing_id};
+use crate::storage::list::{ListQuery, Listed};
+use crate::storage::record::{self, Filter, FilterValue, List, Record, Sort, partition_prefix};
+use crate::storage::tables::{LEVEL_ORDER, LEVELS, StoreTable, VARIANTS};
+use crate::storage::writer::Tx;
+
+/// A variant's quantities at one location.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Level {
+    /// Derived from the variant and the location: [`level_id`].
+    pub id: Uuid,
+    pub variant_id: Uuid,
+    pub product_id: Uuid,
+    pub location_id: Uuid,
+    pub quantities: Quantities,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// A level as the API shows it (and as `inventory.updated` carries it).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LevelView {
+    pub variant_id: Uuid,
+    pub product_id: Uuid,
+    pub location_id: Uuid,
+    pub available: i64,
+    /// Ordered, not shipped.
+    pub committed: i64,
+    /// Set aside for transfers.
+    pub reserved: i64,
+    /// Expected (purchase orders, transfers on the way); not part of onHand.
+    pub incoming: i64,
+    /// available + committed + reserved.
+    pub on_hand: i64,
+    /// Absent for a location that never held the variant.
+    pub updated_at: Option<String>,
+}
+
+impl Level {
+    pub fn view(&self) -> LevelView {
+        let q = &self.quantities;
+        LevelView {
+            variant_id: self.variant_id,
+            product_id: self.product_id,
+            location_id: self.location_id,
+            available: q.available,
+            committed: q.committed,
+            reserved: q.reserved,
+            incoming: q.incoming,
+            on_hand: q.on_hand(),
+            updated_at: Some(rfc3339(self.updated_at)),
+        }
+    }
+}
+
+impl Record for Level {
+    const TABLE: StoreTable = LEVELS;
+    const NAME: &'static str = "levels";
+    const LIST: List<Self> = List {
+        order: Some(LEVEL_ORDER),
+        // A level's sort values never change: a quantity change rewrites the level row alone.
+        sorts: &[Sort { name: "created_at", tag: 0, key: |l, k| k.i64(l.created_at) }],
+        default_sort: "created_at",
+        filters: &[
+            Filter::reference("variantId", |l| Some(FilterValue::Reference(l.variant_id)), "The levels of this variant"),
+            Filter::reference("locationId", |l| Some(FilterValue::Reference(l.location_id)), "The levels at this location"),
+        ],
+        ranges: &[],
+        search: None,
+    };
+
+    fn id(&self) -> Uuid {
+        self.id
+    }
+}
+
+/// The id of the level of `variant` at `location`: the first 16 bytes of
+/// `sha256(variant ‖ location)`, so a level is found by the pair with one read.
+pub fn level_id(variant: Uuid, location: Uuid) -> Uuid {
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+    ctx.update(variant.as_bytes());
+    ctx.update(location.as_bytes());
+    let digest = ctx.finish();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(digest.as_ref().get(..16).unwrap_or(&[0; 16]));
+    Uuid::from_bytes(bytes)
+}
+
+/// A change of one level's quantities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Change {
+    pub variant: Uuid,
+    pub location: Uuid,
+    pub delta: Quantities,
+}
+
+impl Change {
+    pub fn available(variant: Uuid, location: Uuid, n: i64) -> Change {
+        Change { variant, location, delta: Quantities { available: n, ..Default::default() } }
+    }
+
+    /// `n` units move from available to committed (negative: back).
+    pub fn commit(variant: Uuid, location: Uuid, n: i64) -> Change {
+        let delta = Quantities { available: n.saturating_neg(), committed: n, ..Default::default() };
+        Change { variant, location, delta }
+    }
+}
+
+/// The product of `variant`, inside a write.
+pub fn product_of(tx: &Tx, store: Uuid, variant: Uuid) -> ApiResult<Option<Uuid>> {
+    Ok(tx.get(VARIANTS, Key::store(store).id(variant).bytes())?.and_then(|b| Uuid::from_slice(&b).ok()))
+}
+
+/// The level of `variant` at `location`, inside a write.
+pub fn level(tx: &Tx, store: Uuid, variant: Uuid, location: Uuid) -> ApiResult<Option<Level>> {
+    record::load::<Level>(tx, store, level_id(variant, location))
+}
+
+/// Units of `variant` available at `location` (0 without a level), inside a write.
+pub fn available(tx: &Tx, store: Uuid, variant: Uuid, location: Uuid) -> ApiResult<i64> {
+    Ok(level(tx, store, variant, location)?.map_or(0, |l| l.quantities.available))
+}
+
+/// Applies `changes` (each to its level, in order) for `why`: levels, history rows, events and
+/// the variants' sellable sums, all in the caller's write. A quantity that would leave
+/// `0..=1,000,000,000` is a 422 naming the variant and the location; an unknown variant or
+/// location a 400 naming `variantId` or `locationId`. Answers the new levels.
+pub fn apply(tx: &mut Tx, store: Uuid, changes: &[Change], why: &Why, note: Option<&str>, now: i64) -> ApiResult<Vec<Level>> {
+    let (levels, sellable) = apply_levels(tx, store, changes, why, note, now)?;
+    for (product, deltas) in sellable {
+        products::move_sellable(tx, store, product, &deltas, now)?;
+    }
+    Ok(levels)
+}
+
+/// Sellable deltas by product: `(variant, units)`.
+type Sellable = BTreeMap<Uuid, Vec<(Uuid, i64)>>;
+
+/// [`apply`] without the product write: answers the new levels and, by product, how much each
+/// variant's sellable sum moves. For the product writes themselves.
+fn apply_levels(
+    tx: &mut Tx,
+    store: Uuid,
+    changes: &[Change],
+    why: &Why,
+    note: Option<&str>,
+    now: i64,
+) -> ApiResult<(Vec<Level>, Sellable)> {
+    let mut places: HashMap<Uuid, Location> = HashMap::new();
+    let mut out = Vec::with_capacity(changes.len());
+    let mut sellable: Sellable = BTreeMap::new();
+    for c in changes {
+        if c.delta.is_zero() {
+            continue;
+        }
+        if !places.contains_key(&c.location) {
+            let l = record::load::<Location>(tx, store, c.location)?
+                .ok_or_else(|| ApiError::field("locationId", "no such location"))?;
+            places.insert(c.location, l);
+        }
+        let place = places.get(&c.location).ok_or_else(|| ApiError::internal("location just loaded"))?;
+        let old = level(tx, store, c.variant, c.location)?;
+        let product = match &old {
+            Some(l) => l.product_id,
+            None => product_of(tx, store, c.variant)?.ok_or_else(|| ApiError::field("variantId", "no such variant"))?,
+        };
+        let before = old.as_ref().map(|l| l.quantities).unwrap_or_default();
+        let after = before.moved(&c.delta).map_err(|name| {
+            ApiError::msg(
+                Code::BUSINESS_RULE,
+                format!(
+                    "{name} of variant {} at location {:?} would be {} (0 to 1,000,000,000)",
+                    c.variant,
+                    place.name,
+                    describe(before, c.delta, name)
+                ),
+            )
+        })?;
+        let new = Level {
+            id: level_id(c.variant, c.location),
+            variant_id: c.variant,
+            product_id: product,
+            location_id: c.location,
+            quantities: after,
+            created_at: old.as_ref().map_or(now, |l| l.created_at),
+            updated_at: now,
+        };
+        record::write(tx, store, old.as_ref(), Some(&new))?;
+        let change = InventoryChange {
+            id: tx.commit_id(now),
+            variant_id: c.variant,
+            product_id: product,
+            location_id: c.location,
+            reason: why.reason,
+            actor: why.actor,
+            reference: why.reference,
+            delta: c.delta,
+            after,
+            note: note.map(str::to_string),
+            created_at: now,
+        };
+        record::write(tx, store, None, Some(&change))?;
+        events::append_json(tx, store, "inventory.updated", &new.view(), now)?;
+        if place.sellable() && c.delta.available != 0 {
+            sellable.entry(product).or_default().push((c.variant, c.delta.available));
+        }
+        out.push(new);
+    }
+    Ok((out, sellable))
+}
+
+/// What a quantity would become, for the message (saturating: it is out of range anyway).
+fn describe(before: Quantities, delta: Quantities, name: &str) -> i64 {
+    let i = crate::domain::stock::QUANTITY_NAMES.iter().position(|n| *n == name).unwrap_or(0);
+    let (b, d) = (before.as_array(), delta.as_array());
+    b.get(i).copied().unwrap_or(0).saturating_add(d.get(i).copied().unwrap_or(0))
+}
+
+/// Inside a product write, before the product is written: a variant whose `inventoryQuantity`
+/// was written (a new variant, or a changed number) has its default location's available set
+/// to it, with its history. Answers the sellable sums of changed variants, which the product is
+/// written with (a new variant's is the number written). The levels of variants that are gone
+/// are removed; their history stays.
+pub fn sync_written(
+    tx: &mut Tx,
+    store: Uuid,
+    old: Option<&Product>,
+    new: Option<&Product>,
+    actor: Actor,
+    now: i64,
+) -> ApiResult<Vec<(Uuid, i64)>> {
+    let kept = |id: Uuid| new.is_some_and(|n| n.variants.iter().any(|w| w.id == id));
+    for v in old.map(|o| o.variants.as_slice()).unwrap_or_default() {
+        if !kept(v.id) {
+            remove_variant(tx, store, v.id)?;
+        }
+    }
+    let Some(new) = new else { return Ok(Vec::new()) };
+    let (mut changes, mut sums) = (Vec::new(), Vec::new());
+    let mut default = None;
+    for v in &new.variants {
+        let before = old.and_then(|o| o.variants.iter().find(|w| w.id == v.id));
+        let written = match before {
+            None => v.inventory_quantity != 0,
+            Some(b) => b.inventory_quantity != v.inventory_quantity,
+        };
+        if !written {
+            continue;
+        }
+        let at = match default {
+            Some(id) => id,
+            None => *default.insert(default_location(tx, store)?.id),
+        };
+        let held = if before.is_some() { available(tx, store, v.id, at)? } else { 0 };
+        let delta = v.inventory_quantity.saturating_sub(held);
+        changes.push(Change::available(v.id, at, delta));
+        let was = before.map_or(0, |b| b.inventory_quantity);
+        sums.push((v.id, was.saturating_add(delta)));
+        // The product's variant rows are written with it; a new variant's must be there first.
+        tx.put(VARIANTS, Key::store(store).id(v.id).bytes(), new.id.as_bytes())?;
+    }
+    apply_levels(tx, store, &changes, &Why { reason: Reason::Correction, actor, reference: None }, None, now)?;
+    Ok(sums)
+}
+
+/// Removes every level of a deleted variant.
+fn remove_variant(tx: &mut Tx, store: Uuid, variant: Uuid) -> ApiResult<()> {
+    for l in of_variant(tx, store, variant)? {
+        record::write(tx, store, Some(&l), None)?;
+    }
+    Ok(())
+}
+
+/// The ids of the levels in one partition (filter `filter` = `id`), inside a write.
+fn partition_ids(tx: &Tx, store: Uuid, filter: usize, id: Uuid) -> ApiResult<Vec<Uuid>> {
+    let prefix = partition_prefix(store, None, filter, id.as_bytes());
+    Ok(tx.keys_with_prefix(LEVEL_ORDER, &prefix)?.iter().filter_map(|k| trailing_id(k)).collect())
+}
+
+/// Every level of `variant`, inside a write.
+pub fn of_variant(tx: &Tx, store: Uuid, variant: Uuid) -> ApiResult<Vec<Level>> {
+    let mut out = Vec::new();
+    for id in partition_ids(tx, store, 0, variant)? {
+        out.extend(record::load::<Level>(tx, store, id)?);
+    }
+    Ok(out)
+}
+
+/// A location's units start or stop being sold: each variant with units available there has
+/// its sellable sum moved by them, one product write per product.
+pub fn resell_location(tx: &mut Tx, store: Uuid, location: Uuid, sold: bool, now: i64) -> ApiResult<()> {
+    let mut by_product: Sellable = BTreeMap::new();
+    for id in partition_ids(tx, store, 1, location)? {
+        let Some(l) = record::load::<Level>(tx, store, id)? else { continue };
+        if l.quantities.available != 0 {
+            let n = if sold { l.quantities.available } else { l.quantities.available.saturating_neg() };
+            by_product.entry(l.product_id).or_default().push((l.variant_id, n));
+        }
+    }
+    for (product, deltas) in by_product {
+        products::move_sellable(tx, store, product, &deltas, now)?;
+    }
+    Ok(())
+}
+
+/// Up to `max` variants with committed, reserved or incoming units at `location`.
+pub fn busy_variants(tx: &Tx, store: Uuid, location: Uuid, max: usize) -> ApiResult<Vec<Uuid>> {
+    let mut out = Vec::new();
+    for id in partition_ids(tx, store, 1, location)? {
+        let Some(l) = record::load::<Level>(tx, store, id)? else { continue };
+        let q = l.quantities;
+        if q.committed != 0 || q.reserved != 0 || q.incoming != 0 {
+            out.push(l.variant_id);
+            if out.len() >= max {
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `GET S/inventory-levels`. Asked for one variant, a row per active location (zeros included,
+/// in priority order) and one per other location that holds a level; else the levels as kept.
+pub fn list(cell: &Cell, store: Uuid, q: &ListQuery) -> ApiResult<Listed<LevelView>> {
+    let variant = q.filters.iter().find(|(i, v)| *i == 0 && v.len() == 1).and_then(|(_, v)| v.first());
+    let Some(variant) = variant.and_then(|b| Uuid::from_slice(b).ok()) else {
+        return Ok(cell.list::<Level>(store, q)?.map(|l| l.view()));
+    };
+    let txn = cell.read()?;
+    let Some(product) = crate::storage::read::get_raw(&txn, VARIANTS, Key::store(store).id(variant).bytes())?
+        .and_then(|b| Uuid::from_slice(&b).ok())
+    else {
+        return Ok(Listed { items: Vec::new(), total: 0 });
+    };
+    let mut held: HashMap<Uuid, Level> = HashMap::new();
+    let prefix = partition_prefix(store, None, 0, variant.as_bytes());
+    let mut ids = Vec::new();
+    crate::storage::read::walk(&txn, LEVEL_ORDER, &prefix, false, |k, _| {
+        ids.extend(trailing_id(k));
+        Ok(true)
+    })?;
+    for id in ids {
+        if let Some(l) = record::get::<Level>(&txn, store, id)? {
+            held.insert(l.location_id, l);
+        }
+    }
+    let mut rows: Vec<LevelView> = Vec::new();
+    for loc in locations::active(&txn, store)? {
+        rows.push(match held.remove(&loc.id) {
+            Some(l) => l.view(),
+            None => LevelView {
+                variant_id: variant,
+                product_id: product,
+                location_id: loc.id,
+                available: 0,
+                committed: 0,
+                reserved: 0,
+                incoming: 0,
+                on_hand: 0,
+                updated_at: None,
+            },
+        });
+    }
+    // Levels at inactive locations follow, oldest first.
+    let mut rest: Vec<Level> = held.into_values().collect();
+    rest.sort_by_key(|l| (l.created_at, l.location_id));
+    rows.extend(rest.iter().map(Level::view));
+    if let Some((_, locs)) = q.filters.iter().find(|(i, _)| *i == 1) {
+        rows.retain(|r| locs.iter().any(|b| b.as_slice() == r.location_id.as_bytes()));
+    }
+    let total = rows.len() as u64;
+    let items = rows.into_iter().skip(q.offset).take(q.limit).collect();
+    Ok(Listed { items, total })
+}

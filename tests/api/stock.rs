@@ -1,0 +1,179 @@
+//! Locations, inventory levels and their history; orders placed across locations.
+
+use serde_json::{Value, json};
+
+use crate::calculate::Shop;
+use crate::checkout::{paid_intent, ready_checkout, stocked, us_shipping};
+use crate::support::*;
+
+/// The store's locations, by priority (lower first).
+async fn locations(c: &HttpClient, shop: &Shop) -> Vec<Value> {
+    c.get(&shop.path("/locations?sortOrder=asc"), Some(&shop.owner.token)).await.expect(200).body["data"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+async fn create_location(c: &HttpClient, shop: &Shop, name: &str, priority: i32) -> String {
+    let l = c
+        .post(&shop.path("/locations"), Some(&shop.owner.token), json!({"name": name, "priority": priority}))
+        .await
+        .expect(201)
+        .body;
+    l["id"].as_str().unwrap().to_string()
+}
+
+/// Each level of `variant` as (location id, available, committed).
+async fn levels(c: &HttpClient, shop: &Shop, variant: &str) -> Vec<(String, i64, i64)> {
+    let body =
+        c.get(&shop.path(&format!("/inventory-levels?variantId={variant}")), Some(&shop.owner.token)).await.expect(200).body;
+    body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            assert_eq!(
+                l["onHand"].as_i64().unwrap(),
+                l["available"].as_i64().unwrap() + l["committed"].as_i64().unwrap() + l["reserved"].as_i64().unwrap()
+            );
+            (l["locationId"].as_str().unwrap().to_string(), l["available"].as_i64().unwrap(), l["committed"].as_i64().unwrap())
+        })
+        .collect()
+}
+
+async fn sellable(c: &HttpClient, shop: &Shop, variant: &str) -> i64 {
+    let list = c.get(&shop.path("/products?limit=250"), Some(&shop.owner.token)).await.expect(200).body;
+    list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["variants"].as_array().unwrap().iter())
+        .find(|v| v["id"] == variant)
+        .and_then(|v| v["inventoryQuantity"].as_i64())
+        .unwrap()
+}
+
+async fn adjust(c: &HttpClient, shop: &Shop, variant: &str, location: &str, delta: i64) -> Answer {
+    let body = json!({"variantId": variant, "locationId": location, "delta": delta, "reason": "received"});
+    c.post(&shop.path("/inventory-levels/adjust"), Some(&shop.owner.token), body).await
+}
+
+pub async fn complete(c: &HttpClient, shop: &Shop, lines: Value, rate: &str) -> Answer {
+    let co = ready_checkout(c, shop, lines, rate).await;
+    let intent = paid_intent(c, shop, &co).await;
+    let path = shop.path(&format!("/checkouts/{}/complete", co["id"].as_str().unwrap()));
+    c.post(&path, Some(&shop.owner.token), json!({"paymentMethodId": "pm_card_visa", "paymentIntentId": intent})).await
+}
+
+#[tokio::test]
+async fn a_store_keeps_stock_per_location_and_every_change_in_its_history() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let shop = Shop::new(c).await;
+    let t = Some(shop.owner.token.as_str());
+
+    // Made with the store: one default location, active and fulfilling online orders.
+    let made = locations(c, &shop).await;
+    assert_eq!(made.len(), 1);
+    assert_eq!(
+        (made[0]["name"].as_str(), made[0]["default"].as_bool(), made[0]["active"].as_bool()),
+        (Some("Default location"), Some(true), Some(true))
+    );
+    let home = made[0]["id"].as_str().unwrap().to_string();
+
+    // A product's written quantity is the default location's available.
+    let mug = stocked(c, &shop, "Mug", 1200, 5).await;
+    assert_eq!(levels(c, &shop, &mug).await, vec![(home.clone(), 5, 0)]);
+
+    // A second location: zeros until it holds some; its units are sold too.
+    let shed = create_location(c, &shop, "Shed", 5).await;
+    let one = c.get(&shop.path(&format!("/locations/{shed}")), t).await.expect(200).body;
+    assert_eq!((one["name"].as_str(), one["priority"].as_i64(), one["default"].as_bool()), (Some("Shed"), Some(5), Some(false)));
+    assert_eq!(levels(c, &shop, &mug).await, vec![(home.clone(), 5, 0), (shed.clone(), 0, 0)]);
+    let level = adjust(c, &shop, &mug, &shed, 4).await.expect(200).body;
+    assert_eq!((level["available"].as_i64(), level["onHand"].as_i64()), (Some(4), Some(4)));
+    assert_eq!(sellable(c, &shop, &mug).await, 9);
+
+    // Names are unique without regard to case; below zero is refused, naming variant and location.
+    let dup = c.post(&shop.path("/locations"), t, json!({"name": "shed"})).await.expect(409);
+    assert_eq!(dup.body["error"]["fields"][0]["field"], "name");
+    let low = adjust(c, &shop, &mug, &shed, -5).await.expect(422);
+    let msg = low.body["error"]["message"].as_str().unwrap();
+    assert!(msg.contains(&mug) && msg.contains("Shed"), "{msg}");
+    let bad = c
+        .post(
+            &shop.path("/inventory-levels/adjust"),
+            t,
+            json!({"variantId": mug, "locationId": shed, "delta": 1, "reason": "order_placed"}),
+        )
+        .await
+        .expect(400);
+    assert_eq!(bad.body["error"]["fields"][0]["field"], "reason");
+
+    // Set with a stale compareQuantity is a 409 and changes nothing.
+    let set = json!({"variantId": mug, "locationId": shed, "available": 2, "compareQuantity": 3, "reason": "cycle_count"});
+    c.post(&shop.path("/inventory-levels/set"), t, set).await.expect(409);
+    let set = json!({"variantId": mug, "locationId": shed, "available": 2, "compareQuantity": 4, "reason": "cycle_count"});
+    c.post(&shop.path("/inventory-levels/set"), t, set).await.expect(200);
+    assert_eq!(sellable(c, &shop, &mug).await, 7);
+
+    // An order of 6: no location covers it, so it is split by priority (5 at home, 1 at the shed).
+    let rate = us_shipping(c, &shop).await;
+    let order = complete(c, &shop, json!([{"variantId": mug, "quantity": 6}]), &rate).await.expect(201).body;
+    assert_eq!(order["fulfillmentStatus"], "UNFULFILLED");
+    assert_eq!(
+        (order["lineItems"][0]["fulfillableQuantity"].as_i64(), order["lineItems"][0]["fulfilledQuantity"].as_i64()),
+        (Some(6), Some(0))
+    );
+    assert_eq!(levels(c, &shop, &mug).await, vec![(home.clone(), 0, 5), (shed.clone(), 1, 1)]);
+    assert_eq!(sellable(c, &shop, &mug).await, 1);
+    let fos = c
+        .get(&shop.path(&format!("/orders/{}/fulfillment-orders?sortOrder=asc", order["id"].as_str().unwrap())), t)
+        .await
+        .expect(200)
+        .body;
+    let placed: Vec<(String, i64)> = fos["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["locationId"].as_str().unwrap().to_string(), f["lineItems"][0]["quantity"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(placed.len(), 2);
+    assert!(placed.contains(&(home.clone(), 5)) && placed.contains(&(shed.clone(), 1)), "{placed:?}");
+    assert!(fos["data"].as_array().unwrap().iter().all(|f| f["status"] == "OPEN"));
+
+    // A location with committed units stays active; an idle one can be deactivated, and its
+    // units stop being sold (they stay there).
+    let busy = c.patch(&shop.path(&format!("/locations/{shed}")), t, json!({"active": false})).await.expect(409);
+    assert!(busy.body["error"]["message"].as_str().unwrap().contains(&mug), "{}", busy.body);
+    let spare = create_location(c, &shop, "Spare", 9).await;
+    adjust(c, &shop, &mug, &spare, 3).await.expect(200);
+    assert_eq!(sellable(c, &shop, &mug).await, 4);
+    c.patch(&shop.path(&format!("/locations/{spare}")), t, json!({"active": false})).await.expect(200);
+    assert_eq!(sellable(c, &shop, &mug).await, 1);
+    let kept = c.get(&shop.path(&format!("/inventory-levels?locationId={spare}")), t).await.expect(200).body;
+    assert_eq!((kept["total"].as_i64(), kept["data"][0]["available"].as_i64()), (Some(1), Some(3)));
+    // The default location moves; it is always active.
+    c.patch(&shop.path(&format!("/locations/{shed}")), t, json!({"default": true})).await.expect(200);
+    let now: Vec<(String, bool)> = locations(c, &shop)
+        .await
+        .iter()
+        .map(|l| (l["name"].as_str().unwrap().to_string(), l["default"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(now, [("Default location".to_string(), false), ("Shed".into(), true), ("Spare".into(), false)]);
+    c.patch(&shop.path(&format!("/locations/{shed}")), t, json!({"active": false})).await.expect(422);
+
+    // The history: newest first, each change with its reason, actor, deltas and results.
+    let h = c.get(&shop.path(&format!("/inventory-history?variantId={mug}&locationId={shed}")), t).await.expect(200).body;
+    let reasons: Vec<&str> = h["data"].as_array().unwrap().iter().map(|c| c["reason"].as_str().unwrap()).collect();
+    assert_eq!(reasons, ["order_placed", "cycle_count", "received"]);
+    assert_eq!(h["data"][0]["reference"], json!({"type": "order", "id": order["id"]}));
+    assert_eq!(h["data"][0]["actor"], json!({"type": "system", "id": null}));
+    assert_eq!(h["data"][2]["actor"]["type"], "member");
+    assert_eq!(
+        h["data"][1]["changes"],
+        json!([{"name": "available", "delta": -2, "quantity": 2}, {"name": "onHand", "delta": -2, "quantity": 2}])
+    );
+    let placed = c.get(&shop.path("/inventory-history?reason=order_placed"), t).await.expect(200).body;
+    assert_eq!(placed["total"], 2);
+}
