@@ -503,6 +503,13 @@ pub fn delete_scope<R: Record>(tx: &mut Tx, store: Uuid, scope: Uuid) -> ApiResu
 /// claims again: the migration step of a format version that changes what a record's list keeps
 /// (new sortable fields, new filters and their counters) or adds a claim.
 pub fn rebuild<R: Record>(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
+    rebuild_with::<R>(txn, decode)
+}
+
+/// [`rebuild`] of records stored in an earlier layout: `read` decodes a row as its format wrote
+/// it and answers the record as it is today (an earlier step, run on a database of that format,
+/// cannot read its rows as today's type). The rows themselves are left as they are.
+pub fn rebuild_with<R: Record>(txn: &redb::WriteTransaction, read: fn(&[u8]) -> ApiResult<R>) -> Result<(), redb::Error> {
     use redb::ReadableTable;
     // A record never listed keeps neither order rows nor counters.
     let Some(order_table) = R::LIST.order else { return Ok(()) };
@@ -513,7 +520,7 @@ pub fn rebuild<R: Record>(txn: &redb::WriteTransaction) -> Result<(), redb::Erro
             let (k, v) = item?;
             // A row that does not decode is corruption: the step fails (and the start with it)
             // rather than leave the record out of its lists.
-            let record: R = decode(v.value()).map_err(|e| redb::Error::Corrupted(format!("{}: {e}", R::NAME)))?;
+            let record: R = read(v.value()).map_err(|e| redb::Error::Corrupted(format!("{}: {e}", R::NAME)))?;
             if let Some(store) = crate::storage::keys::leading_store(k.value()) {
                 records.push((store, record));
             }

@@ -404,6 +404,33 @@ async fn a_format_1_data_directory_reads_back_through_the_migrations_and_takes_n
     let o2 = c.get(&s(&format!("/orders/{ORDER_2}")), t).await.expect(200).body;
     assert_eq!((o2["number"].as_i64(), usd(&o2, "/total"), usd(&o2, "/giftCardTotal")), (Some(1002), 4940, 4940));
     assert_eq!(o2["payment"]["paymentMethodId"], "gift_card");
+    // Format 8: stock per location. The default location holds every quantity; an open order's
+    // tracked units are committed there in one open fulfillment order (MUG-W is untracked).
+    let locations = c.get(&s("/locations"), t).await.expect(200).body;
+    assert_eq!((locations["total"].as_i64(), locations["data"][0]["default"].as_bool()), (Some(1), Some(true)));
+    let home = locations["data"][0]["id"].as_str().unwrap().to_string();
+    assert_eq!(locations["data"][0]["address"]["city"], "Albany");
+    let small = c.get(&s(&format!("/inventory-levels?variantId={SHIRT_S}")), t).await.expect(200).body;
+    assert_eq!(
+        (small["data"][0]["locationId"].as_str(), small["data"][0]["available"].as_i64(), small["data"][0]["committed"].as_i64()),
+        (Some(home.as_str()), Some(8), Some(2))
+    );
+    let fos = c.get(&s(&format!("/orders/{ORDER_1}/fulfillment-orders")), t).await.expect(200).body;
+    assert_eq!((fos["total"].as_i64(), fos["data"][0]["status"].as_str()), (Some(1), Some("OPEN")));
+    let fo_lines: Vec<(&str, i64)> = fos["data"][0]["lineItems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["variantId"].as_str().unwrap(), l["remainingQuantity"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(fo_lines, [(SHIRT_S, 2), (MUG_WHITE, 1)]);
+    assert_eq!(
+        (o1["fulfillmentStatus"].as_str(), o1["lineItems"][0]["fulfillableQuantity"].as_i64()),
+        (Some("UNFULFILLED"), Some(2))
+    );
+    let migrated = c.get(&s(&format!("/inventory-history?reason=migrated&variantId={SHIRT_S}")), t).await.expect(200).body;
+    assert_eq!(migrated["data"][0]["changes"][0], json!({"name": "committed", "delta": 2, "quantity": 2}));
+    assert_eq!(migrated["data"][0]["reference"], json!({"type": "order", "id": ORDER_1}));
     let intent = c.get(&s(&format!("/payment-intents/{INTENT_1}")), t).await.expect(200).body;
     assert_eq!(
         (intent["status"].as_str(), intent["orderId"].as_str(), usd(&intent, "/amount")),

@@ -9,6 +9,7 @@ mod v4;
 mod v5;
 mod v6;
 mod v7;
+mod v8;
 
 /// Every step, in order: each file names what its version changed.
 pub const STEPS: &[Step] = &[
@@ -18,6 +19,7 @@ pub const STEPS: &[Step] = &[
     Step { from: 4, run: v5::filters_have_partitions },
     Step { from: 5, run: v6::product_sorts_apart },
     Step { from: 6, run: v7::events_jobs_and_store_mail },
+    Step { from: 7, run: v8::stock_per_location },
 ];
 
 /// What the steps' tests share: a cell written at an older format, opened through the steps.

@@ -21,7 +21,8 @@ use crate::domain::pricing::tax::TaxRate;
 use crate::storage::record::rebuild;
 
 pub(super) fn records_count_their_filters(txn: &WriteTransaction) -> Result<(), redb::Error> {
-    rebuild::<Order>(txn)?;
+    // Orders as format 7 and earlier wrote them (format 8 added line fields).
+    crate::storage::record::rebuild_with::<Order>(txn, super::v8::order_v7)?;
     rebuild::<ShippingZone>(txn)?;
     rebuild::<Discount>(txn)?;
     rebuild::<DiscountComment>(txn)?;

@@ -14,7 +14,8 @@ use crate::domain::pricing::tax::TaxRate;
 use crate::storage::record::rebuild;
 
 pub(super) fn filters_have_partitions(txn: &WriteTransaction) -> Result<(), redb::Error> {
-    rebuild::<Order>(txn)?;
+    // Orders as format 7 and earlier wrote them (format 8 added line fields).
+    crate::storage::record::rebuild_with::<Order>(txn, super::v8::order_v7)?;
     rebuild::<TaxRate>(txn)?;
     rebuild::<Discount>(txn)?;
     rebuild::<GiftCard>(txn)?;
