@@ -507,3 +507,86 @@ async fn a_format_1_data_directory_reads_back_through_the_migrations_and_takes_n
     assert_eq!(format_version(&cell_db), FORMAT_VERSION, "the cell records the version it was migrated to");
     assert_eq!(format_version(&account_db), FORMAT_VERSION);
 }
+
+/// The format-7 directory (`data-format/fixtures/README.md`, "format-7"): format-1's store with a
+/// desk lamp of three tracked variants (one at −3) and orders 1003 and 1004.
+const FORMAT_7: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data-format/fixtures/format-7");
+const LAMP: &str = "01a21bf6-3e6a-70be-8212-2c5b5ef78409";
+const LAMP_RED: &str = "01a21bf6-3e6a-70be-8212-2c587e03c7c5";
+const LAMP_GREEN: &str = "01a21bf6-3e6a-70be-8212-2c59ab0baed5";
+const LAMP_BLUE: &str = "01a21bf6-3e6a-70be-8212-2c5a42a1a179";
+const SHIRT_M: &str = "01a21249-f0f6-737d-9ee7-a1a2f309900b";
+const WRAP_DEFAULT: &str = "01a21249-f0fe-77d0-85c8-37d1be2ee65f";
+const ORDER_3: &str = "01a21bf6-5fae-754b-b7ad-73dcff1e8a4c";
+const ORDER_4: &str = "01a21bf6-697c-729a-9d7c-c83a7659163e";
+
+/// (available, committed) of `variant` at the store's one location.
+async fn level(c: &HttpClient, t: Option<&str>, variant: &str) -> (i64, i64) {
+    let body = c.get(&format!("/api/v1/stores/{STORE}/inventory-levels?variantId={variant}"), t).await.expect(200).body;
+    assert_eq!(body["total"], 1, "{body}");
+    let l = &body["data"][0];
+    assert_eq!(l["onHand"].as_i64(), Some(l["available"].as_i64().unwrap() + l["committed"].as_i64().unwrap()));
+    (l["available"].as_i64().unwrap(), l["committed"].as_i64().unwrap())
+}
+
+#[tokio::test]
+async fn a_format_7_data_directory_keeps_its_stock_per_location_through_the_format_8_step() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy_dir(Path::new(FORMAT_7), dir.path());
+    let cell_db = dir.path().join("cells/cell-1/cell.redb");
+    assert_eq!(format_version(&cell_db), 7, "the fixture is a format-7 cell");
+
+    let mut app = spawn_app_in(dir.path()).await;
+    let c = &app.client;
+    let s = |p: &str| format!("/api/v1/stores/{STORE}{p}");
+    let owner = login(c, OWNER_EMAIL, OWNER_PASSWORD).await;
+    let t = owner["accessToken"].as_str().map(str::to_string);
+    let t = t.as_deref();
+
+    // One default location at the store's address holds every quantity; the units of open orders
+    // are committed there (orders 1001 to 1004 are all open).
+    let locations = c.get(&s("/locations"), t).await.expect(200).body;
+    assert_eq!((locations["total"].as_i64(), locations["data"][0]["default"].as_bool()), (Some(1), Some(true)));
+    let home = locations["data"][0]["id"].as_str().unwrap().to_string();
+    assert_eq!(level(c, t, LAMP_RED).await, (5, 2));
+    assert_eq!(level(c, t, LAMP_GREEN).await, (3, 1));
+    assert_eq!(level(c, t, SHIRT_M).await, (4, 1));
+    assert_eq!(level(c, t, SHIRT_S).await, (8, 2));
+
+    // The blue lamp stood at −3: its stock is 0 now, the difference written down.
+    assert_eq!(level(c, t, LAMP_BLUE).await, (0, 0));
+    let lamp = c.get(&s(&format!("/products/{LAMP}")), t).await.expect(200).body;
+    let quantities: Vec<i64> = lamp["variants"].as_array().unwrap().iter().map(|v| v["inventoryQuantity"].as_i64().unwrap()).collect();
+    assert_eq!(quantities, [5, 3, 0]);
+    assert_eq!(lamp["totalInventory"], 8);
+    let blue = c.get(&s(&format!("/inventory-history?variantId={LAMP_BLUE}")), t).await.expect(200).body;
+    assert_eq!(blue["total"], 1);
+    assert_eq!((blue["data"][0]["reason"].as_str(), blue["data"][0]["actor"]["type"].as_str()), (Some("migrated"), Some("system")));
+    assert_eq!(blue["data"][0]["changes"][0], json!({"name": "available", "delta": 3, "quantity": 0}));
+
+    // Order 1003: one open fulfillment order at home with its three lines; the gift wrap is
+    // untracked, so nothing of it is committed.
+    let fos = c.get(&s(&format!("/orders/{ORDER_3}/fulfillment-orders")), t).await.expect(200).body;
+    assert_eq!(fos["total"], 1);
+    let fo = &fos["data"][0];
+    assert_eq!((fo["status"].as_str(), fo["locationId"].as_str()), (Some("OPEN"), Some(home.as_str())));
+    let lines: Vec<(&str, i64)> =
+        fo["lineItems"].as_array().unwrap().iter().map(|l| (l["variantId"].as_str().unwrap(), l["quantity"].as_i64().unwrap())).collect();
+    assert_eq!(lines, [(LAMP_RED, 2), (SHIRT_M, 1), (WRAP_DEFAULT, 1)]);
+    let o3 = c.get(&s(&format!("/orders/{ORDER_3}")), t).await.expect(200).body;
+    let fulfillable: Vec<i64> = o3["lineItems"].as_array().unwrap().iter().map(|l| l["fulfillableQuantity"].as_i64().unwrap()).collect();
+    assert_eq!((o3["fulfillmentStatus"].as_str(), fulfillable), (Some("UNFULFILLED"), vec![2, 1, 1]));
+    let unfulfilled = c.get(&s("/orders?fulfillmentStatus=UNFULFILLED"), t).await.expect(200).body;
+    assert_eq!(unfulfilled["total"], 4);
+    let o4 = c.get(&s(&format!("/orders/{ORDER_4}/fulfillment-orders")), t).await.expect(200).body;
+    assert_eq!(o4["data"][0]["lineItems"][0]["remainingQuantity"], 1);
+
+    // New writes: a second location sells the blue lamp.
+    let shed = c.post(&s("/locations"), t, json!({"name": "Shed"})).await.expect(201).body;
+    let body = json!({"variantId": LAMP_BLUE, "locationId": shed["id"], "delta": 2, "reason": "received"});
+    c.post(&s("/inventory-levels/adjust"), t, body).await.expect(200);
+    let lamp = c.get(&s(&format!("/products/{LAMP}")), t).await.expect(200).body;
+    assert_eq!(lamp["variants"][2]["inventoryQuantity"], 2);
+    app.stop().await;
+    assert_eq!(format_version(&cell_db), shopcell::storage::FORMAT_VERSION);
+}
