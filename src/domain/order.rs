@@ -89,8 +89,14 @@ pub struct Order {
     pub accepts_sms_marketing: bool,
     pub note: Option<String>,
     pub tags: Vec<String>,
+    #[serde(with = "crate::domain::time::stamp_opt")]
+    #[schemars(with = "Option<String>")]
     pub cancelled_at: Option<i64>,
+    #[serde(with = "crate::domain::time::stamp")]
+    #[schemars(with = "String")]
     pub created_at: i64,
+    #[serde(with = "crate::domain::time::stamp")]
+    #[schemars(with = "String")]
     pub updated_at: i64,
 }
 

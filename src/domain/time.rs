@@ -28,8 +28,75 @@ pub fn parse_rfc3339(s: &str) -> Option<i64> {
     OffsetDateTime::parse(s, &Rfc3339).ok().map(|t| (t.unix_timestamp_nanos() / 1_000_000) as i64)
 }
 
+/// A record's time that is stored and shown: Unix milliseconds in the binary codec, RFC 3339 in
+/// JSON (`#[serde(with = "crate::domain::time::stamp")]`), for records the API shows as they are
+/// stored (orders).
+pub mod stamp {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(ms: &i64, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() { s.serialize_str(&super::rfc3339(*ms)) } else { s.serialize_i64(*ms) }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+        if d.is_human_readable() {
+            let text = String::deserialize(d)?;
+            super::parse_rfc3339(&text).ok_or_else(|| serde::de::Error::custom("expected an RFC 3339 timestamp"))
+        } else {
+            i64::deserialize(d)
+        }
+    }
+}
+
+/// [`stamp`] of an optional time.
+pub mod stamp_opt {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(ms: &Option<i64>, s: S) -> Result<S::Ok, S::Error> {
+        match ms {
+            Some(ms) if s.is_human_readable() => s.serialize_some(&super::rfc3339(*ms)),
+            Some(ms) => s.serialize_some(ms),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+        if d.is_human_readable() {
+            match Option::<String>::deserialize(d)? {
+                Some(text) => super::parse_rfc3339(&text)
+                    .map(Some)
+                    .ok_or_else(|| serde::de::Error::custom("expected an RFC 3339 timestamp")),
+                None => Ok(None),
+            }
+        } else {
+            Option::<i64>::deserialize(d)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
+    struct Stamped {
+        #[serde(with = "super::stamp")]
+        at: i64,
+        #[serde(with = "super::stamp_opt")]
+        until: Option<i64>,
+    }
+
+    #[test]
+    fn stamps_are_numbers_when_stored_and_text_when_shown() {
+        let s = Stamped { at: 1_795_000_000_200, until: Some(1) };
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json, serde_json::json!({"at": "2026-11-18T11:06:40.200Z", "until": "1970-01-01T00:00:00.001Z"}));
+        assert_eq!(serde_json::from_value::<Stamped>(json).unwrap(), s);
+        let stored = crate::storage::codec::encode(&s).unwrap();
+        assert_eq!(crate::storage::codec::decode::<Stamped>(&stored).unwrap(), s);
+        // The stored form is the plain integers (the layout of records written before).
+        let plain = crate::storage::codec::encode(&(1_795_000_000_200i64, Some(1i64))).unwrap();
+        assert_eq!(stored, plain);
+    }
+
     #[test]
     fn round_trips() {
         let ms = 1_795_000_000_123;

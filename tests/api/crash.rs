@@ -119,3 +119,138 @@ async fn a_kill_9_mid_backlog_delivers_every_event_repeating_only_what_was_in_fl
     let repeats = got.len() - distinct.len();
     assert!(repeats <= HOOKS, "only the deliveries in flight at the kill repeat: {repeats}");
 }
+
+/// Every level of `variants` at every location, with the product's sellable sum: what the
+/// store holds, read back after the restart.
+async fn stock_holds_together(c: &HttpClient, shop: &crate::calculate::Shop, variants: &[String], sellable_at: &[String]) {
+    let t = Some(shop.owner.token.as_str());
+    // Units committed per (variant, location), from the fulfillment orders of every order.
+    let mut committed: std::collections::HashMap<(String, String), i64> = Default::default();
+    let orders = c.get(&shop.path("/orders?limit=250"), t).await.expect(200).body;
+    for o in orders["data"].as_array().unwrap() {
+        let fos =
+            c.get(&shop.path(&format!("/orders/{}/fulfillment-orders", o["id"].as_str().unwrap())), t).await.expect(200).body;
+        let mut placed = 0;
+        for fo in fos["data"].as_array().unwrap() {
+            for l in fo["lineItems"].as_array().unwrap() {
+                let key = (l["variantId"].as_str().unwrap().to_string(), fo["locationId"].as_str().unwrap().to_string());
+                *committed.entry(key).or_default() += l["remainingQuantity"].as_i64().unwrap();
+                placed += l["quantity"].as_i64().unwrap();
+            }
+        }
+        let ordered: i64 = o["lineItems"].as_array().unwrap().iter().map(|l| l["quantity"].as_i64().unwrap()).sum();
+        assert_eq!(placed, ordered, "every unit of order {} is placed at a location", o["number"]);
+    }
+    for v in variants {
+        let levels = c.get(&shop.path(&format!("/inventory-levels?variantId={v}")), t).await.expect(200).body;
+        let mut sellable = 0;
+        for l in levels["data"].as_array().unwrap() {
+            let (a, cm, r) =
+                (l["available"].as_i64().unwrap(), l["committed"].as_i64().unwrap(), l["reserved"].as_i64().unwrap());
+            assert!(a >= 0 && cm >= 0 && r >= 0);
+            assert_eq!(l["onHand"].as_i64().unwrap(), a + cm + r);
+            let at = l["locationId"].as_str().unwrap().to_string();
+            assert_eq!(cm, committed.get(&(v.clone(), at.clone())).copied().unwrap_or(0), "committed units of {v} at {at}");
+            if sellable_at.contains(&at) {
+                sellable += a;
+            }
+        }
+        let products = c.get(&shop.path("/products?limit=250"), t).await.expect(200).body;
+        let variant = products["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|p| p["variants"].as_array().unwrap().iter())
+            .find(|x| x["id"] == v.as_str())
+            .unwrap()
+            .clone();
+        assert_eq!(variant["inventoryQuantity"].as_i64().unwrap(), sellable, "the sellable sum of {v}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_9_during_completions_and_adjustments_leaves_stock_whole() {
+    use crate::checkout::{paid_intent, ready_checkout, stocked, us_shipping};
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_string_lossy().into_owned();
+    let port = free_port();
+    let mut server = start_proc(&["serve", "--data", &data], port).await;
+    let c = HttpClient::new(&server.url);
+    let owner = create_user(&c).await;
+    let store = create_store(&c, &owner).await;
+    let shop = crate::calculate::Shop { owner, store };
+    let t = Some(shop.owner.token.as_str());
+    let rate = us_shipping(&c, &shop).await;
+    let variants = vec![stocked(&c, &shop, "Cup", 900, 30).await, stocked(&c, &shop, "Jar", 700, 30).await];
+    let home = c.get(&shop.path("/locations"), t).await.expect(200).body["data"][0]["id"].as_str().unwrap().to_string();
+    let shed = c.post(&shop.path("/locations"), t, json!({"name": "Shed", "priority": 1})).await.expect(201).body;
+    let shed = shed["id"].as_str().unwrap().to_string();
+    for v in &variants {
+        let body = json!({"variantId": v, "locationId": shed, "delta": 40, "reason": "received"});
+        c.post(&shop.path("/inventory-levels/adjust"), t, body).await.expect(200);
+    }
+    // Orders of 3 and 2 units: the home location runs out and later ones split or move on.
+    let mut ready = Vec::new();
+    for _ in 0..24 {
+        let lines = json!([{"variantId": variants[0], "quantity": 3}, {"variantId": variants[1], "quantity": 2}]);
+        let co = ready_checkout(&c, &shop, lines, &rate).await;
+        let intent = paid_intent(&c, &shop, &co).await;
+        ready.push((co["id"].as_str().unwrap().to_string(), intent));
+    }
+
+    let acked = Arc::new(Mutex::new((HashSet::new(), 0usize)));
+    let mut writers = Vec::new();
+    for chunk in ready.chunks(6) {
+        let (c, shop_path, token, acked, chunk) =
+            (c.clone(), shop.path(""), shop.owner.token.clone(), acked.clone(), chunk.to_vec());
+        writers.push(tokio::spawn(async move {
+            for (co, intent) in chunk {
+                let body = json!({"paymentMethodId": "pm_card_visa", "paymentIntentId": intent}).to_string();
+                let path = format!("{shop_path}/checkouts/{co}/complete");
+                let req = c.try_send(hyper::Method::POST, &path, Some(&token), &[], Some(body.into()));
+                let Ok(Some(a)) = tokio::time::timeout(Duration::from_secs(2), req).await else { break };
+                if a.status.as_u16() == 201 {
+                    acked.lock().unwrap().0.insert(a.body["id"].as_str().unwrap().to_string());
+                }
+            }
+        }));
+    }
+    for v in variants.clone() {
+        let (c, shop_path, token, acked, shed) =
+            (c.clone(), shop.path(""), shop.owner.token.clone(), acked.clone(), shed.clone());
+        writers.push(tokio::spawn(async move {
+            for _ in 0..200 {
+                let body = json!({"variantId": v, "locationId": shed, "delta": 1, "reason": "received"}).to_string();
+                let path = format!("{shop_path}/inventory-levels/adjust");
+                let req = c.try_send(hyper::Method::POST, &path, Some(&token), &[], Some(body.into()));
+                let Ok(Some(a)) = tokio::time::timeout(Duration::from_secs(2), req).await else { break };
+                if a.status.as_u16() != 200 {
+                    break;
+                }
+                acked.lock().unwrap().1 += 1;
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.child.kill().unwrap(); // SIGKILL
+    server.child.wait().unwrap();
+    for w in writers {
+        w.await.unwrap();
+    }
+    let (orders, adjusted) = acked.lock().unwrap().clone();
+    assert!(
+        !orders.is_empty() && adjusted > 0,
+        "writes were acknowledged before the kill ({} orders, {adjusted} adjustments)",
+        orders.len()
+    );
+
+    let server = start_proc(&["serve", "--data", &data], port).await;
+    let c = HttpClient::new(&server.url);
+    let listed = c.get(&shop.path("/orders?limit=250"), t).await.expect(200).body;
+    let seen: HashSet<String> =
+        listed["data"].as_array().unwrap().iter().map(|o| o["id"].as_str().unwrap().to_string()).collect();
+    assert!(orders.is_subset(&seen), "acknowledged orders lost: {:?}", orders.difference(&seen).collect::<Vec<_>>());
+    let history = c.get(&shop.path(&format!("/inventory-history?reason=received&locationId={shed}")), t).await.expect(200).body;
+    assert!(history["total"].as_u64().unwrap() as usize >= adjusted + 2, "acknowledged adjustments are in the history");
+    stock_holds_together(&c, &shop, &variants, &[home, shed]).await;
+}

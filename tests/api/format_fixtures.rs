@@ -556,12 +556,16 @@ async fn a_format_7_data_directory_keeps_its_stock_per_location_through_the_form
     // The blue lamp stood at −3: its stock is 0 now, the difference written down.
     assert_eq!(level(c, t, LAMP_BLUE).await, (0, 0));
     let lamp = c.get(&s(&format!("/products/{LAMP}")), t).await.expect(200).body;
-    let quantities: Vec<i64> = lamp["variants"].as_array().unwrap().iter().map(|v| v["inventoryQuantity"].as_i64().unwrap()).collect();
+    let quantities: Vec<i64> =
+        lamp["variants"].as_array().unwrap().iter().map(|v| v["inventoryQuantity"].as_i64().unwrap()).collect();
     assert_eq!(quantities, [5, 3, 0]);
     assert_eq!(lamp["totalInventory"], 8);
     let blue = c.get(&s(&format!("/inventory-history?variantId={LAMP_BLUE}")), t).await.expect(200).body;
     assert_eq!(blue["total"], 1);
-    assert_eq!((blue["data"][0]["reason"].as_str(), blue["data"][0]["actor"]["type"].as_str()), (Some("migrated"), Some("system")));
+    assert_eq!(
+        (blue["data"][0]["reason"].as_str(), blue["data"][0]["actor"]["type"].as_str()),
+        (Some("migrated"), Some("system"))
+    );
     assert_eq!(blue["data"][0]["changes"][0], json!({"name": "available", "delta": 3, "quantity": 0}));
 
     // Order 1003: one open fulfillment order at home with its three lines; the gift wrap is
@@ -570,11 +574,16 @@ async fn a_format_7_data_directory_keeps_its_stock_per_location_through_the_form
     assert_eq!(fos["total"], 1);
     let fo = &fos["data"][0];
     assert_eq!((fo["status"].as_str(), fo["locationId"].as_str()), (Some("OPEN"), Some(home.as_str())));
-    let lines: Vec<(&str, i64)> =
-        fo["lineItems"].as_array().unwrap().iter().map(|l| (l["variantId"].as_str().unwrap(), l["quantity"].as_i64().unwrap())).collect();
+    let lines: Vec<(&str, i64)> = fo["lineItems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["variantId"].as_str().unwrap(), l["quantity"].as_i64().unwrap()))
+        .collect();
     assert_eq!(lines, [(LAMP_RED, 2), (SHIRT_M, 1), (WRAP_DEFAULT, 1)]);
     let o3 = c.get(&s(&format!("/orders/{ORDER_3}")), t).await.expect(200).body;
-    let fulfillable: Vec<i64> = o3["lineItems"].as_array().unwrap().iter().map(|l| l["fulfillableQuantity"].as_i64().unwrap()).collect();
+    let fulfillable: Vec<i64> =
+        o3["lineItems"].as_array().unwrap().iter().map(|l| l["fulfillableQuantity"].as_i64().unwrap()).collect();
     assert_eq!((o3["fulfillmentStatus"].as_str(), fulfillable), (Some("UNFULFILLED"), vec![2, 1, 1]));
     let unfulfilled = c.get(&s("/orders?fulfillmentStatus=UNFULFILLED"), t).await.expect(200).body;
     assert_eq!(unfulfilled["total"], 4);

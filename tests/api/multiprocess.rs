@@ -50,6 +50,16 @@ async fn router_forwards_hides_wrong_cells_and_moves_stores_without_losing_write
     // A cell validates the token itself.
     holder.get(&format!("/api/v1/stores/{s1}/products"), Some("not.a.token")).await.expect(401);
 
+    // Stock at two locations, to move with the store.
+    let tok = Some(u.token.as_str());
+    let shed = c.post(&format!("/api/v1/stores/{s1}/locations"), tok, json!({"name": "Shed"})).await.expect(201).body;
+    let body = json!({"title": "Stocked", "price": {"amount": 100, "currency": "USD"}, "variants": [
+        {"title": "One", "price": {"amount": 100, "currency": "USD"}, "inventoryTracked": true, "inventoryQuantity": 4}]});
+    let stocked = c.post(&format!("/api/v1/stores/{s1}/products"), tok, body).await.expect(201).body;
+    let variant = stocked["variants"][0]["id"].as_str().unwrap().to_string();
+    let adjust = json!({"variantId": variant, "locationId": shed["id"], "delta": 3, "reason": "received"});
+    c.post(&format!("/api/v1/stores/{s1}/inventory-levels/adjust"), tok, adjust).await.expect(200);
+
     // Move s1 to the other cell while writers keep creating products in it.
     let target = if std::ptr::eq(holder, &direct1) { "c2" } else { "c1" };
     let acked = Arc::new(Mutex::new(HashSet::new()));
@@ -126,6 +136,14 @@ async fn router_forwards_hides_wrong_cells_and_moves_stores_without_losing_write
     // Every product's event moved with the store, those written during the move included.
     let events = c.get(&format!("/api/v1/stores/{s1}/events?topic=product.created&limit=1"), Some(&u.token)).await.expect(200);
     assert_eq!(events.body["total"].as_u64().unwrap() as usize, seen.len(), "one product.created event per product");
+
+    // Its locations, levels and their history moved with it.
+    let levels =
+        c.get(&format!("/api/v1/stores/{s1}/inventory-levels?variantId={variant}&sortOrder=asc"), tok).await.expect(200).body;
+    let available: Vec<i64> = levels["data"].as_array().unwrap().iter().map(|l| l["available"].as_i64().unwrap()).collect();
+    assert_eq!(available, [4, 3], "{levels}");
+    let history = c.get(&format!("/api/v1/stores/{s1}/inventory-history?variantId={variant}"), tok).await.expect(200).body;
+    assert_eq!(history["total"], 2);
 
     // The old cell no longer serves the store; the new one does; the other store was untouched.
     other.get(&format!("/api/v1/stores/{s1}"), Some(&u.token)).await.expect(200);
