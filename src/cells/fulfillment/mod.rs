@@ -4,6 +4,11 @@
 //! what can still be, and its `fulfillmentStatus`, written by [`write_order_state`] whenever a
 //! fulfillment order or fulfillment changes.
 
+pub mod actions;
+pub mod fulfill;
+mod mail;
+pub mod release;
+
 use std::collections::HashMap;
 use std::time::Duration;
 
