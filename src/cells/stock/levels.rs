@@ -175,12 +175,13 @@ fn apply_levels(
         if c.delta.is_zero() {
             continue;
         }
-        if !places.contains_key(&c.location) {
-            let l = record::load::<Location>(tx, store, c.location)?
-                .ok_or_else(|| ApiError::field("locationId", "no such location"))?;
-            places.insert(c.location, l);
-        }
-        let place = places.get(&c.location).ok_or_else(|| ApiError::internal("location just loaded"))?;
+        let place = match places.entry(c.location) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(
+                record::load::<Location>(tx, store, c.location)?
+                    .ok_or_else(|| ApiError::field("locationId", "no such location"))?,
+            ),
+        };
         let old = level(tx, store, c.variant, c.location)?;
         let product = match &old {
             Some(l) => l.product_id,
