@@ -68,7 +68,7 @@ pub async fn fulfill(cell: &Cell, store: Uuid, order: Uuid, id: Uuid, input: Ful
     let tracking = tracking_of(cell, &input)?;
     let asked = asked(&input)?;
     let notify = input.notify_customer != Some(false);
-    let settings = stores::store_settings(cell, store)?;
+    let settings = stores::store_settings_cached(cell, store)?;
     let (mailer, mail_id, now) = (cell.mailer.clone(), cell.clock.new_id(), cell.clock.now_ms());
     cell.writer
         .write(Some(store), move |tx| {
@@ -157,7 +157,7 @@ pub async fn update_tracking(
 ) -> ApiResult<FulfillmentView> {
     let entry = input.tracking(tracking)?;
     let notify = input.notify_customer != Some(false);
-    let settings = stores::store_settings(cell, store)?;
+    let settings = stores::store_settings_cached(cell, store)?;
     let (mailer, mail_id, now) = (cell.mailer.clone(), cell.clock.new_id(), cell.clock.now_ms());
     cell.writer
         .write(Some(store), move |tx| {
