@@ -15,6 +15,7 @@ use uuid::Uuid;
 use crate::cells::Cell;
 use crate::cells::abandoned::{self, ABANDONED};
 use crate::cells::checkouts;
+use crate::cells::fulfillment;
 use crate::cells::webhooks::notice::{self, DISABLED};
 use crate::cells::webhooks::send::{RETRY, SEND, Sender};
 use crate::cells::webhooks::{Webhook, sender_id};
@@ -29,7 +30,7 @@ use crate::storage::tables::WEBHOOKS;
 use crate::storage::writer::Writer;
 
 /// Every kind a cell runs.
-const KINDS: &[&Kind] = &[&SEND, &RETRY, &ABANDONED, &MAIL, &DISABLED];
+const KINDS: &[&Kind] = &[&SEND, &RETRY, &ABANDONED, &MAIL, &DISABLED, &fulfillment::OPEN];
 
 /// The handler of a cell's runner. It holds the cell weakly: the cell owns the runner.
 pub struct CellJobs {
@@ -54,6 +55,7 @@ impl Handler for CellJobs {
                 k if k == ABANDONED.name => abandoned::run(&cell, store, job, checkouts::shown).await,
                 k if k == MAIL.name => crate::mail::job::run(&cell.mailer, &job).await,
                 k if k == DISABLED.name => notice::run(&cell, store, job).await,
+                k if k == fulfillment::OPEN.name => fulfillment::run_open(&cell, store, job).await,
                 _ => Outcome::Done(None),
             }
         })

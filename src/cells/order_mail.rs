@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::domain::money::Money;
-use crate::domain::order::Order;
+use crate::domain::order::{Order, OrderLine};
 use crate::domain::pricing::shipping::Address;
 use crate::domain::store::StoreSettings;
 use crate::mail::{DEFAULT_LANGUAGE, Letter, Sender, Template};
@@ -22,13 +22,7 @@ pub fn confirmation(settings: &StoreSettings, order: &Order) -> Option<Letter> {
     let lines: Vec<Value> = order
         .line_items
         .iter()
-        .map(|l| {
-            let title = match l.variant_title.trim() {
-                "" | "Default" | "Default Title" => l.title.clone(),
-                v => format!("{} ({v})", l.title),
-            };
-            json!({"title": title, "quantity": l.quantity, "amount": money(&l.total)})
-        })
+        .map(|l| json!({"title": line_title(l), "quantity": l.quantity, "amount": money(&l.total)}))
         .collect();
     let values = json!({
         "store_name": settings.name,
@@ -53,8 +47,17 @@ pub fn confirmation(settings: &StoreSettings, order: &Order) -> Option<Letter> {
     })
 }
 
+/// A line's title as a shopper reads it: the variant's title after the product's, unless it
+/// is the default one.
+pub fn line_title(l: &OrderLine) -> String {
+    match l.variant_title.trim() {
+        "" | "Default" | "Default Title" => l.title.clone(),
+        v => format!("{} ({v})", l.title),
+    }
+}
+
 /// An address as the lines of a label.
-fn address_lines(a: &Address) -> Vec<String> {
+pub fn address_lines(a: &Address) -> Vec<String> {
     let join = |parts: &[&Option<String>]| {
         parts.iter().filter_map(|p| p.as_deref()).filter(|p| !p.is_empty()).collect::<Vec<_>>().join(" ")
     };

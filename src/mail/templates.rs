@@ -31,17 +31,26 @@ pub enum Template {
     MemberAdded,
     /// `store_name`, `subscription_url`, `failing_since` (pre-formatted), `reenable_url`.
     WebhookDisabled,
+    /// `store_name`, `order_number`, `lines` (a list of `{title, quantity}`), `tracking` (a list
+    /// of `{number, company, url}`, the last two optional), `shipping_address` (a list of
+    /// address lines), `storefront_url` (optional).
+    ShippingConfirmation,
+    /// `store_name`, `order_number`, `shipment_status` (readable: "In transit"), `tracking` (a
+    /// list of `{number, company, url}`, the last two optional), `storefront_url` (optional).
+    TrackingUpdate,
 }
 
 impl Template {
     /// Every template, for tests and tools that walk them all.
-    pub const ALL: [Template; 6] = [
+    pub const ALL: [Template; 8] = [
         Template::OrderConfirmation,
         Template::PasswordReset,
         Template::PasswordChanged,
         Template::Invitation,
         Template::MemberAdded,
         Template::WebhookDisabled,
+        Template::ShippingConfirmation,
+        Template::TrackingUpdate,
     ];
 
     /// The template's file stem under `src/mail/templates/<language>/`.
@@ -53,6 +62,8 @@ impl Template {
             Template::Invitation => "invitation",
             Template::MemberAdded => "member_added",
             Template::WebhookDisabled => "webhook_disabled",
+            Template::ShippingConfirmation => "shipping_confirmation",
+            Template::TrackingUpdate => "tracking_update",
         }
     }
 }
@@ -78,7 +89,16 @@ macro_rules! language {
 /// holds every language to every template.
 const LANGUAGES: &[(&str, &[(&str, &str)])] = &[(
     "en",
-    language!("en": "order_confirmation", "password_reset", "password_changed", "invitation", "member_added", "webhook_disabled"),
+    language!(
+        "en": "order_confirmation",
+        "password_reset",
+        "password_changed",
+        "invitation",
+        "member_added",
+        "webhook_disabled",
+        "shipping_confirmation",
+        "tracking_update",
+    ),
 )];
 
 /// A rendered template: what the message is built from.

@@ -178,7 +178,7 @@ fn abandoned(app: &TestApp, store: &str) -> Vec<Value> {
 }
 
 /// Lets the job runner act on a moved clock: waits (bounded, real time) until `f` holds.
-async fn eventually(mut f: impl FnMut() -> bool) {
+pub async fn eventually(mut f: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while !f() {
         assert!(std::time::Instant::now() < deadline, "timed out");

@@ -24,6 +24,7 @@ mod docs;
 mod events;
 mod fake_stripe;
 mod format_fixtures;
+mod fulfillment;
 mod gift_cards;
 mod idempotency;
 mod invitations;

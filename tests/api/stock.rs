@@ -14,7 +14,7 @@ async fn locations(c: &HttpClient, shop: &Shop) -> Vec<Value> {
         .clone()
 }
 
-async fn create_location(c: &HttpClient, shop: &Shop, name: &str, priority: i32) -> String {
+pub async fn create_location(c: &HttpClient, shop: &Shop, name: &str, priority: i32) -> String {
     let l = c
         .post(&shop.path("/locations"), Some(&shop.owner.token), json!({"name": name, "priority": priority}))
         .await
@@ -24,7 +24,7 @@ async fn create_location(c: &HttpClient, shop: &Shop, name: &str, priority: i32)
 }
 
 /// Each level of `variant` as (location id, available, committed).
-async fn levels(c: &HttpClient, shop: &Shop, variant: &str) -> Vec<(String, i64, i64)> {
+pub async fn levels(c: &HttpClient, shop: &Shop, variant: &str) -> Vec<(String, i64, i64)> {
     let body =
         c.get(&shop.path(&format!("/inventory-levels?variantId={variant}")), Some(&shop.owner.token)).await.expect(200).body;
     body["data"]
@@ -53,7 +53,7 @@ async fn sellable(c: &HttpClient, shop: &Shop, variant: &str) -> i64 {
         .unwrap()
 }
 
-async fn adjust(c: &HttpClient, shop: &Shop, variant: &str, location: &str, delta: i64) -> Answer {
+pub async fn adjust(c: &HttpClient, shop: &Shop, variant: &str, location: &str, delta: i64) -> Answer {
     let body = json!({"variantId": variant, "locationId": location, "delta": delta, "reason": "received"});
     c.post(&shop.path("/inventory-levels/adjust"), Some(&shop.owner.token), body).await
 }

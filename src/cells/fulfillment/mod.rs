@@ -4,6 +4,11 @@
 //! what can still be, and its `fulfillmentStatus`, written by [`write_order_state`] whenever a
 //! fulfillment order or fulfillment changes.
 
+pub mod actions;
+pub mod fulfill;
+mod mail;
+pub mod release;
+
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -275,10 +280,9 @@ pub fn list(cell: &Cell, store: Uuid, order: Uuid, q: &ListQuery) -> ApiResult<L
 /// (cancelled or moved on meanwhile: nothing to do).
 pub async fn run_open(cell: &Cell, store: Uuid, job: Job) -> Outcome {
     let Some((order, id)) = decode_ids(&job.payload) else { return Outcome::Done(None) };
+    // The runner hands a job over only once it is due; the write checks the time again, as it
+    // is what decides.
     let now = cell.clock.now_ms();
-    if now < job.due_at {
-        return Outcome::Again(job.due_at, None);
-    }
     let effect: Effect = Box::new(move |tx: &mut Tx| {
         let Some(old) = record::load_in::<FulfillmentOrder>(tx, store, Some(order), id)? else { return Ok(()) };
         if old.status != FoStatus::Scheduled || old.fulfill_at.is_some_and(|at| at > now) {

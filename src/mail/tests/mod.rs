@@ -71,6 +71,24 @@ fn sample(template: Template) -> Value {
             "failing_since": "28 February 2026, 09:00 UTC",
             "reenable_url": "https://app.example/stores/1/webhooks/2?x=1&y=2"
         }),
+        Template::ShippingConfirmation => json!({
+            "store_name": "Linen & Co <script>alert(1)</script>",
+            "order_number": "#1042",
+            "lines": [{"title": "Linen shirt <b>", "quantity": 2}, {"title": "Wool socks", "quantity": 1}],
+            "tracking": [
+                {"number": "1Z999", "company": "UPS", "url": "https://www.ups.com/track?tracknum=1Z999&x=1"},
+                {"number": "LOCAL-7", "company": null, "url": null}
+            ],
+            "shipping_address": ["Ada Lovelace", "12 Example Street", "Springfield 12345"],
+            "storefront_url": "https://linen.example/?ref=mail&x=1"
+        }),
+        Template::TrackingUpdate => json!({
+            "store_name": "Linen <script>",
+            "order_number": "#1042",
+            "shipment_status": "Out for delivery",
+            "tracking": [{"number": "1Z999", "company": "UPS", "url": "https://www.ups.com/track?tracknum=1Z999&x=1"}],
+            "storefront_url": "https://linen.example/?ref=mail&x=1"
+        }),
     }
 }
 
@@ -165,6 +183,36 @@ fn order_confirmation_lists_lines_totals_and_address() {
     let composed = mailer.compose(&bare).unwrap();
     let message = MessageParser::default().parse(&composed.bytes).unwrap();
     assert!(!message.body_text(0).unwrap().contains("Visit the store"));
+}
+
+#[test]
+fn shipping_mails_list_what_shipped_and_link_each_tracking_number() {
+    let (mailer, _dir) = file_mailer();
+    let composed = mailer.compose(&letter(Template::ShippingConfirmation, Sender::Platform)).unwrap();
+    let message = MessageParser::default().parse(&composed.bytes).unwrap();
+    let text = message.body_text(0).unwrap().into_owned();
+    let html = message.body_html(0).unwrap().into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    for expected in [
+        "- Linen shirt <b> x 2",
+        "- Wool socks x 1",
+        "- UPS 1Z999: https://www.ups.com/track?tracknum=1Z999&x=1",
+        "- LOCAL-7",
+        "12 Example Street",
+    ] {
+        assert!(lines.contains(&expected), "text lacks the line {expected:?}:\n{text}");
+    }
+    assert!(html.contains("Linen shirt &lt;b&gt; &times; 2"), "{html}");
+    assert!(html.contains("UPS <a href=\"https:&#x2f;&#x2f;www.ups.com&#x2f;track?tracknum=1Z999&amp;x=1\">1Z999</a>"), "{html}");
+    assert!(html.contains("<br>LOCAL-7"), "a number without a link stays text:\n{html}");
+    assert_eq!(message.subject(), Some("Your order #1042 from Linen & Co <script>alert(1)</script> is on its way"));
+
+    let composed = mailer.compose(&letter(Template::TrackingUpdate, Sender::Platform)).unwrap();
+    let message = MessageParser::default().parse(&composed.bytes).unwrap();
+    let text = message.body_text(0).unwrap().into_owned();
+    assert!(text.contains("Your order #1042 from Linen <script>: Out for delivery."), "{text}");
+    assert!(text.lines().any(|l| l == "Tracking: UPS 1Z999: https://www.ups.com/track?tracknum=1Z999&x=1"), "{text}");
+    assert_eq!(message.subject(), Some("Shipping update for your order #1042 from Linen <script>"));
 }
 
 #[test]
