@@ -169,7 +169,7 @@ async fn stock_holds_together(c: &HttpClient, shop: &crate::calculate::Shop, var
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_kill_9_during_completions_and_adjustments_leaves_stock_whole() {
+async fn a_kill_9_during_completions_fulfills_and_adjustments_leaves_stock_whole() {
     use crate::checkout::{paid_intent, ready_checkout, stocked, us_shipping};
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().to_string_lossy().into_owned();
@@ -189,7 +189,21 @@ async fn a_kill_9_during_completions_and_adjustments_leaves_stock_whole() {
         let body = json!({"variantId": v, "locationId": shed, "delta": 40, "reason": "received"});
         c.post(&shop.path("/inventory-levels/adjust"), t, body).await.expect(200);
     }
-    // Orders of 3 and 2 units: the home location runs out and later ones split or move on.
+    // Orders of 3 and 2 units: the home location runs out and later ones split or move on. The
+    // first eight are placed now, to be shipped while the others are placed.
+    let mut placed = Vec::new();
+    for _ in 0..8 {
+        let lines = json!([{"variantId": variants[0], "quantity": 3}, {"variantId": variants[1], "quantity": 2}]);
+        let co = ready_checkout(&c, &shop, lines, &rate).await;
+        let intent = paid_intent(&c, &shop, &co).await;
+        let body = json!({"paymentMethodId": "pm_card_visa", "paymentIntentId": intent});
+        let order = c.post(&shop.path(&format!("/checkouts/{}/complete", co["id"].as_str().unwrap())), t, body).await.expect(201).body;
+        let order = order["id"].as_str().unwrap().to_string();
+        let fos = c.get(&shop.path(&format!("/orders/{order}/fulfillment-orders")), t).await.expect(200).body;
+        for fo in fos["data"].as_array().unwrap() {
+            placed.push((order.clone(), fo["id"].as_str().unwrap().to_string()));
+        }
+    }
     let mut ready = Vec::new();
     for _ in 0..24 {
         let lines = json!([{"variantId": variants[0], "quantity": 3}, {"variantId": variants[1], "quantity": 2}]);
@@ -199,7 +213,22 @@ async fn a_kill_9_during_completions_and_adjustments_leaves_stock_whole() {
     }
 
     let acked = Arc::new(Mutex::new((HashSet::new(), 0usize)));
+    let shipped = Arc::new(Mutex::new(Vec::new()));
     let mut writers = Vec::new();
+    for chunk in placed.chunks(4) {
+        let (c, shop_path, token, shipped, chunk) = (c.clone(), shop.path(""), shop.owner.token.clone(), shipped.clone(), chunk.to_vec());
+        writers.push(tokio::spawn(async move {
+            for (order, fo) in chunk {
+                let body = json!({"tracking": {"number": "1Z999", "company": "UPS"}}).to_string();
+                let path = format!("{shop_path}/orders/{order}/fulfillment-orders/{fo}/fulfill");
+                let req = c.try_send(hyper::Method::POST, &path, Some(&token), &[], Some(body.into()));
+                let Ok(Some(a)) = tokio::time::timeout(Duration::from_secs(2), req).await else { break };
+                if a.status.as_u16() == 201 {
+                    shipped.lock().unwrap().push((order, a.body["fulfillment"]["id"].as_str().unwrap().to_string()));
+                }
+            }
+        }));
+    }
     for chunk in ready.chunks(6) {
         let (c, shop_path, token, acked, chunk) =
             (c.clone(), shop.path(""), shop.owner.token.clone(), acked.clone(), chunk.to_vec());
@@ -252,5 +281,23 @@ async fn a_kill_9_during_completions_and_adjustments_leaves_stock_whole() {
     assert!(orders.is_subset(&seen), "acknowledged orders lost: {:?}", orders.difference(&seen).collect::<Vec<_>>());
     let history = c.get(&shop.path(&format!("/inventory-history?reason=received&locationId={shed}")), t).await.expect(200).body;
     assert!(history["total"].as_u64().unwrap() as usize >= adjusted + 2, "acknowledged adjustments are in the history");
+    // Every acknowledged fulfillment is there, and the order's lines count its units shipped.
+    let shipped = shipped.lock().unwrap().clone();
+    assert!(!shipped.is_empty(), "fulfills were acknowledged before the kill");
+    for (order, fulfillment) in &shipped {
+        let listed = c.get(&shop.path(&format!("/orders/{order}/fulfillments")), t).await.expect(200).body;
+        let ids: Vec<&str> = listed["data"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
+        assert!(ids.contains(&fulfillment.as_str()), "acknowledged fulfillment {fulfillment} lost");
+        let units: i64 = listed["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|f| f["lineItems"].as_array().unwrap().iter())
+            .map(|l| l["quantity"].as_i64().unwrap())
+            .sum();
+        let o = c.get(&shop.path(&format!("/orders/{order}")), t).await.expect(200).body;
+        let fulfilled: i64 = o["lineItems"].as_array().unwrap().iter().map(|l| l["fulfilledQuantity"].as_i64().unwrap()).sum();
+        assert_eq!(fulfilled, units, "the order counts what its fulfillments shipped");
+    }
     stock_holds_together(&c, &shop, &variants, &[home, shed]).await;
 }
