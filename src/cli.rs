@@ -25,6 +25,19 @@ pub enum Command {
     /// Operator commands.
     #[command(subcommand)]
     Admin(AdminCommand),
+    /// Exits 0 when the service at the URL is ready (`GET /readyz`), 1 otherwise: for container
+    /// health checks on images without curl.
+    Healthcheck(HealthcheckArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct HealthcheckArgs {
+    /// The service's base URL.
+    #[arg(long, env = "SHOPCELL_HEALTHCHECK_URL", default_value = "http://127.0.0.1:8080")]
+    pub url: String,
+    /// Seconds to wait for the answer.
+    #[arg(long, default_value_t = 3)]
+    pub timeout: u64,
 }
 
 #[derive(Args, Debug, Clone)]

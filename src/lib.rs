@@ -8,6 +8,7 @@ pub mod cli;
 pub mod clock;
 pub mod domain;
 pub mod error;
+pub mod healthcheck;
 pub mod http;
 pub mod jobs;
 pub mod mail;

@@ -35,6 +35,7 @@ fn main() -> std::process::ExitCode {
             Command::Cell(a) => run::serve_until_signal(run::build_cell(&a).await?, a.listen, "cell").await,
             Command::Router(a) => run::serve_until_signal(run::build_router(&a)?, a.listen, "router").await,
             Command::Admin(c) => shopcell::admin::run(c).await,
+            Command::Healthcheck(a) => shopcell::healthcheck::run(a).await,
         }
     });
     match result {

@@ -197,7 +197,8 @@ async fn a_kill_9_during_completions_fulfills_and_adjustments_leaves_stock_whole
         let co = ready_checkout(&c, &shop, lines, &rate).await;
         let intent = paid_intent(&c, &shop, &co).await;
         let body = json!({"paymentMethodId": "pm_card_visa", "paymentIntentId": intent});
-        let order = c.post(&shop.path(&format!("/checkouts/{}/complete", co["id"].as_str().unwrap())), t, body).await.expect(201).body;
+        let order =
+            c.post(&shop.path(&format!("/checkouts/{}/complete", co["id"].as_str().unwrap())), t, body).await.expect(201).body;
         let order = order["id"].as_str().unwrap().to_string();
         let fos = c.get(&shop.path(&format!("/orders/{order}/fulfillment-orders")), t).await.expect(200).body;
         for fo in fos["data"].as_array().unwrap() {
@@ -216,7 +217,8 @@ async fn a_kill_9_during_completions_fulfills_and_adjustments_leaves_stock_whole
     let shipped = Arc::new(Mutex::new(Vec::new()));
     let mut writers = Vec::new();
     for chunk in placed.chunks(4) {
-        let (c, shop_path, token, shipped, chunk) = (c.clone(), shop.path(""), shop.owner.token.clone(), shipped.clone(), chunk.to_vec());
+        let (c, shop_path, token, shipped, chunk) =
+            (c.clone(), shop.path(""), shop.owner.token.clone(), shipped.clone(), chunk.to_vec());
         writers.push(tokio::spawn(async move {
             for (order, fo) in chunk {
                 let body = json!({"tracking": {"number": "1Z999", "company": "UPS"}}).to_string();

@@ -414,3 +414,23 @@ async fn start_up_errors_name_what_failed() {
     let err = shopcell::run::build_serve(&default_args(held.dir.path())).err().expect("the data is held").to_string();
     assert!(err.contains("account.redb") && err.contains("another process"), "{err}");
 }
+
+#[tokio::test]
+async fn the_healthcheck_command_exits_by_readiness() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let server = start_proc(&["serve", "--data", &dir.path().to_string_lossy()], port).await;
+    let check = |url: String| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_shopcell"))
+            .args(["healthcheck", "--url", &url, "--timeout", "2"])
+            .output()
+            .unwrap()
+    };
+    let ready = check(server.url.clone());
+    assert!(ready.status.success(), "{}", String::from_utf8_lossy(&ready.stderr));
+    let nobody = format!("http://127.0.0.1:{}", free_port());
+    let down = check(nobody.clone());
+    assert!(!down.status.success());
+    let said = String::from_utf8_lossy(&down.stderr);
+    assert!(said.contains(&nobody) && said.contains("not ready"), "{said}");
+}
