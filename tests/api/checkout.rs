@@ -52,7 +52,8 @@ pub async fn stocked(c: &HttpClient, shop: &Shop, title: &str, price: i64, units
     p["variants"][0]["id"].as_str().unwrap().to_string()
 }
 
-async fn inventory(c: &HttpClient, shop: &Shop, variant: &str) -> i64 {
+/// A variant's `inventoryQuantity` (its sellable sum) as the product list shows it.
+pub async fn inventory(c: &HttpClient, shop: &Shop, variant: &str) -> i64 {
     let list = c.get(&shop.path("/products?limit=250"), Some(&shop.owner.token)).await.expect(200).body;
     list["data"]
         .as_array()

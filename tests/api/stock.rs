@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::calculate::Shop;
-use crate::checkout::{paid_intent, ready_checkout, stocked, us_shipping};
+use crate::checkout::{inventory, paid_intent, ready_checkout, stocked, us_shipping};
 use crate::support::*;
 
 /// The store's locations, by priority (lower first).
@@ -39,18 +39,6 @@ pub async fn levels(c: &HttpClient, shop: &Shop, variant: &str) -> Vec<(String, 
             (l["locationId"].as_str().unwrap().to_string(), l["available"].as_i64().unwrap(), l["committed"].as_i64().unwrap())
         })
         .collect()
-}
-
-async fn sellable(c: &HttpClient, shop: &Shop, variant: &str) -> i64 {
-    let list = c.get(&shop.path("/products?limit=250"), Some(&shop.owner.token)).await.expect(200).body;
-    list["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|p| p["variants"].as_array().unwrap().iter())
-        .find(|v| v["id"] == variant)
-        .and_then(|v| v["inventoryQuantity"].as_i64())
-        .unwrap()
 }
 
 pub async fn adjust(c: &HttpClient, shop: &Shop, variant: &str, location: &str, delta: i64) -> Answer {
@@ -92,7 +80,7 @@ async fn a_store_keeps_stock_per_location_and_every_change_in_its_history() {
     assert_eq!(levels(c, &shop, &mug).await, vec![(home.clone(), 5, 0), (shed.clone(), 0, 0)]);
     let level = adjust(c, &shop, &mug, &shed, 4).await.expect(200).body;
     assert_eq!((level["available"].as_i64(), level["onHand"].as_i64()), (Some(4), Some(4)));
-    assert_eq!(sellable(c, &shop, &mug).await, 9);
+    assert_eq!(inventory(c, &shop, &mug).await, 9);
 
     // Names are unique without regard to case; below zero is refused, naming variant and location.
     let dup = c.post(&shop.path("/locations"), t, json!({"name": "shed"})).await.expect(409);
@@ -115,7 +103,7 @@ async fn a_store_keeps_stock_per_location_and_every_change_in_its_history() {
     c.post(&shop.path("/inventory-levels/set"), t, set).await.expect(409);
     let set = json!({"variantId": mug, "locationId": shed, "available": 2, "compareQuantity": 4, "reason": "cycle_count"});
     c.post(&shop.path("/inventory-levels/set"), t, set).await.expect(200);
-    assert_eq!(sellable(c, &shop, &mug).await, 7);
+    assert_eq!(inventory(c, &shop, &mug).await, 7);
 
     // An order of 6: no location covers it, so it is split by priority (5 at home, 1 at the shed).
     let rate = us_shipping(c, &shop).await;
@@ -126,7 +114,7 @@ async fn a_store_keeps_stock_per_location_and_every_change_in_its_history() {
         (Some(6), Some(0))
     );
     assert_eq!(levels(c, &shop, &mug).await, vec![(home.clone(), 0, 5), (shed.clone(), 1, 1)]);
-    assert_eq!(sellable(c, &shop, &mug).await, 1);
+    assert_eq!(inventory(c, &shop, &mug).await, 1);
     let fos = c
         .get(&shop.path(&format!("/orders/{}/fulfillment-orders?sortOrder=asc", order["id"].as_str().unwrap())), t)
         .await
@@ -148,9 +136,9 @@ async fn a_store_keeps_stock_per_location_and_every_change_in_its_history() {
     assert!(busy.body["error"]["message"].as_str().unwrap().contains(&mug), "{}", busy.body);
     let spare = create_location(c, &shop, "Spare", 9).await;
     adjust(c, &shop, &mug, &spare, 3).await.expect(200);
-    assert_eq!(sellable(c, &shop, &mug).await, 4);
+    assert_eq!(inventory(c, &shop, &mug).await, 4);
     c.patch(&shop.path(&format!("/locations/{spare}")), t, json!({"active": false})).await.expect(200);
-    assert_eq!(sellable(c, &shop, &mug).await, 1);
+    assert_eq!(inventory(c, &shop, &mug).await, 1);
     let kept = c.get(&shop.path(&format!("/inventory-levels?locationId={spare}")), t).await.expect(200).body;
     assert_eq!((kept["total"].as_i64(), kept["data"][0]["available"].as_i64()), (Some(1), Some(3)));
     // The default location moves; it is always active.

@@ -58,6 +58,23 @@ pub struct LevelView {
     pub updated_at: Option<String>,
 }
 
+impl LevelView {
+    /// The level of a variant at a location that never held it: zeros.
+    pub fn never_held(variant_id: Uuid, product_id: Uuid, location_id: Uuid) -> LevelView {
+        LevelView {
+            variant_id,
+            product_id,
+            location_id,
+            available: 0,
+            committed: 0,
+            reserved: 0,
+            incoming: 0,
+            on_hand: 0,
+            updated_at: None,
+        }
+    }
+}
+
 impl Level {
     pub fn view(&self) -> LevelView {
         let q = &self.quantities;
@@ -372,17 +389,7 @@ pub fn list(cell: &Cell, store: Uuid, q: &ListQuery) -> ApiResult<Listed<LevelVi
     for loc in locations::active(&txn, store)? {
         rows.push(match held.remove(&loc.id) {
             Some(l) => l.view(),
-            None => LevelView {
-                variant_id: variant,
-                product_id: product,
-                location_id: loc.id,
-                available: 0,
-                committed: 0,
-                reserved: 0,
-                incoming: 0,
-                on_hand: 0,
-                updated_at: None,
-            },
+            None => LevelView::never_held(variant, product, loc.id),
         });
     }
     // Levels at inactive locations follow, oldest first.

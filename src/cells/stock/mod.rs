@@ -65,15 +65,5 @@ fn unchanged(tx: &crate::storage::writer::Tx, store: Uuid, variant: Uuid, locati
     let product = levels::product_of(tx, store, variant)?.ok_or_else(|| ApiError::field("variantId", "no such variant"))?;
     crate::storage::record::load::<crate::domain::stock::Location>(tx, store, location)?
         .ok_or_else(|| ApiError::field("locationId", "no such location"))?;
-    Ok(LevelView {
-        variant_id: variant,
-        product_id: product,
-        location_id: location,
-        available: 0,
-        committed: 0,
-        reserved: 0,
-        incoming: 0,
-        on_hand: 0,
-        updated_at: None,
-    })
+    Ok(LevelView::never_held(variant, product, location))
 }
