@@ -10,6 +10,7 @@
 #![allow(dead_code)]
 
 pub mod inspect;
+pub mod shop;
 
 use std::convert::Infallible;
 use std::fs::File;

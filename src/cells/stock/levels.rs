@@ -386,10 +386,10 @@ pub fn list(cell: &Cell, store: Uuid, q: &ListQuery) -> ApiResult<Listed<LevelVi
         }
     }
     let mut rows: Vec<LevelView> = Vec::new();
-    for loc in locations::active(&txn, store)? {
-        rows.push(match held.remove(&loc.id) {
+    for loc in locations::active_ids(&txn, store)? {
+        rows.push(match held.remove(&loc) {
             Some(l) => l.view(),
-            None => LevelView::never_held(variant, product, loc.id),
+            None => LevelView::never_held(variant, product, loc),
         });
     }
     // Levels at inactive locations follow, oldest first.

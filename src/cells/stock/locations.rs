@@ -84,18 +84,15 @@ pub fn sellable(tx: &Tx, store: Uuid) -> ApiResult<Vec<Location>> {
     Ok(out)
 }
 
-/// The active locations in priority order, in a read transaction.
-pub fn active(txn: &redb::ReadTransaction, store: Uuid) -> ApiResult<Vec<Location>> {
+/// The ids of the active locations in priority order, in a read transaction: the index alone,
+/// no record decoded (a variant's levels list one row per active location).
+pub fn active_ids(txn: &redb::ReadTransaction, store: Uuid) -> ApiResult<Vec<Uuid>> {
     let mut ids = Vec::new();
     crate::storage::read::walk(txn, LOCATION_ORDER, &active_prefix(store), false, |k, _| {
         ids.extend(trailing_id(k));
         Ok(true)
     })?;
-    let mut out = Vec::with_capacity(ids.len());
-    for id in ids {
-        out.extend(record::get::<Location>(txn, store, id)?);
-    }
-    Ok(out)
+    Ok(ids)
 }
 
 /// Writes the default location of a store being made (its address the store's).

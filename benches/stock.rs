@@ -1,0 +1,302 @@
+//! Stock benchmark (issue "Stock at locations and fulfillment"), the real binary with the answer
+//! cache off, 64 clients, no order reused:
+//!
+//! 1. Durable completions in a store with five active online locations, 40 % of its orders split
+//!    across two of them, against the same completions in a store with its default location alone
+//!    (same lines, same run): at least 50 %.
+//! 2. Durable fulfills with tracking, each of another order: at least twice the
+//!    one-fsync-per-transaction rate of the same run.
+//! 3. `GET S/inventory-levels?variantId=` of random variants over 50 locations while completions
+//!    run in that store at a fixed rate: at least 40 % of bare hyper.
+//!
+//! `cargo bench --bench stock`. Environment: `BENCH_CHECKOUTS` (default 4,000 per store),
+//! `BENCH_BACKGROUND_RATE` (completions per second during the reads, default 200),
+//! `BENCH_SECONDS` (the read scenario).
+
+mod common;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use common::inspect::millis;
+use common::shop::Shop;
+use common::{BoxError, Client, Endpoint, LoadReport, ServerProcess, Settings, redb_fsync_baseline, run_load, start_bare_hyper};
+use hyper::StatusCode;
+use serde_json::{Value, json};
+
+/// Products of the completion stores: each holds its stock at one location of the split store.
+const PRODUCTS: usize = 5;
+/// Locations of the read scenario's store, and the variants read there.
+const READ_LOCATIONS: usize = 50;
+const READ_VARIANTS: usize = 200;
+
+fn main() -> ExitCode {
+    match bench() {
+        Ok(rows) => {
+            println!();
+            println!("{:<64} {:>12} {:>10}  result", "target", "measured", "required");
+            for (name, measured, required) in rows {
+                let verdict = if measured >= required { "pass" } else { "FAIL" };
+                println!("{name:<64} {:>12} {:>10}  {verdict}", format!("{measured:.2}×"), format!("≥ {required:.2}×"));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("stock benchmark aborted: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+type Row = (&'static str, f64, f64);
+
+fn bench() -> Result<Vec<Row>, BoxError> {
+    let count: usize = env("BENCH_CHECKOUTS", 4000)?;
+    let background: u64 = env("BENCH_BACKGROUND_RATE", 200)?;
+    let settings = Settings::from_env()?;
+    let load = common::runtime("load-gen")?;
+    let server = ServerProcess::spawn_with(env!("CARGO_BIN_EXE_shopcell"), &["--answer-cache", "false"])?;
+    let result = (|| -> Result<Vec<Row>, BoxError> {
+        let endpoint = Endpoint::new(server.addr);
+        let fsync = redb_fsync_baseline(server.dir(), Duration::from_secs(2))?;
+        println!("baseline one fsync per transaction: {:.0} txn/s", fsync.per_second());
+
+        // 1. Completions: one location against five, the same lines in both stores.
+        let (single, single_lines) = load.block_on(completion_store(&endpoint, "Single", 1, count))?;
+        let (split, split_lines) = load.block_on(completion_store(&endpoint, "Five", PRODUCTS, count))?;
+        let single_prepared = load.block_on(single.prepare(count, move |n| lines(&single_lines, n)))?;
+        let split_prepared = load.block_on(split.prepare(count, move |n| lines(&split_lines, n)))?;
+        println!("prepared {count} checkouts in each store; 40 % have two lines stocked at different locations");
+        let (orders, alone) = load.block_on(single.complete(single_prepared))?;
+        let (split_orders, five) = load.block_on(split.complete(split_prepared))?;
+        let alone = rate(count, alone);
+        let five = rate(count, five);
+        let fos = load.block_on(fulfillment_orders(&split, &split_orders))?;
+        let multi = fos.iter().filter(|f| f.len() > 1).count();
+        println!("measured completions, default location alone: {alone:.0}/s");
+        println!(
+            "measured completions, five locations: {five:.0}/s ({:.0} % of the orders split)",
+            100.0 * multi as f64 / count as f64
+        );
+        if multi * 10 < count * 3 {
+            return Err(format!("only {multi} of {count} orders split; the scenario needs at least 30 %").into());
+        }
+
+        // 2. Fulfills with tracking, each of another order.
+        let fos = load.block_on(fulfillment_orders(&single, &orders))?;
+        let fulfilled = load.block_on(fulfill(&single, &orders, fos))?;
+        let fulfills = rate(count, fulfilled);
+        println!("measured fulfills with tracking: {fulfills:.0}/s ({:.1}× the fsync baseline)", fulfills / fsync.per_second());
+
+        // 3. Level reads over 50 locations with completions running.
+        let (bare, levels) = read_levels(&load, &endpoint, &settings, count, background)?;
+
+        Ok(vec![
+            ("completions: five locations, 40 % split / default location alone", five / alone, 0.5),
+            ("fulfills with tracking / one fsync per transaction", fulfills / fsync.per_second(), 2.0),
+            (
+                "GET inventory-levels?variantId= (50 locations, completions running) / bare hyper",
+                levels.requests_per_second() / bare.requests_per_second(),
+                0.4,
+            ),
+        ])
+    })();
+    server.stop()?;
+    result
+}
+
+fn env<T: std::str::FromStr>(name: &str, default: T) -> Result<T, BoxError>
+where
+    T::Err: std::fmt::Display,
+{
+    std::env::var(name)
+        .ok()
+        .map(|v| v.parse::<T>().map_err(|e| format!("{name}: {e}").into()))
+        .transpose()
+        .map(|v| v.unwrap_or(default))
+}
+
+fn rate(count: usize, elapsed: Duration) -> f64 {
+    count as f64 / elapsed.as_secs_f64()
+}
+
+/// Order `n`'s lines: one unit of product `n mod 5`, and for 4 orders in 10 one of the next product.
+fn lines(variants: &[String], n: u64) -> Value {
+    let first = n as usize % PRODUCTS;
+    let mut lines = vec![json!({"variantId": variants[first], "quantity": 1})];
+    if n % 10 < 4 {
+        lines.push(json!({"variantId": variants[(first + 1) % PRODUCTS], "quantity": 1}));
+    }
+    Value::Array(lines)
+}
+
+/// A store with five tracked products and `locations` active online locations; product `i`'s
+/// stock (enough for every order) is at location `i mod locations`, so with five locations an
+/// order of two products has no location covering it whole.
+async fn completion_store(
+    endpoint: &Endpoint,
+    name: &str,
+    locations: usize,
+    count: usize,
+) -> Result<(Shop, Vec<String>), BoxError> {
+    let shop = Shop::open(endpoint, name).await?;
+    let mut client = Client::new(endpoint.addr);
+    let all = add_locations(&shop, &mut client, locations).await?;
+    let mut variants = Vec::new();
+    for i in 0..PRODUCTS {
+        let variant = shop.product(&mut client, &format!("Item {i}"), 1000 + 100 * i as u64, count).await?;
+        let at = &all[i % locations];
+        if at != &all[0] {
+            set_level(&shop, &mut client, &variant, &all[0], 0).await?;
+            set_level(&shop, &mut client, &variant, at, count as i64).await?;
+        }
+        variants.push(variant);
+    }
+    Ok((shop, variants))
+}
+
+/// Creates locations until the store has `total` (its default first); answers their ids in order.
+async fn add_locations(shop: &Shop, client: &mut Client, total: usize) -> Result<Vec<String>, BoxError> {
+    let list = client.send(shop.owner.get(&format!("{}/locations?sortBy=priority&sortOrder=asc", shop.base))).await?;
+    let list = common::expect_json(list, StatusCode::OK, "list locations")?;
+    let mut ids = vec![list["data"][0]["id"].as_str().ok_or("no default location")?.to_string()];
+    for i in 1..total {
+        let location = shop.post(client, "locations", &json!({"name": format!("Warehouse {i}"), "priority": i})).await?;
+        ids.push(location["id"].as_str().ok_or("location: no id")?.to_string());
+    }
+    Ok(ids)
+}
+
+async fn set_level(shop: &Shop, client: &mut Client, variant: &str, location: &str, available: i64) -> Result<(), BoxError> {
+    let body = json!({"variantId": variant, "locationId": location, "available": available, "reason": "received"});
+    let answer = client.send(shop.owner.post_json(&format!("{}/inventory-levels/set", shop.base), &body)).await?;
+    common::expect_json(answer, StatusCode::OK, "set level").map(drop)
+}
+
+/// Each order's fulfillment order ids, read back through the API.
+async fn fulfillment_orders(shop: &Shop, orders: &[Value]) -> Result<Vec<Vec<String>>, BoxError> {
+    let ids: Arc<Vec<String>> = Arc::new(orders.iter().map(|o| o["id"].as_str().unwrap_or_default().to_string()).collect());
+    let (a, b) = (shop.owner.clone(), shop.base.clone());
+    let lists = shop
+        .batch("list fulfillment orders", ids.len(), StatusCode::OK, move |n| {
+            a.get(&format!("{b}/orders/{}/fulfillment-orders", ids[n as usize]))
+        })
+        .await?;
+    Ok(lists
+        .iter()
+        .map(|l| l["data"].as_array().into_iter().flatten().filter_map(|f| f["id"].as_str().map(str::to_string)).collect())
+        .collect())
+}
+
+/// Fulfills every order's (single) fulfillment order with a tracking number; answers the wall time.
+async fn fulfill(shop: &Shop, orders: &[Value], fos: Vec<Vec<String>>) -> Result<Duration, BoxError> {
+    let targets: Arc<Vec<(String, String)>> = Arc::new(
+        orders
+            .iter()
+            .zip(fos)
+            .map(|(o, f)| {
+                Ok((
+                    o["id"].as_str().unwrap_or_default().to_string(),
+                    f.into_iter().next().ok_or("an order without a fulfillment order")?,
+                ))
+            })
+            .collect::<Result<_, BoxError>>()?,
+    );
+    let (a, b) = (shop.owner.clone(), shop.base.clone());
+    let started = std::time::Instant::now();
+    let done = shop
+        .batch("fulfill", targets.len(), StatusCode::CREATED, move |n| {
+            let (order, fo) = &targets[n as usize];
+            let tracking = json!({"tracking": {"number": format!("1Z999AA1{n:010}"), "company": "UPS"}});
+            a.post_json(&format!("{b}/orders/{order}/fulfillment-orders/{fo}/fulfill"), &tracking)
+        })
+        .await?;
+    let elapsed = started.elapsed();
+    if let Some(bad) = done.iter().find(|d| d["fulfillmentOrder"]["status"] != "CLOSED") {
+        return Err(format!("a fulfill left its fulfillment order open: {bad}").into());
+    }
+    Ok(elapsed)
+}
+
+/// Bare hyper, then level reads of random variants over 50 locations with completions sent at
+/// `background` per second in the same store.
+fn read_levels(
+    load: &tokio::runtime::Runtime,
+    endpoint: &Endpoint,
+    settings: &Settings,
+    count: usize,
+    background: u64,
+) -> Result<(LoadReport, LoadReport), BoxError> {
+    let window = settings.warmup + settings.duration + Duration::from_secs(1);
+    let needed = (background as f64 * window.as_secs_f64()).ceil() as usize;
+    let shop = load.block_on(Shop::open(endpoint, "Fifty"))?;
+    let variants = load.block_on(async {
+        let mut client = Client::new(endpoint.addr);
+        let locations = add_locations(&shop, &mut client, READ_LOCATIONS).await?;
+        let mut variants = Vec::new();
+        for i in 0..READ_VARIANTS {
+            variants.push(shop.product(&mut client, &format!("Read {i}"), 500, count.max(needed)).await?);
+        }
+        // A few more stocked locations per variant, so reads show real quantities among the zeros.
+        for (i, variant) in variants.iter().enumerate() {
+            for k in 1..4 {
+                set_level(&shop, &mut client, variant, &locations[(i * 7 + k * 13) % READ_LOCATIONS], 50).await?;
+            }
+        }
+        Ok::<_, BoxError>(variants)
+    })?;
+    let order_lines = variants.clone();
+    let prepared = load.block_on(
+        shop.prepare(needed, move |n| json!([{"variantId": order_lines[(n as usize * 31) % READ_VARIANTS], "quantity": 1}])),
+    )?;
+    println!(
+        "read scenario: {READ_VARIANTS} variants over {READ_LOCATIONS} locations; {needed} checkouts for {background}/s in the background"
+    );
+
+    let bare = start_bare_hyper()?;
+    let bare_endpoint = Endpoint::new(bare.addr);
+    let bare_report = load.block_on(run_load(bare.addr, settings, move |_| bare_endpoint.get("/")));
+    println!("measured bare hyper: {:.0} req/s", bare_report.requests_per_second());
+    drop(bare);
+
+    let completed = Arc::new(AtomicU64::new(0));
+    let pacer = {
+        let (owner, base, completed) = (shop.owner.clone(), shop.base.clone(), completed.clone());
+        load.spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / background as f64));
+            for (checkout, intent) in prepared {
+                tick.tick().await;
+                let (owner, base, completed) = (owner.clone(), base.clone(), completed.clone());
+                tokio::spawn(async move {
+                    let mut client = Client::new(owner.addr);
+                    let body = json!({"paymentMethodId": "pm_card_visa", "paymentIntentId": intent});
+                    if let Ok((StatusCode::CREATED, _)) =
+                        client.send(owner.post_json(&format!("{base}/checkouts/{checkout}/complete"), &body)).await
+                    {
+                        completed.fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+            }
+        })
+    };
+    let (reader, base, seed) = (shop.owner.clone(), shop.base.clone(), 0x9E37_79B9_7F4A_7C15u64);
+    let report = load.block_on(run_load(endpoint.addr, settings, move |n| {
+        // A multiplicative hash of the counter: every client reads scattered variants.
+        let i = (n.wrapping_mul(seed) >> 40) as usize % READ_VARIANTS;
+        reader.get(&format!("{base}/inventory-levels?variantId={}&limit=50", variants[i]))
+    }));
+    pacer.abort();
+    let during = completed.load(Ordering::Relaxed);
+    println!(
+        "measured GET inventory-levels?variantId=: {:.0} req/s, p99 {} ({} errors; {during} completions meanwhile)",
+        report.requests_per_second(),
+        millis(report.latencies.percentile(0.99)),
+        report.errors
+    );
+    if let Some(first) = &report.first_error {
+        return Err(format!("level reads failed: {first}").into());
+    }
+    Ok((bare_report, report))
+}
