@@ -6,7 +6,7 @@
 use std::io::IsTerminal;
 use std::sync::OnceLock;
 
-use tracing_appender::non_blocking::{ErrorCounter, NonBlockingBuilder, WorkerGuard};
+use tracing_appender::non_blocking::{ErrorCounter, NonBlocking, NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::EnvFilter;
 
 use crate::metrics::{Exposition, Source};
@@ -35,7 +35,7 @@ static DROPPED: OnceLock<ErrorCounter> = OnceLock::new();
 pub fn init(format: Option<LogFormat>) -> WorkerGuard {
     let terminal = std::io::stderr().is_terminal();
     let format = format.unwrap_or(if terminal { LogFormat::Text } else { LogFormat::Json });
-    let (writer, guard) = NonBlockingBuilder::default().lossy(true).buffered_lines_limit(QUEUE_LINES).finish(std::io::stderr());
+    let (writer, guard) = queue(std::io::stderr(), QUEUE_LINES);
     let _ = DROPPED.set(writer.error_counter());
     let filter = EnvFilter::try_from_env("SHOPCELL_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
@@ -44,6 +44,12 @@ pub fn init(format: Option<LogFormat>) -> WorkerGuard {
         LogFormat::Text => builder.with_ansi(terminal).try_init(),
     };
     guard
+}
+
+/// A writer to `out` through a queue of `lines` lines, written out by a thread of its own; past
+/// the queue, lines are dropped and counted (`lossy`), never waited for.
+fn queue<W: std::io::Write + Send + 'static>(out: W, lines: usize) -> (NonBlocking, WorkerGuard) {
+    NonBlockingBuilder::default().lossy(true).buffered_lines_limit(lines).finish(out)
 }
 
 /// Log lines dropped because the writer was behind.
@@ -62,5 +68,48 @@ impl Source for DroppedLines {
             &[],
             dropped(),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::sync::mpsc;
+
+    use super::*;
+
+    /// A log destination that takes nothing until told to: a stalled disk or pipe.
+    struct Stalled(mpsc::Receiver<()>, mpsc::Sender<Vec<u8>>);
+
+    impl Write for Stalled {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let _ = self.0.recv();
+            let _ = self.1.send(buf.to_vec());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_stalled_destination_drops_and_counts_lines_and_never_blocks_the_caller() {
+        let (release, released) = mpsc::channel();
+        let (written, lines) = mpsc::channel();
+        let (mut log, guard) = queue(Stalled(released, written), 4);
+        // The writer thread takes one line and stalls on it; four more fill the queue; the
+        // rest are dropped at once (were they waited for, this would never return).
+        for i in 0..50 {
+            log.write_all(format!("line {i}\n").as_bytes()).unwrap();
+        }
+        let dropped = log.error_counter().dropped_lines();
+        assert!((45..=46).contains(&dropped), "{dropped} dropped");
+        for _ in 0..50 {
+            let _ = release.send(());
+        }
+        drop(guard);
+        let kept: Vec<String> = lines.try_iter().map(|l| String::from_utf8(l).unwrap()).collect();
+        assert_eq!(kept.len() + dropped, 50, "{kept:?}");
+        assert_eq!(kept[0], "line 0\n", "the oldest lines are kept, the newest dropped");
     }
 }

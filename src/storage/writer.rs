@@ -19,8 +19,8 @@ use redb::{Database, Durability, ReadableTable, WriteTransaction};
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use crate::metrics::Histogram;
 use crate::error::{ApiError, ApiResult, Code};
+use crate::metrics::Histogram;
 use crate::storage::keys::{Key, bounds_after, prefix_range};
 use crate::storage::list_orders::{Change, ListOrders};
 use crate::storage::row_cache::RowCache;

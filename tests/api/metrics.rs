@@ -18,7 +18,8 @@ fn value(text: &str, series: &str) -> Option<f64> {
 
 /// Requests counted under `route` and `class` (0 before the first).
 fn requests(text: &str, method: &str, route: &str, class: &str) -> f64 {
-    let series = format!("shopcell_http_request_duration_seconds_count{{method=\"{method}\",route=\"{route}\",class=\"{class}\"}}");
+    let series =
+        format!("shopcell_http_request_duration_seconds_count{{method=\"{method}\",route=\"{route}\",class=\"{class}\"}}");
     value(text, &series).unwrap_or(0.0)
 }
 
@@ -71,7 +72,8 @@ async fn requests_are_counted_by_route_pattern_and_class_and_the_figures_are_san
     assert_eq!(requests(&after, "GET", one, "2xx") - requests(&before, "GET", one, "2xx"), 3.0, "{after}");
     assert_eq!(requests(&after, "GET", one, "4xx") - requests(&before, "GET", one, "4xx"), 1.0);
     // Buckets are cumulative up to the count.
-    let inf = format!("shopcell_http_request_duration_seconds_bucket{{method=\"GET\",route=\"{one}\",class=\"2xx\",le=\"+Inf\"}}");
+    let inf =
+        format!("shopcell_http_request_duration_seconds_bucket{{method=\"GET\",route=\"{one}\",class=\"2xx\",le=\"+Inf\"}}");
     assert_eq!(value(&after, &inf), Some(3.0));
     // Labels are patterns: no store or product id anywhere.
     assert!(!after.contains(&store) && !after.contains(id), "no id is a label");
