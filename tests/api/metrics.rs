@@ -163,3 +163,43 @@ async fn metrics_listen_serves_metrics_alone_without_a_key() {
     // The API port still wants the key.
     app.client.get("/metrics", None).await.expect(401);
 }
+
+/// `/metrics` of a process of the split roles, read with the service key.
+async fn scrape(url: &str, key: &str) -> String {
+    let a = HttpClient::new(url).send(Method::GET, "/metrics", None, &[("x-shopcell-service", key)], None).await;
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.raw));
+    String::from_utf8(a.raw.to_vec()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_role_keeps_its_own_figures_behind_the_service_key() {
+    let r = Routed::start().await;
+    let key = std::fs::read_to_string(&r.service_key).unwrap().trim().to_string();
+    let c = HttpClient::new(&r.router.url);
+    let u = create_user(&c).await;
+    let store = create_store(&c, &u).await;
+    create_product(&c, &u, &store, "Lamp", 100).await;
+    let list = "/api/v1/stores/{storeId}/products";
+    for _ in 0..2 {
+        c.get(&format!("/api/v1/stores/{store}/products"), Some(&u.token)).await.expect(200);
+    }
+    for proc in [&r.router, &r.cell, &r.account] {
+        let p = HttpClient::new(&proc.url);
+        assert_eq!(p.get("/metrics", None).await.expect(401).code(), "UNAUTHORIZED");
+        let wrong = p.send(Method::GET, "/metrics", None, &[("x-shopcell-service", "nope")], None).await;
+        assert_eq!((wrong.status.as_u16(), wrong.code()), (403, "FORBIDDEN"));
+    }
+    // The router counts what it forwarded, by pattern; the cell what it answered; the account
+    // service its own routes and writer.
+    let router = scrape(&r.router.url, &key).await;
+    assert_eq!(requests(&router, "GET", list, "2xx"), 2.0, "{router}");
+    assert!(!router.contains("shopcell_writer_batch_size"), "a router keeps no database");
+    let cell = scrape(&r.cell.url, &key).await;
+    assert_eq!(requests(&cell, "GET", list, "2xx"), 2.0, "{cell}");
+    assert!(value(&cell, "shopcell_writer_batch_size_count{owner=\"c1\"}").unwrap() >= 2.0, "{cell}");
+    assert_eq!(value(&cell, "shopcell_cell_stores{cell=\"c1\"}"), Some(1.0));
+    let account = scrape(&r.account.url, &key).await;
+    assert_eq!(requests(&account, "POST", "/api/v1/auth/register", "2xx"), 1.0, "{account}");
+    assert!(value(&account, "shopcell_writer_batch_size_count{owner=\"account\"}").unwrap() >= 2.0);
+    assert!(!account.contains(&store) && !cell.contains(&store) && !router.contains(&store), "no store id is a label");
+}
