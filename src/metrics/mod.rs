@@ -2,8 +2,8 @@
 //!
 //! Every area registers a [`Source`] that writes its families when scraped; figures kept where
 //! they happen (cache meters, job runner counts, open connections) are read then, not copied on
-//! every change. What must be counted on a hot path uses the plain atomics here ([`Counter`],
-//! [`Histogram`]), allocated once, with no lock and no label lookup per event.
+//! every change. What must be timed on a hot path uses a [`Histogram`] here: atomics allocated
+//! once, with no lock and no label lookup per event.
 //!
 //! Hand-rolled rather than the `prometheus-client` crate: most families are read from counters
 //! the areas already keep, which a registry of owned metric objects would have to mirror, and
@@ -50,20 +50,6 @@ impl Registry {
             s.collect(&mut out);
         }
         out.finish()
-    }
-}
-
-/// A count that only grows.
-#[derive(Debug, Default)]
-pub struct Counter(AtomicU64);
-
-impl Counter {
-    pub fn inc(&self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
     }
 }
 

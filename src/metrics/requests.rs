@@ -3,7 +3,6 @@
 //! One histogram per route row and class, allocated when the process starts and found by the
 //! row's position: recording a request is a few relaxed atomic adds.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use crate::http::route::Route;
@@ -30,13 +29,13 @@ pub struct RequestMetrics {
     routes: Vec<(String, String)>,
     /// One set per route row, then one for requests that matched none.
     durations: Vec<ByClass>,
-    in_flight: Arc<AtomicI64>,
+    in_flight: AtomicI64,
 }
 
 /// A request under way; it counts until dropped (a handler cancelled midway included).
-pub struct InFlight(Arc<AtomicI64>);
+pub struct InFlight<'a>(&'a AtomicI64);
 
-impl Drop for InFlight {
+impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
     }
@@ -48,13 +47,13 @@ impl RequestMetrics {
         RequestMetrics {
             routes: routes.iter().map(|r| (r.method.to_string(), r.path.clone())).collect(),
             durations: (0..=routes.len()).map(|_| by_class()).collect(),
-            in_flight: Arc::default(),
+            in_flight: AtomicI64::new(0),
         }
     }
 
-    pub fn start(&self) -> InFlight {
+    pub fn start(&self) -> InFlight<'_> {
         self.in_flight.fetch_add(1, Ordering::Relaxed);
-        InFlight(self.in_flight.clone())
+        InFlight(&self.in_flight)
     }
 
     /// One answered request: the row it matched (its index in the table), its status and how
@@ -62,16 +61,6 @@ impl RequestMetrics {
     pub fn record(&self, route: Option<usize>, status: u16, micros: u64) {
         let row = route.filter(|i| *i < self.routes.len()).unwrap_or(self.routes.len());
         self.durations[row][class_of(status)].observe(micros);
-    }
-
-    /// Requests answered under `pattern` (a route row's path, or [`UNMATCHED`]) in `class`.
-    pub fn count(&self, pattern: &str, class: &str) -> u64 {
-        let Some(c) = CLASSES.iter().position(|k| *k == class) else { return 0 };
-        let row = self.routes.iter().position(|(_, p)| p == pattern).unwrap_or(self.routes.len());
-        if row == self.routes.len() && pattern != UNMATCHED {
-            return 0;
-        }
-        self.durations[row][c].count()
     }
 }
 

@@ -200,7 +200,7 @@ impl Node {
         // The route's pattern, never the raw path (ids, and whatever a client put in it); no
         // query string, header or body: tokens, passwords and codes stay out of the log.
         tracing::info!(
-            target: "access",
+            target: crate::logs::ACCESS,
             method = %method,
             route = route.map_or(crate::metrics::requests::UNMATCHED, |r| r.path.as_str()),
             status,
