@@ -10,8 +10,8 @@ use crate::metrics::{Exposition, Histogram, Source};
 
 /// The status classes requests are counted under. `unavailable` is every 503: the service
 /// refusing on purpose for now (the deprecated discount export, a store during a move, a
-/// process shutting down, past a connection cap), which is not a server error: `5xx` counts
-/// the answers that are (500, 502, 504).
+/// process shutting down), which is not a server error: `5xx` counts the answers that are
+/// (500, 502, 504). A connection refused past a cap is no request: `OpenConnections` counts it.
 pub const CLASSES: [&str; 6] = ["1xx", "2xx", "3xx", "4xx", "5xx", "unavailable"];
 
 /// The index in [`CLASSES`] of `status`.
