@@ -198,7 +198,8 @@ fn bench() -> Result<(), BoxError> {
     let search_typo_uncached =
         measure(&load, "search typo (all), popular set, cache off", server.addr, &settings, move |i| a.get(&p(i)));
     // What the search caches did meanwhile: a rate to read beside their hits and misses.
-    let samples = load.block_on(common::inspect::scrape_metrics(&mut Client::new(server.addr), &authed))?;
+    let samples =
+        load.block_on(common::inspect::scrape_metrics(&mut Client::new(server.addr), &authed, &server.service_key()?))?;
     for cache in ["search_words", "search_columns"] {
         let of = |family: &str| -> f64 {
             samples.iter().filter(|m| m.name == family && m.label("cache") == Some(cache)).map(|m| m.value).sum()

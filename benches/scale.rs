@@ -203,9 +203,10 @@ struct Row {
 fn run_row(shape: Shape, settings: &Settings, load: &Runtime, flags: &[&str]) -> Result<Row, BoxError> {
     let server = ServerProcess::spawn_with(BINARY, flags)?;
     let endpoint = Endpoint::new(server.addr);
-    let idle = Memory::of(&load.block_on(scrape(&endpoint))?)?;
+    let key = server.service_key()?;
+    let idle = Memory::of(&load.block_on(scrape(&endpoint, &key))?)?;
     println!("idle: anonymous {}, budget {}, caches hold {}", human(idle.anon), human(idle.budget), human(idle.cache_sum()));
-    let sampler = load.spawn(keep_reading_metrics(endpoint.clone()));
+    let sampler = load.spawn(keep_reading_metrics(endpoint.clone(), key.clone()));
 
     let measured = (|| {
         let (token, stores) = load.block_on(owner_with_stores(&endpoint, shape.stores))?;
@@ -218,7 +219,7 @@ fn run_row(shape: Shape, settings: &Settings, load: &Runtime, flags: &[&str]) ->
     })();
     sampler.abort();
     let (token, stores, seed_rate, throughput) = measured.map_err(|e| format!("{e}\n{}", server.log_tail()))?;
-    let after_load = Memory::of(&load.block_on(scrape(&endpoint))?)?;
+    let after_load = Memory::of(&load.block_on(scrape(&endpoint, &key))?)?;
 
     let dir = server.stop()?;
     let data = dir.path().join("data");
@@ -233,7 +234,7 @@ fn run_row(shape: Shape, settings: &Settings, load: &Runtime, flags: &[&str]) ->
     let picks = spread_evenly(stores.len(), FIRST_LIST_STORES);
     let (first_lists, again) =
         load.block_on(first_lists(&authed, &stores, &picks, shape.each)).map_err(|e| format!("{e}\n{}", server.log_tail()))?;
-    let restarted = Memory::of(&load.block_on(scrape(&authed))?)?;
+    let restarted = Memory::of(&load.block_on(scrape(&authed, &key))?)?;
     println!(
         "restart: serving {:.2} s after launch; first list {} (median of {}), max {}; the same list again {}; anonymous {}",
         start.as_secs_f64(),
@@ -248,16 +249,16 @@ fn run_row(shape: Shape, settings: &Settings, load: &Runtime, flags: &[&str]) ->
     Ok(Row { shape, idle, after_load, restarted, disk, disk_search, seed_rate, start, first_lists, throughput })
 }
 
-async fn scrape(endpoint: &Endpoint) -> Result<Vec<MetricSample>, BoxError> {
-    scrape_metrics(&mut Client::new(endpoint.addr), endpoint).await
+async fn scrape(endpoint: &Endpoint, key: &str) -> Result<Vec<MetricSample>, BoxError> {
+    scrape_metrics(&mut Client::new(endpoint.addr), endpoint, key).await
 }
 
 /// Reads `/metrics` every [`METRICS_EVERY`] until aborted, so the server's peak sees the highs.
-async fn keep_reading_metrics(endpoint: Endpoint) {
+async fn keep_reading_metrics(endpoint: Endpoint, key: String) {
     let mut client = Client::new(endpoint.addr);
     loop {
         // A failed read only loses one sample of the peak.
-        let _ = scrape_metrics(&mut client, &endpoint).await;
+        let _ = scrape_metrics(&mut client, &endpoint, &key).await;
         tokio::time::sleep(METRICS_EVERY).await;
     }
 }

@@ -8,6 +8,10 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Parser, Debug)]
 #[command(name = "shopcell", version, about = "A multi-store commerce platform in one binary")]
 pub struct Cli {
+    /// How log lines are written: `json` (one object per line) or `text`; default: `json` when
+    /// stderr is not a terminal (files, journald), else `text`. Levels: `SHOPCELL_LOG`.
+    #[arg(long, global = true, env = "SHOPCELL_LOG_FORMAT", value_enum)]
+    pub log_format: Option<crate::logs::LogFormat>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -58,7 +62,7 @@ pub struct ServeArgs {
     /// Sign-in options: CORS origins, social providers, rate limits.
     #[command(flatten)]
     pub auth: AuthArgs,
-    /// Connection limits: idle and body timeouts, caps.
+    /// Connection limits (idle and body timeouts, caps) and the metrics listener.
     #[command(flatten)]
     pub connections: ConnectionArgs,
     /// JSON file with the platform plan catalogue (see `docs/plans.md`, "Plans"); the built-in free,
@@ -105,7 +109,7 @@ pub struct AccountArgs {
     /// Sign-in options: CORS origins, social providers, rate limits.
     #[command(flatten)]
     pub auth: AuthArgs,
-    /// Connection limits: idle and body timeouts, caps.
+    /// Connection limits (idle and body timeouts, caps) and the metrics listener.
     #[command(flatten)]
     pub connections: ConnectionArgs,
     /// JSON file with the platform plan catalogue (see `docs/plans.md`, "Plans"); the built-in free,
@@ -154,7 +158,7 @@ pub struct CellArgs {
     /// How mail is sent.
     #[command(flatten)]
     pub mail: MailArgs,
-    /// Connection limits: idle and body timeouts, caps.
+    /// Connection limits (idle and body timeouts, caps) and the metrics listener.
     #[command(flatten)]
     pub connections: ConnectionArgs,
     /// The memory budget.
@@ -177,7 +181,7 @@ pub struct RouterArgs {
     /// Sign-in options: CORS origins, social providers, rate limits.
     #[command(flatten)]
     pub auth: AuthArgs,
-    /// Connection limits: idle and body timeouts, caps.
+    /// Connection limits (idle and body timeouts, caps) and the metrics listener.
     #[command(flatten)]
     pub connections: ConnectionArgs,
 }
@@ -281,6 +285,10 @@ pub struct ConnectionArgs {
     /// Concurrent streams of one HTTP/2 connection.
     #[arg(long, env = "SHOPCELL_H2_MAX_STREAMS", default_value_t = 128)]
     pub h2_max_streams: u32,
+    /// A second address serving `GET /metrics` alone, without a key (for a scraper on a private
+    /// network); on the API port `/metrics` needs the service key.
+    #[arg(long, env = "SHOPCELL_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 impl Default for ConnectionArgs {
@@ -293,6 +301,7 @@ impl Default for ConnectionArgs {
             max_connections: d.max_connections,
             max_connections_per_address: d.max_per_address,
             h2_max_streams: d.h2_streams,
+            metrics_listen: None,
         }
     }
 }

@@ -252,7 +252,7 @@ fn meminfo_total() -> Option<u64> {
 }
 
 /// A `kB` field of a `/proc` file, in bytes.
-fn proc_field(path: &str, name: &str) -> Option<u64> {
+pub(crate) fn proc_field(path: &str, name: &str) -> Option<u64> {
     let text = std::fs::read_to_string(path).ok()?;
     let line = text.lines().find(|l| l.starts_with(name))?;
     let kb: u64 = line[name.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;

@@ -133,6 +133,7 @@ pub fn build_serve_with_clock(args: &ServeArgs, clock: Clock) -> Result<Node, Bo
     node.closed_store_grace = args.retention.closed_store_grace;
     load_taxonomy(&node, &args.data)?;
     node.connections = args.connections.limits();
+    node.metrics_listen = args.connections.metrics_listen;
     Ok(with_auth(node, &args.auth))
 }
 
@@ -155,6 +156,7 @@ pub fn build_account(args: &AccountArgs) -> Result<Node, BoxError> {
     node.memory = Some(budget);
     load_taxonomy(&node, &args.data)?;
     node.connections = args.connections.limits();
+    node.metrics_listen = args.connections.metrics_listen;
     Ok(with_auth(node, &args.auth))
 }
 
@@ -173,6 +175,7 @@ pub async fn build_cell(args: &CellArgs) -> Result<Node, BoxError> {
     node.memory = Some(budget);
     node.closed_store_grace = args.retention.closed_store_grace;
     node.connections = args.connections.limits();
+    node.metrics_listen = args.connections.metrics_listen;
     load_taxonomy(&node, &args.data)?;
     Ok(node)
 }
@@ -187,6 +190,7 @@ pub fn build_router(args: &RouterArgs) -> Result<Node, BoxError> {
     let directory = DirectoryLink::remote(account);
     let mut node = Node::new(Mode::Router, crate::api::routes(), verifier, directory, BTreeMap::new(), remote, key, clock)?;
     node.connections = args.connections.limits();
+    node.metrics_listen = args.connections.metrics_listen;
     Ok(with_auth(node, &args.auth))
 }
 
@@ -265,7 +269,10 @@ async fn fetch_keys(account: &Upstream) -> Result<Vec<crate::http::auth::PublicK
 /// A server running in this process.
 pub struct Running {
     pub addr: SocketAddr,
+    /// Where `--metrics-listen` serves `/metrics`, when given.
+    pub metrics_addr: Option<SocketAddr>,
     pub node: Arc<Node>,
+    metrics: Option<JoinHandle<()>>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
 }
@@ -283,7 +290,30 @@ impl Running {
         if let Some(t) = self.task.take() {
             let _ = t.await;
         }
+        if let Some(m) = self.metrics.take() {
+            m.abort();
+        }
     }
+}
+
+/// What every role does once its node is built and its port bound: registers the node's metric
+/// sources, starts the `--metrics-listen` listener (its address and task) and the sweeps, and
+/// sets the base of links in mail.
+async fn start(node: Node, addr: SocketAddr) -> Result<(Arc<Node>, Option<(SocketAddr, JoinHandle<()>)>), BoxError> {
+    default_public_url(&node, addr);
+    crate::metrics::sources::register(&node);
+    let metrics = match node.metrics_listen {
+        Some(listen) => {
+            let listener = bind(listen).await.map_err(|e| format!("--metrics-listen: {e}"))?;
+            Some((listener.local_addr()?, listener))
+        }
+        None => None,
+    };
+    let node = Arc::new(node);
+    crate::node::closing::spawn_sweeps(&node);
+    crate::node::owners::attach(&node, &public_url(&node, addr));
+    let metrics = metrics.map(|(addr, l)| (addr, tokio::spawn(crate::metrics::listener::run(node.clone(), l))));
+    Ok((node, metrics))
 }
 
 /// Binds `listen`; the error names the address ("address already in use" alone does not say which).
@@ -309,27 +339,28 @@ fn default_public_url(node: &Node, addr: SocketAddr) {
 pub async fn spawn(node: Node, listen: SocketAddr) -> Result<Running, BoxError> {
     let listener = bind(listen).await?;
     let addr = listener.local_addr()?;
-    default_public_url(&node, addr);
-    let node = Arc::new(node);
-    crate::node::closing::spawn_sweeps(&node);
-    crate::node::owners::attach(&node, &public_url(&node, addr));
+    let (node, metrics) = start(node, addr).await?;
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(crate::server::run(node.clone(), listener, async move {
         let _ = stopped.await;
     }));
-    Ok(Running { addr, node, stop: Some(stop), task: Some(task) })
+    let (metrics_addr, metrics) = metrics.unzip();
+    Ok(Running { addr, metrics_addr, node, metrics, stop: Some(stop), task: Some(task) })
 }
 
 /// Binds `listen`, prints the URL, and serves until Ctrl-C or SIGTERM.
 pub async fn serve_until_signal(node: Node, listen: SocketAddr, what: &str) -> Result<(), BoxError> {
     let listener = bind(listen).await?;
     let addr = listener.local_addr()?;
+    let (node, metrics) = start(node, addr).await?;
     println!("shopcell {what} listening on {}", crate::server::url(addr));
     tracing::info!(%addr, mode = what, "listening");
-    default_public_url(&node, addr);
-    let node = Arc::new(node);
-    crate::node::closing::spawn_sweeps(&node);
-    crate::node::owners::attach(&node, &public_url(&node, addr));
+    if let Some((metrics_addr, _)) = &metrics {
+        println!("shopcell metrics on {}/metrics", crate::server::url(*metrics_addr));
+    }
     crate::server::run(node, listener, crate::server::shutdown_signal()).await;
+    if let Some((_, task)) = metrics {
+        task.abort();
+    }
     Ok(())
 }

@@ -68,9 +68,11 @@ fn parse_sample(line: &str) -> Option<MetricSample> {
     Some(MetricSample { name, labels, value })
 }
 
-/// `GET /metrics`, parsed.
-pub async fn scrape_metrics(client: &mut Client, endpoint: &Endpoint) -> Result<Vec<MetricSample>, BoxError> {
-    let (status, body) = client.send(endpoint.get("/metrics")).await?;
+/// `GET /metrics` with the server's service key (`ServerProcess::service_key`), parsed.
+pub async fn scrape_metrics(client: &mut Client, endpoint: &Endpoint, key: &str) -> Result<Vec<MetricSample>, BoxError> {
+    let mut request = endpoint.get("/metrics");
+    request.headers_mut().insert("x-shopcell-service", hyper::header::HeaderValue::from_str(key)?);
+    let (status, body) = client.send(request).await?;
     if status != StatusCode::OK {
         return Err(format!("/metrics: {}", describe_status(status, &body)).into());
     }

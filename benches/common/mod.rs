@@ -624,6 +624,11 @@ impl ServerProcess {
         self.dir.path()
     }
 
+    /// The service key the server keeps in its data: `/metrics` on the API port wants it.
+    pub fn service_key(&self) -> Result<String, BoxError> {
+        Ok(std::fs::read_to_string(self.dir.path().join("data/account/service.key"))?.trim().to_string())
+    }
+
     /// The end of the server's stdout and stderr, for error messages.
     pub fn log_tail(&self) -> String {
         log_tail(self.dir.path())

@@ -18,6 +18,7 @@ fn access(a: Access) -> &'static str {
         Access::Admin => "admin",
         Access::Storefront => "storefront",
         Access::Internal => "internal",
+        Access::Operator => "operator",
     }
 }
 

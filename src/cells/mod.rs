@@ -187,6 +187,11 @@ impl Cell {
         .collect()
     }
 
+    /// How payment confirmations of the cell's stores ended, for `/metrics`.
+    pub fn payment_outcomes(&self) -> &crate::payments::PaymentOutcomes {
+        &self.payments.outcomes
+    }
+
     /// Whether this cell serves `store`.
     pub fn holds(&self, store: Uuid) -> bool {
         self.states.read().map(|s| s.get(&store) == Some(&StoreState::Active)).unwrap_or(false)

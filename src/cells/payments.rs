@@ -313,8 +313,10 @@ pub async fn confirm_payment_intent(cell: &Cell, store: Uuid, id: Uuid, c: Confi
             format!("the payment intent cannot be confirmed: its status is {}", intent.status.as_str()),
         ));
     }
-    let state = cell.payments.get(&intent.provider)?.confirm(&intent.provider_ref(), token).await?;
-    store_state(cell, store, intent, state, Save::Always).await
+    let provider = cell.payments.get(&intent.provider)?;
+    let state = provider.confirm(&intent.provider_ref(), token).await;
+    cell.payments.outcomes.record(provider.name(), &state);
+    store_state(cell, store, intent, state?, Save::Always).await
 }
 
 async fn store_state(

@@ -8,7 +8,7 @@ use std::future::Future;
 use std::io;
 use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -48,6 +48,8 @@ impl Default for ConnectionLimits {
 pub struct OpenConnections {
     per_address: Mutex<HashMap<IpAddr, usize>>,
     total: AtomicUsize,
+    /// Connections refused past a cap since the start.
+    refused: AtomicU64,
 }
 
 /// One admitted connection; it counts until dropped.
@@ -62,6 +64,7 @@ impl OpenConnections {
         let mut per = self.per_address.lock().ok()?;
         let mine = per.get(&address).copied().unwrap_or(0);
         if mine >= limits.max_per_address || self.total.load(Ordering::Relaxed) >= limits.max_connections {
+            self.refused.fetch_add(1, Ordering::Relaxed);
             return None;
         }
         per.insert(address, mine.saturating_add(1));
@@ -71,6 +74,11 @@ impl OpenConnections {
 
     pub fn total(&self) -> usize {
         self.total.load(Ordering::Relaxed)
+    }
+
+    /// Connections refused past a cap since the start.
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
     }
 }
 

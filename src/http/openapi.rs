@@ -67,6 +67,12 @@ pub fn document<C>(routes: &[Route<C>]) -> Value {
             "schemas": schemas,
             "securitySchemes": {
                 "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
+                "serviceKey": {
+                    "type": "apiKey",
+                    "in": "header",
+                    "name": "X-Shopcell-Service",
+                    "description": "the service key (`account/service.key` in the data directory): operators' tools"
+                },
                 "publishableKey": {
                     "type": "apiKey",
                     "in": "header",
@@ -124,6 +130,9 @@ fn operation<C>(r: &Route<C>, generator: &mut SchemaGenerator) -> Value {
         Access::Storefront => {
             op.insert("security".into(), json!([{"bearer": []}, {"publishableKey": []}]));
         }
+        Access::Operator => {
+            op.insert("security".into(), json!([{"serviceKey": []}]));
+        }
         Access::Public | Access::Internal => {}
     }
     op.insert("x-access".into(), access_doc(r.access).into());
@@ -159,6 +168,7 @@ fn access_doc(access: Access) -> &'static str {
         Access::Admin => "owner or admin",
         Access::Storefront => "storefront: a member, or a shopper with the store's publishable key",
         Access::Internal => "internal",
+        Access::Operator => "operator: the service key",
     }
 }
 

@@ -123,6 +123,9 @@ pub enum Access {
     Storefront,
     /// Services of the platform and operators (the service key).
     Internal,
+    /// Operators' tools (a metrics scraper) holding the service key: unlike an internal route,
+    /// documented, and refused with 401 (no key) or 403 (a wrong one) rather than hidden.
+    Operator,
 }
 
 /// A documented query parameter.
@@ -208,6 +211,9 @@ pub struct Route<C> {
     /// Its success answer carries a secret (tokens, a key, a code shown once): never stored by
     /// a cache on the way (`Cache-Control: no-store`).
     pub secret: bool,
+    /// Its position in the route table (set by [`RouteTable::new`]): what per-route figures
+    /// are kept by.
+    pub index: usize,
 }
 
 fn schema_of<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
@@ -238,6 +244,7 @@ impl<C> Route<C> {
             deprecated: false,
             alias: false,
             secret: false,
+            index: 0,
         }
     }
 
@@ -344,7 +351,7 @@ impl<C> Route<C> {
         }
         // Roles refuse on owner/admin rows; a shopper is refused a guest checkout without its
         // session token, and what only members may do.
-        if matches!(self.access, Access::Admin | Access::Storefront) {
+        if matches!(self.access, Access::Admin | Access::Storefront | Access::Operator) {
             out.push(403);
         }
         if has_ids {
@@ -394,7 +401,10 @@ pub enum Matched<'a, C> {
 
 impl<C> RouteTable<C> {
     /// Builds the matcher; a malformed or duplicate row is a programming error reported at start.
-    pub fn new(routes: Vec<Route<C>>) -> Result<Self, String> {
+    pub fn new(mut routes: Vec<Route<C>>) -> Result<Self, String> {
+        for (i, r) in routes.iter_mut().enumerate() {
+            r.index = i;
+        }
         let mut by_path: Vec<(String, Vec<usize>)> = Vec::new();
         for (i, r) in routes.iter().enumerate() {
             match by_path.iter_mut().find(|(p, _)| *p == r.path) {

@@ -9,7 +9,7 @@ pub mod owners;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
@@ -55,11 +55,6 @@ pub enum Mode {
 /// placement (a store moved) instead of answering 404. Clients never see it.
 const MISROUTED: &str = "x-shopcell-misrouted";
 
-#[derive(Default)]
-pub struct Metrics {
-    pub requests: [AtomicU64; 5],
-}
-
 pub struct Node {
     pub mode: Mode,
     pub routes: RouteTable<Ctx>,
@@ -72,7 +67,13 @@ pub struct Node {
     pub cells: BTreeMap<String, Arc<Cell>>,
     pub remote_cells: BTreeMap<String, Upstream>,
     pub service_key: String,
-    pub metrics: Metrics,
+    /// Every figure `/metrics` shows: its sources are registered when the process starts
+    /// serving (`metrics::sources::register`).
+    pub metrics: crate::metrics::Registry,
+    /// Each request's duration by route row and status class, and the requests under way.
+    pub requests: Arc<crate::metrics::requests::RequestMetrics>,
+    /// Where `/metrics` is also served without a key (`--metrics-listen`).
+    pub metrics_listen: Option<std::net::SocketAddr>,
     pub shutting_down: AtomicBool,
     /// The global category taxonomy (`GET /categories…`): the starter until `run` loads the
     /// data directory's `taxonomy.json`; replaced whole, never edited in place.
@@ -109,16 +110,19 @@ impl Node {
         service_key: String,
         clock: Clock,
     ) -> Result<Node, String> {
+        let routes = RouteTable::new(routes)?;
         Ok(Node {
             mode,
-            routes: RouteTable::new(routes)?,
+            requests: Arc::new(crate::metrics::requests::RequestMetrics::new(routes.routes())),
+            metrics: crate::metrics::Registry::default(),
+            metrics_listen: None,
+            routes,
             verifier,
             account: directory.hosted().cloned(),
             directory,
             cells,
             remote_cells,
             service_key,
-            metrics: Metrics::default(),
             shutting_down: AtomicBool::new(false),
             taxonomy: RwLock::new(crate::domain::taxonomy::files::starter()),
             cors: Cors::default(),
@@ -148,14 +152,12 @@ impl Node {
         self.remote_cells.get(name).cloned().map(|u| CellLink::Remote(Box::new(u))).ok_or_else(ApiError::not_found)
     }
 
-    /// Answers one request. Never panics and never answers anything but the JSON of `API.md`.
-    pub async fn handle(self: Arc<Self>, req: Request<Incoming>, client: Option<IpAddr>) -> Resp {
+    /// Answers one request and writes its access line. Never panics and never answers anything
+    /// but the JSON of `API.md`.
+    pub async fn handle(self: Arc<Self>, req: Request<Incoming>, peer: Option<IpAddr>) -> Resp {
         let started = Instant::now();
-        let (method, uri) = (req.method().clone(), req.uri().clone());
-        if let Some(preflight) = self.cors.preflight(req.method(), req.headers()) {
-            return preflight;
-        }
-        let origin = req.headers().get(hyper::header::ORIGIN).cloned();
+        let _in_flight = self.requests.start();
+        let method = req.method().clone();
         let request_id = match req.headers().get("x-request-id").filter(|v| v.len() <= 128 && v.to_str().is_ok()) {
             Some(given) => given.clone(),
             None => {
@@ -164,31 +166,63 @@ impl Node {
                 HeaderValue::from_str(id).unwrap_or_else(|_| HeaderValue::from_static("-"))
             }
         };
-        let mut resp = match self.dispatch(req, client).await {
-            Ok(r) => r,
-            Err(e) => http::error(&e),
+        let service_call = req
+            .headers()
+            .get(SERVICE_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|k| crate::util::secret_eq(k, &self.service_key));
+        let client = self.proxies.client(req.headers(), peer, service_call);
+        let matched = self.routes.find(&method, req.uri().path());
+        let route = match &matched {
+            Matched::Found(r, _) => Some(*r),
+            _ => None,
         };
-        resp.headers_mut().insert("x-request-id", request_id.clone());
-        let mut origin_only = hyper::HeaderMap::new();
-        if let Some(o) = origin {
-            origin_only.insert(hyper::header::ORIGIN, o);
-        }
-        self.cors.decorate(&origin_only, &mut resp);
+        let resp = match self.cors.preflight(req.method(), req.headers()) {
+            Some(preflight) => preflight,
+            None => {
+                let origin = req.headers().get(hyper::header::ORIGIN).cloned();
+                let mut resp = match self.dispatch(req, matched, peer, client, service_call).await {
+                    Ok(r) => r,
+                    Err(e) => http::error(&e),
+                };
+                resp.headers_mut().insert("x-request-id", request_id.clone());
+                let mut origin_only = hyper::HeaderMap::new();
+                if let Some(o) = origin {
+                    origin_only.insert(hyper::header::ORIGIN, o);
+                }
+                self.cors.decorate(&origin_only, &mut resp);
+                resp
+            }
+        };
         let status = resp.status().as_u16();
-        let class = (status / 100).clamp(1, 5) as usize - 1;
-        self.metrics.requests[class].fetch_add(1, Ordering::Relaxed);
-        let (path, request_id) = (uri.path(), request_id.to_str().unwrap_or(""));
-        if status >= 500 {
-            tracing::warn!(%method, %path, status, request_id, elapsed_us = started.elapsed().as_micros() as u64, "request failed");
-        } else {
-            tracing::debug!(%method, %path, status, request_id, elapsed_us = started.elapsed().as_micros() as u64, "request");
-        }
+        let elapsed = started.elapsed();
+        self.requests.record(route.map(|r| r.index), status, elapsed.as_micros() as u64);
+        // The route's pattern, never the raw path (ids, and whatever a client put in it); no
+        // query string, header or body: tokens, passwords and codes stay out of the log.
+        tracing::info!(
+            target: crate::logs::ACCESS,
+            method = %method,
+            route = route.map_or(crate::metrics::requests::UNMATCHED, |r| r.path.as_str()),
+            status,
+            duration_ms = elapsed.as_micros() as f64 / 1000.0,
+            bytes = hyper::body::Body::size_hint(resp.body()).exact().unwrap_or(0),
+            request_id = request_id.to_str().unwrap_or("-"),
+            client = %client.map_or_else(|| "-".to_string(), |c| c.to_string()),
+            "request"
+        );
         resp
     }
 
-    async fn dispatch(self: &Arc<Self>, req: Request<Incoming>, client: Option<IpAddr>) -> ApiResult<Resp> {
+    async fn dispatch(
+        self: &Arc<Self>,
+        req: Request<Incoming>,
+        matched: Matched<'_, Ctx>,
+        peer: Option<IpAddr>,
+        client: Option<IpAddr>,
+        service_call: bool,
+    ) -> ApiResult<Resp> {
         let (parts, body) = req.into_parts();
-        let (route, params) = match self.routes.find(&parts.method, parts.uri.path()) {
+        let (route, params) = match matched {
             Matched::Found(r, p) => (r, p),
             Matched::MethodNotAllowed(allow) => {
                 let mut r = http::error(&ApiError::new(Code::METHOD_NOT_ALLOWED));
@@ -200,11 +234,6 @@ impl Node {
             Matched::NotFound => return Err(ApiError::not_found()),
         };
         route.check_query(parts.uri.query())?;
-        let service_call = parts
-            .headers
-            .get(SERVICE_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|k| crate::util::secret_eq(k, &self.service_key));
 
         // Who may call is settled before the body is read: an anonymous caller cannot hold a
         // connection open by trickling a body to a route that would refuse it.
@@ -218,18 +247,18 @@ impl Node {
             let missing = match route.access {
                 Access::Member | Access::Admin => !has_token,
                 Access::Storefront => !has_token && !parts.headers.contains_key(KEY_HEADER),
-                Access::Public | Access::Internal => false,
+                Access::Public | Access::Internal | Access::Operator => false,
             };
             if missing {
                 return Err(ApiError::new(Code::UNAUTHORIZED));
             }
             let body = self.read_body(body, route.body_limit).await?;
             let req = Request::from_parts(parts, Full::new(body));
-            return self.forward(route, &params, req, client).await;
+            return self.forward(route, &params, req, peer).await;
         }
 
         let mut principal = match (route.access, bearer(&parts.headers)) {
-            (Access::Public | Access::Internal, _) | (_, None) => None,
+            (Access::Public | Access::Internal | Access::Operator, _) | (_, None) => None,
             (_, Some(token)) => Some(self.verifier.verify_access(token)?),
         };
         let store_id = match params.iter().find(|(k, _)| k == "storeId") {
@@ -243,6 +272,16 @@ impl Node {
             Access::Internal => {
                 if !service_call {
                     return Err(ApiError::not_found());
+                }
+            }
+            // A wrong key is told apart from none: the caller is an operator's tool, not a
+            // client probing for hidden routes.
+            Access::Operator => {
+                if !parts.headers.contains_key(SERVICE_HEADER) {
+                    return Err(ApiError::msg(Code::UNAUTHORIZED, "the service key is required"));
+                }
+                if !service_call {
+                    return Err(ApiError::msg(Code::FORBIDDEN, "that is not this service's key"));
                 }
             }
             Access::Storefront => {
@@ -277,7 +316,6 @@ impl Node {
         if !route.raw_body && !body.is_empty() && !is_json(&parts.headers) {
             return Err(ApiError::new(Code::UNSUPPORTED_MEDIA_TYPE));
         }
-        let client = self.proxies.client(&parts.headers, client, service_call);
         let cx = Ctx {
             client,
             node: self.clone(),

@@ -186,13 +186,45 @@ pub trait PaymentProvider: Send + Sync {
 pub struct Providers {
     default: Arc<dyn PaymentProvider>,
     all: Vec<Arc<dyn PaymentProvider>>,
+    /// How confirmations through these providers ended.
+    pub outcomes: Arc<PaymentOutcomes>,
+}
+
+/// How payment confirmations ended, per provider and outcome, for `/metrics`: the intent's
+/// status after the call (`succeeded`, `requires_action`, …), `declined` for a refused payment
+/// method, `error` when the provider could not be asked.
+#[derive(Default)]
+pub struct PaymentOutcomes(std::sync::Mutex<std::collections::BTreeMap<(&'static str, &'static str), u64>>);
+
+impl PaymentOutcomes {
+    pub fn record(&self, provider: &'static str, result: &ApiResult<ProviderState>) {
+        let outcome = match result {
+            Ok(s) if s.status == IntentStatus::RequiresPaymentMethod && s.last_error.is_some() => "declined",
+            Ok(s) => s.status.as_str(),
+            Err(_) => "error",
+        };
+        if let Ok(mut m) = self.0.lock() {
+            *m.entry((provider, outcome)).or_default() += 1;
+        }
+    }
+
+    /// Writes the counts of the cell `owner`.
+    pub fn collect(&self, out: &mut crate::metrics::Exposition, owner: &str) {
+        const NAME: &str = "shopcell_payment_confirmations_total";
+        const HELP: &str = "Payment confirmations, by cell, provider and outcome.";
+        out.declare(NAME, crate::metrics::Kind::Counter, HELP);
+        let counts = self.0.lock().map(|m| m.clone()).unwrap_or_default();
+        for ((provider, outcome), n) in counts {
+            out.counter(NAME, HELP, &[("cell", owner), ("provider", provider), ("outcome", outcome)], n);
+        }
+    }
 }
 
 impl Default for Providers {
     /// The offline test provider alone.
     fn default() -> Self {
         let test: Arc<dyn PaymentProvider> = Arc::new(test_provider::TestProvider);
-        Providers { default: test.clone(), all: vec![test] }
+        Providers { default: test.clone(), all: vec![test], outcomes: Arc::default() }
     }
 }
 

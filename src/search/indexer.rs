@@ -106,6 +106,13 @@ pub fn run(search: &Arc<Search>, db: &Arc<Database>, writer: &Writer, fresh: boo
     });
 }
 
+/// Changes committed and not yet indexed (the outbox's entries), for `/metrics`; `None` when
+/// the database cannot be read.
+pub fn backlog(db: &Database) -> Option<u64> {
+    use redb::ReadableTableMetadata;
+    db.begin_read().ok()?.open_table(OUTBOX).ok()?.len().ok()
+}
+
 /// One pass; answers how many outbox entries it drained.
 pub async fn drain(search: &Search, db: &Database, writer: &Writer) -> Result<usize, BoxError> {
     let txn = db.begin_read()?;

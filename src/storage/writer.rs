@@ -20,6 +20,7 @@ use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use crate::error::{ApiError, ApiResult, Code};
+use crate::metrics::Histogram;
 use crate::storage::keys::{Key, bounds_after, prefix_range};
 use crate::storage::list_orders::{Change, ListOrders};
 use crate::storage::row_cache::RowCache;
@@ -133,6 +134,22 @@ pub struct Writer {
     pub rows: Arc<RowCache>,
     /// Stores that committed events since the event fan-out last looked.
     pub appended: Arc<Appended>,
+    /// How the thread batches and how long its commits take.
+    pub stats: Arc<WriterStats>,
+}
+
+/// How a writer batches and how long its commits (with their fsync) take, for `/metrics`.
+pub struct WriterStats {
+    /// Jobs per committed transaction.
+    pub batch: Histogram,
+    /// Time of `commit`, in microseconds.
+    pub commit: Histogram,
+}
+
+impl Default for WriterStats {
+    fn default() -> Self {
+        WriterStats { batch: Histogram::sizes(), commit: Histogram::seconds() }
+    }
 }
 
 /// The stores whose transactions appended events, filled after each commit and taken by the
@@ -197,6 +214,8 @@ impl Writer {
         let (thread_orders, thread_rows) = (orders.clone(), rows.clone());
         let appended = Arc::new(Appended::default());
         let thread_appended = appended.clone();
+        let stats = Arc::new(WriterStats::default());
+        let thread_stats = stats.clone();
         let handle = std::thread::Builder::new().name(format!("writer-{name}")).spawn(move || {
             let derived = Derived {
                 committed: &thread_committed,
@@ -204,10 +223,11 @@ impl Writer {
                 orders: &thread_orders,
                 rows: &thread_rows,
                 appended: &thread_appended,
+                stats: &thread_stats,
             };
             run(&db, &receiver, &thread_gate, &derived, floor)
         })?;
-        Ok((Writer { sender, gate, committed, generations, orders, rows, appended }, WriterThread(handle)))
+        Ok((Writer { sender, gate, committed, generations, orders, rows, appended, stats }, WriterThread(handle)))
     }
 
     /// Runs `job` in the next batch and waits until its transaction is durable.
@@ -248,6 +268,7 @@ struct Derived<'a> {
     orders: &'a ListOrders,
     rows: &'a RowCache,
     appended: &'a Appended,
+    stats: &'a WriterStats,
 }
 
 fn run(db: &Database, receiver: &mpsc::Receiver<Msg>, gate: &MoveGate, derived: &Derived, floor: Option<Uuid>) {
@@ -315,8 +336,11 @@ fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &Atomi
             let _ = job.reply.send(Err(e));
             continue;
         }
+        let started = std::time::Instant::now();
         match txn.commit() {
             Ok(()) => {
+                derived.stats.commit.observe(started.elapsed().as_micros() as u64);
+                derived.stats.batch.observe(batch.len() as u64);
                 derived.orders.apply(changes);
                 derived.appended.add(evented);
                 for (store, id) in changed_rows {

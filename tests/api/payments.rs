@@ -20,19 +20,19 @@ use crate::auth_support::spawn_app_with_flags;
 use crate::fake_stripe::{FakeStripe, KEY};
 use crate::support::*;
 
-fn money(amount: i64, currency: &str) -> Money {
+pub(crate) fn money(amount: i64, currency: &str) -> Money {
     Money { amount, currency: Currency::parse(currency).unwrap() }
 }
 
 /// A store with its owner and a live publishable key.
-struct Shop {
+pub(crate) struct Shop {
     owner: User,
-    store: Uuid,
+    pub(crate) store: Uuid,
     key: String,
 }
 
 impl Shop {
-    async fn new(c: &HttpClient) -> Shop {
+    pub(crate) async fn new(c: &HttpClient) -> Shop {
         let owner = create_user(c).await;
         let store = create_store(c, &owner).await;
         let key = c
@@ -56,12 +56,12 @@ impl Shop {
         c.send(Method::POST, &path, None, &[("x-publishable-key", &self.key)], Some(body.to_string().into())).await
     }
 
-    async fn member_confirm(&self, c: &HttpClient, id: Uuid, body: Value) -> Answer {
+    pub(crate) async fn member_confirm(&self, c: &HttpClient, id: Uuid, body: Value) -> Answer {
         c.post(&self.path(id, "/confirm"), Some(&self.owner.token), body).await
     }
 }
 
-fn new_intent(method: PaymentMethodKind, amount: Money) -> NewIntent {
+pub(crate) fn new_intent(method: PaymentMethodKind, amount: Money) -> NewIntent {
     NewIntent {
         checkout_id: Uuid::now_v7(),
         amount,

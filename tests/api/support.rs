@@ -103,6 +103,20 @@ impl TestApp {
     pub fn addr(&self) -> SocketAddr {
         self.server.as_ref().expect("running").addr
     }
+
+    /// The process's service key, as operators' tools send it.
+    pub fn service_key(&self) -> String {
+        self.server.as_ref().expect("running").node.service_key.clone()
+    }
+
+    /// `GET /metrics` on the API port with the service key: the text of every family.
+    pub async fn metrics(&self) -> String {
+        let key = self.service_key();
+        let a = self.client.send(Method::GET, "/metrics", None, &[("x-shopcell-service", key.as_str())], None).await;
+        assert_eq!(a.status, StatusCode::OK, "{}", String::from_utf8_lossy(&a.raw));
+        assert_eq!(a.headers.get("content-type").and_then(|v| v.to_str().ok()), Some("text/plain; version=0.0.4"));
+        String::from_utf8(a.raw.to_vec()).expect("UTF-8")
+    }
 }
 
 /// A minimal JSON client over hyper.

@@ -123,9 +123,9 @@ async fn unknown_paths_and_internal_routes_are_plain_404s() {
     assert!(generated.len() == 32 && generated.bytes().all(|b| b.is_ascii_hexdigit()), "{generated:?}");
     let given = c.send(hyper::Method::GET, "/healthz", None, &[("x-request-id", "trace-42")], None).await;
     assert_eq!(given.headers.get("x-request-id").and_then(|v| v.to_str().ok()), Some("trace-42"), "a caller's id is kept");
-    let metrics = c.get("/metrics", None).await.expect(200);
-    assert!(String::from_utf8_lossy(&metrics.raw).contains("shopcell_requests_total{class=\"4xx\"}"));
-    assert_eq!(metrics.body, Value::Null);
+    let metrics = app.metrics().await;
+    assert!(metrics.contains("route=\"unmatched\",class=\"4xx\""), "{metrics}");
+    assert!(!metrics.contains("/api/v1/nope"), "a raw path is never a label");
 }
 
 #[tokio::test]
@@ -203,7 +203,7 @@ async fn metrics_show_every_cache_within_its_share_of_the_budget() {
     }
     let page = c.get(&format!("/api/v1/stores/{store}/products?sortBy=title&sortOrder=asc"), Some(&u.token)).await.expect(200);
     assert_eq!(page.body["total"], 3);
-    let text = String::from_utf8_lossy(&c.get("/metrics", None).await.expect(200).raw).into_owned();
+    let text = app.metrics().await;
     let budget: u64 =
         text.lines().find_map(|l| l.strip_prefix("shopcell_memory_budget_bytes ")).expect("the budget is shown").parse().unwrap();
     let shares = family(&text, "shopcell_cache_budget_bytes");
@@ -258,7 +258,7 @@ async fn stores_listed_before_a_restart_are_warmed_after_it_without_being_asked(
     // The warm-up runs in the background: wait for it (it is one small store).
     let mut held = 0;
     for _ in 0..200 {
-        let text = String::from_utf8_lossy(&again.client.get("/metrics", None).await.expect(200).raw).into_owned();
+        let text = again.metrics().await;
         held = family(&text, "shopcell_cache_entries").get(&lists).copied().unwrap_or(0);
         if held == 1 {
             break;
@@ -269,7 +269,7 @@ async fn stores_listed_before_a_restart_are_warmed_after_it_without_being_asked(
     assert_eq!(held, 1, "the list was built again without a list request");
     let page = again.client.get(&list, Some(&u.token)).await.expect(200);
     assert_eq!(page.body["data"][0]["title"], "Lamp");
-    let text = String::from_utf8_lossy(&again.client.get("/metrics", None).await.expect(200).raw).into_owned();
+    let text = again.metrics().await;
     assert_eq!(family(&text, "shopcell_cache_hits_total")[&lists], 1, "the first list after the restart is a hit");
     assert_eq!(family(&text, "shopcell_cache_misses_total")[&lists], 1, "the warm-up's build, and no other");
 }

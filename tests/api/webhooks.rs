@@ -118,7 +118,7 @@ async fn deliveries_are_signed_in_order_retried_on_schedule_and_logged() {
 
     // The runner's work shows in /metrics: every run completed (a receiver's 500 is a failed
     // delivery in the log, not a failed job).
-    let metrics = String::from_utf8(c.get("/metrics", None).await.expect(200).raw.to_vec()).unwrap();
+    let metrics = app.metrics().await;
     let count = |outcome: &str| -> u64 {
         let prefix = format!("shopcell_jobs_total{{owner=\"cell-1\",outcome=\"{outcome}\"}} ");
         metrics.lines().find_map(|l| l.strip_prefix(prefix.as_str())).and_then(|n| n.parse().ok()).expect("a jobs line")
