@@ -22,7 +22,9 @@ use std::time::Duration;
 
 use common::inspect::millis;
 use common::shop::Shop;
-use common::{BoxError, Client, Endpoint, LoadReport, ServerProcess, Settings, redb_fsync_baseline, run_load, start_bare_hyper};
+use common::{
+    BoxError, Client, Endpoint, InProcess, LoadReport, ServerProcess, Settings, redb_fsync_baseline, run_load, start_bare_hyper,
+};
 use hyper::StatusCode;
 use serde_json::{Value, json};
 
@@ -58,7 +60,7 @@ fn bench() -> Result<Vec<Row>, BoxError> {
     let settings = Settings::from_env()?;
     let load = common::runtime("load-gen")?;
     let server = ServerProcess::spawn_with(env!("CARGO_BIN_EXE_shopcell"), &["--answer-cache", "false"])?;
-    let result = (|| -> Result<Vec<Row>, BoxError> {
+    let result = (|| -> Result<(Vec<Row>, String, Vec<String>), BoxError> {
         let endpoint = Endpoint::new(server.addr);
         // 1. Completions: one location against five, the same lines in both stores.
         let (single, single_lines) = load.block_on(completion_store(&endpoint, "Single", 1, count))?;
@@ -95,9 +97,9 @@ fn bench() -> Result<Vec<Row>, BoxError> {
         settle_mail(server.dir(), 3 * count)?;
 
         // 3. Level reads over 50 locations with completions running.
-        let (bare, levels) = read_levels(&load, &endpoint, &settings, count, background)?;
+        let (bare, levels, store, variants) = read_levels(&load, &endpoint, &settings, count, background)?;
 
-        Ok(vec![
+        let rows = vec![
             ("completions: five locations, 40 % split / default location alone", five / alone, 0.5),
             ("fulfills with tracking / one fsync per transaction", fulfills / fsync.per_second(), 2.0),
             (
@@ -105,10 +107,53 @@ fn bench() -> Result<Vec<Row>, BoxError> {
                 levels.requests_per_second() / bare.requests_per_second(),
                 0.4,
             ),
-        ])
+        ];
+        Ok((rows, store, variants))
     })();
-    server.stop()?;
-    result
+    let dir = server.stop()?;
+    let (rows, store, variants) = result?;
+    // The same reads in this process: the handler's own work, without HTTP.
+    let server = InProcess::open(dir)?;
+    let timed = time_levels(&server, &store, &variants, settings.duration);
+    server.stop();
+    timed?;
+    Ok(rows)
+}
+
+/// Times a variant's levels (50 rows) as the handler reads them, then their JSON, in this process.
+fn time_levels(server: &InProcess, store: &str, variants: &[String], budget: Duration) -> Result<(), BoxError> {
+    let cell = server.cell()?;
+    let store = uuid::Uuid::parse_str(store)?;
+    let ids: Vec<uuid::Uuid> = variants.iter().map(|v| uuid::Uuid::parse_str(v)).collect::<Result<_, _>>()?;
+    let query = |v: &uuid::Uuid| shopcell::storage::list::ListQuery {
+        limit: 50,
+        filters: vec![(0, vec![v.as_bytes().to_vec()])],
+        ..Default::default()
+    };
+    let (mut n, mut bytes, started) = (0usize, 0usize, std::time::Instant::now());
+    let mut pages = Vec::new();
+    while started.elapsed() < budget.min(Duration::from_secs(2)) {
+        let page = shopcell::cells::stock::levels::list(&cell, store, &query(&ids[n % ids.len()]))?;
+        if page.items.len() != READ_LOCATIONS {
+            return Err(format!("a variant's levels: {} rows, {READ_LOCATIONS} expected", page.items.len()).into());
+        }
+        if pages.len() < ids.len() {
+            pages.push(page.items);
+        }
+        n += 1;
+    }
+    let read = started.elapsed() / n.max(1) as u32;
+    let started = std::time::Instant::now();
+    for i in 0..n {
+        bytes = serde_json::to_vec(&pages[i % pages.len()])?.len();
+    }
+    let json = started.elapsed() / n.max(1) as u32;
+    println!(
+        "in-process: a variant's levels over {READ_LOCATIONS} locations read in {:.1} µs, written as JSON in {:.1} µs ({bytes} bytes)",
+        read.as_secs_f64() * 1e6,
+        json.as_secs_f64() * 1e6
+    );
+    Ok(())
 }
 
 fn env<T: std::str::FromStr>(name: &str, default: T) -> Result<T, BoxError>
@@ -262,7 +307,7 @@ fn read_levels(
     settings: &Settings,
     count: usize,
     background: u64,
-) -> Result<(LoadReport, LoadReport), BoxError> {
+) -> Result<(LoadReport, LoadReport, String, Vec<String>), BoxError> {
     let window = settings.warmup + settings.duration + Duration::from_secs(1);
     let needed = (background as f64 * window.as_secs_f64()).ceil() as usize;
     let shop = load.block_on(Shop::open(endpoint, "Fifty"))?;
@@ -315,6 +360,7 @@ fn read_levels(
             }
         })
     };
+    let variants_read = variants.clone();
     let (reader, base, seed) = (shop.owner.clone(), shop.base.clone(), 0x9E37_79B9_7F4A_7C15u64);
     let report = load.block_on(run_load(endpoint.addr, settings, move |n| {
         // A multiplicative hash of the counter: every client reads scattered variants.
@@ -332,5 +378,6 @@ fn read_levels(
     if let Some(first) = &report.first_error {
         return Err(format!("level reads failed: {first}").into());
     }
-    Ok((bare_report, report))
+    let store = shop.base.rsplit('/').next().unwrap_or_default().to_string();
+    Ok((bare_report, report, store, variants_read))
 }
