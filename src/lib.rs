@@ -5,6 +5,7 @@ pub mod admin;
 pub mod api;
 pub mod cells;
 pub mod cli;
+pub mod demo;
 pub mod clock;
 pub mod domain;
 pub mod error;

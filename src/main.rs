@@ -9,6 +9,10 @@ use shopcell::run;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
+    // Before anything is created: keys, databases, mail and backups are the service user's alone
+    // (files 0600, directories 0700), whatever umask the caller left.
+    // SAFETY: umask(2) only sets the process's mask; it cannot fail and touches no memory.
+    unsafe { libc::umask(0o077) };
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -29,11 +33,12 @@ fn main() -> std::process::ExitCode {
             Command::Serve(a) => {
                 let node = run::build_serve(&a)?;
                 println!("shopcell data in {}", a.data.display());
-                run::serve_until_signal(node, a.listen, "serve").await
+                let demo = if a.demo { Some(shopcell::demo::seed(&node).await?) } else { None };
+                run::serve_until_signal(node, a.listen, "serve", demo).await
             }
-            Command::Account(a) => run::serve_until_signal(run::build_account(&a)?, a.listen, "account").await,
-            Command::Cell(a) => run::serve_until_signal(run::build_cell(&a).await?, a.listen, "cell").await,
-            Command::Router(a) => run::serve_until_signal(run::build_router(&a)?, a.listen, "router").await,
+            Command::Account(a) => run::serve_until_signal(run::build_account(&a)?, a.listen, "account", None).await,
+            Command::Cell(a) => run::serve_until_signal(run::build_cell(&a).await?, a.listen, "cell", None).await,
+            Command::Router(a) => run::serve_until_signal(run::build_router(&a)?, a.listen, "router", None).await,
             Command::Admin(c) => shopcell::admin::run(c).await,
             Command::Healthcheck(a) => shopcell::healthcheck::run(a).await,
         }

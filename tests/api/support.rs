@@ -59,6 +59,8 @@ pub fn default_args(data: &std::path::Path) -> ServeArgs {
         listen: "127.0.0.1:0".parse().expect("address"),
         public_url: None,
         cells: vec!["cell-1".to_string()],
+        signup: Default::default(),
+        demo: false,
         plans: None,
         auth: Default::default(),
         connections: Default::default(),
