@@ -77,7 +77,8 @@ async fn seed_store(node: &Node) -> ApiResult<Seeded> {
     let account = node.account.as_deref().ok_or_else(|| ApiError::internal("--demo needs the account service"))?;
     let made = account.create_user(EMAIL, "Demo Merchant", None).await?;
     let password = made.generated_password.ok_or_else(|| ApiError::internal("no password was generated"))?;
-    let body = CreateStore { name: "Demo Outfitters".into(), currency: "USD".into(), country: "US".into(), timezone: "UTC".into() };
+    let body =
+        CreateStore { name: "Demo Outfitters".into(), currency: "USD".into(), country: "US".into(), timezone: "UTC".into() };
     let store = crate::api::stores::open_store(node, made.user_id, body).await?;
     let placed = node.directory.locate(store.id).await?.unwrap_or_default();
     let cell = node.cells.get(&placed).cloned().ok_or_else(|| ApiError::internal("the demo store has no cell here"))?;

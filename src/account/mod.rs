@@ -275,7 +275,8 @@ impl AccountService {
         t.get(id.as_u128())?.map(|v| decode(v.value())).transpose()
     }
 
-    fn user_by_email(&self, email: &str) -> ApiResult<Option<User>> {
+    /// The user whose (normalized) email this is.
+    pub fn user_by_email(&self, email: &str) -> ApiResult<Option<User>> {
         let txn = self.db.begin_read()?;
         let Some(id) = txn.open_table(USER_EMAILS)?.get(email)?.map(|v| v.value()) else { return Ok(None) };
         txn.open_table(USERS)?.get(id)?.map(|v| decode(v.value())).transpose()

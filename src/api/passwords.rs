@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use crate::account::invitations::AcceptInvite;
 use crate::account::model::{LoginResult, check_password, normalize_email};
-use crate::account::provisioning::CreatedUser;
 use crate::account::passwords::{AdminReset, ChangePassword, ForgotAccepted, ForgotPassword, ResetPassword};
+use crate::account::provisioning::CreatedUser;
 use crate::api::auth::{account, limit_account, limit_address, tokens};
 use crate::api::device;
 use crate::error::{ApiResult, Check, Code};
