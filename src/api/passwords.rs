@@ -77,6 +77,7 @@ pub fn routes() -> Vec<Route> {
             "Create an account whatever `--signup` says; a generated password is answered once",
         )
         .secret()
+        .errors(&[409])
         .body::<InternalCreate>(),
     ]
 }
