@@ -22,7 +22,7 @@ pub const EMAIL: &str = "demo@example.com";
 /// How many products the demo store holds.
 pub const PRODUCTS: usize = 300;
 /// The generator's seed: the demo catalogue is this number's.
-const SEED: u64 = 0x5eed_0f_de70_ca7a;
+const SEED: u64 = 0x005e_ed0f_de70_ca7a;
 /// Products written at once: the cell's writer commits concurrent writes together.
 const CONCURRENT_WRITES: usize = 32;
 
