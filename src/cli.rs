@@ -605,6 +605,21 @@ mod tests {
     }
 
     #[test]
+    fn every_role_reads_every_flag_from_the_environment() {
+        let cli = <Cli as clap::CommandFactory>::command();
+        let mut missing = Vec::new();
+        for role in ["serve", "account", "cell", "router"] {
+            let cmd = cli.find_subcommand(role).expect("a role");
+            // `--demo` seeds once: a variable left set would refuse every later start.
+            let skip = |id: &str| matches!(id, "help" | "demo" | "jobs_paused");
+            for a in cmd.get_arguments().filter(|a| !skip(a.get_id().as_str()) && a.get_env().is_none()) {
+                missing.push(format!("{role} --{}", a.get_long().unwrap_or_default()));
+            }
+        }
+        assert!(missing.is_empty(), "without an environment variable: {missing:?}");
+    }
+
+    #[test]
     fn listen_takes_an_address_or_a_host_name() {
         let listen = |l: &str| match Cli::try_parse_from(["shopcell", "serve", "--listen", l]).map(|c| c.command) {
             Ok(Command::Serve(a)) => Some(a.listen),

@@ -33,12 +33,11 @@ fn main() -> std::process::ExitCode {
             Command::Serve(a) => {
                 let node = run::build_serve(&a)?;
                 println!("shopcell data in {}", a.data.display());
-                let demo = if a.demo { Some(shopcell::demo::seed(&node).await?) } else { None };
-                run::serve_until_signal(node, a.listen, "serve", demo).await
+                run::serve_until_signal(node, a.listen, "serve", a.demo).await
             }
-            Command::Account(a) => run::serve_until_signal(run::build_account(&a)?, a.listen, "account", None).await,
-            Command::Cell(a) => run::serve_until_signal(run::build_cell(&a).await?, a.listen, "cell", None).await,
-            Command::Router(a) => run::serve_until_signal(run::build_router(&a)?, a.listen, "router", None).await,
+            Command::Account(a) => run::serve_until_signal(run::build_account(&a)?, a.listen, "account", false).await,
+            Command::Cell(a) => run::serve_until_signal(run::build_cell(&a).await?, a.listen, "cell", false).await,
+            Command::Router(a) => run::serve_until_signal(run::build_router(&a)?, a.listen, "router", false).await,
             Command::Admin(c) => shopcell::admin::run(c).await,
             Command::Healthcheck(a) => shopcell::healthcheck::run(a).await,
         }

@@ -340,17 +340,16 @@ pub async fn spawn(node: Node, listen: SocketAddr) -> Result<Running, BoxError> 
     Ok(Running { addr, node, stop: Some(stop), task: Some(task) })
 }
 
-/// Binds `listen`, prints the URL (and what `--demo` made), and serves until Ctrl-C or SIGTERM.
-pub async fn serve_until_signal(
-    node: Node,
-    listen: SocketAddr,
-    what: &str,
-    demo: Option<crate::demo::Seeded>,
-) -> Result<(), BoxError> {
+/// Binds `listen`, seeds the demo store when `demo` (`serve --demo`), prints the URL (and the
+/// demo merchant's password), and serves until Ctrl-C or SIGTERM.
+pub async fn serve_until_signal(node: Node, listen: SocketAddr, what: &str, demo: bool) -> Result<(), BoxError> {
     let listener = bind(listen).await?;
     let addr = listener.local_addr()?;
+    // After binding: an address in use must not leave a seeded directory whose password was
+    // never shown. Before accepting: nobody sees the store half made.
+    let seeded = if demo { Some(crate::demo::seed(&node).await?) } else { None };
     println!("shopcell {what} listening on {}", crate::server::url(addr));
-    if let Some(d) = demo {
+    if let Some(d) = seeded {
         println!("{}", d.announce(&crate::server::url(addr)));
     }
     tracing::info!(%addr, mode = what, "listening");
