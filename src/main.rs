@@ -30,14 +30,26 @@ fn main() -> std::process::ExitCode {
     };
     let result = runtime.block_on(async move {
         match cli.command {
+            // Each role binds its address first: one in use is refused before anything is
+            // written to the data directory.
             Command::Serve(a) => {
+                let listener = run::bind(a.listen).await?;
                 let node = run::build_serve(&a)?;
                 println!("shopcell data in {}", a.data.display());
-                run::serve_until_signal(node, a.listen, "serve", a.demo).await
+                run::serve_until_signal(node, listener, "serve", a.demo).await
             }
-            Command::Account(a) => run::serve_until_signal(run::build_account(&a)?, a.listen, "account", false).await,
-            Command::Cell(a) => run::serve_until_signal(run::build_cell(&a).await?, a.listen, "cell", false).await,
-            Command::Router(a) => run::serve_until_signal(run::build_router(&a)?, a.listen, "router", false).await,
+            Command::Account(a) => {
+                let listener = run::bind(a.listen).await?;
+                run::serve_until_signal(run::build_account(&a)?, listener, "account", false).await
+            }
+            Command::Cell(a) => {
+                let listener = run::bind(a.listen).await?;
+                run::serve_until_signal(run::build_cell(&a).await?, listener, "cell", false).await
+            }
+            Command::Router(a) => {
+                let listener = run::bind(a.listen).await?;
+                run::serve_until_signal(run::build_router(&a)?, listener, "router", false).await
+            }
             Command::Admin(c) => shopcell::admin::run(c).await,
             Command::Healthcheck(a) => shopcell::healthcheck::run(a).await,
         }

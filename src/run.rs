@@ -307,7 +307,7 @@ impl Running {
 }
 
 /// Binds `listen`; the error names the address ("address already in use" alone does not say which).
-async fn bind(listen: SocketAddr) -> Result<TcpListener, BoxError> {
+pub async fn bind(listen: SocketAddr) -> Result<TcpListener, BoxError> {
     TcpListener::bind(listen).await.map_err(|e| format!("cannot listen on {listen}: {e}").into())
 }
 
@@ -340,13 +340,12 @@ pub async fn spawn(node: Node, listen: SocketAddr) -> Result<Running, BoxError> 
     Ok(Running { addr, node, stop: Some(stop), task: Some(task) })
 }
 
-/// Binds `listen`, seeds the demo store when `demo` (`serve --demo`), prints the URL (and the
-/// demo merchant's password), and serves until Ctrl-C or SIGTERM.
-pub async fn serve_until_signal(node: Node, listen: SocketAddr, what: &str, demo: bool) -> Result<(), BoxError> {
-    let listener = bind(listen).await?;
+/// Seeds the demo store when `demo` (`serve --demo`), prints the URL (and the demo merchant's
+/// password), and serves on `listener` (bound with [`bind`] before `node` was built, so an
+/// address in use leaves the data directory untouched) until Ctrl-C or SIGTERM.
+pub async fn serve_until_signal(node: Node, listener: TcpListener, what: &str, demo: bool) -> Result<(), BoxError> {
     let addr = listener.local_addr()?;
-    // After binding: an address in use must not leave a seeded directory whose password was
-    // never shown. Before accepting: nobody sees the store half made.
+    // Before accepting: nobody sees the store half made.
     let seeded = if demo { Some(crate::demo::seed(&node).await?) } else { None };
     println!("shopcell {what} listening on {}", crate::server::url(addr));
     if let Some(d) = seeded {

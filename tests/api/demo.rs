@@ -93,6 +93,17 @@ async fn a_demo_store_has_products_with_variants_in_collections_a_discount_shipp
 }
 
 #[test]
+fn demo_on_an_address_in_use_leaves_the_directory_empty() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let ran = run_shopcell(&["serve", "--demo", "--data", &dir.path().to_string_lossy(), "--listen", &addr], None, &[]);
+    assert_eq!(ran.code, 1);
+    assert!(ran.stderr.contains(&format!("cannot listen on {addr}")), "{}", ran.stderr);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "a second try with --demo is not refused");
+}
+
+#[test]
 fn demo_refuses_a_directory_that_holds_anything() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("notes.txt"), b"mine").unwrap();
