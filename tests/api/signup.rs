@@ -56,6 +56,17 @@ async fn closed_sign_up_refuses_strangers_and_the_operator_creates_accounts() {
     assert_eq!(owner["user"]["name"], "Shop Owner");
     let token = owner["accessToken"].as_str().unwrap().to_string();
 
+    // Closed sign-up keeps existing accounts: a first social sign-in with their verified email
+    // links the provider account and signs in.
+    p.set_user("owner-sub", "owner@example.com");
+    let linked = c
+        .post("/api/v1/auth/native", None, json!({"provider": "google", "idToken": p.id_token(&p.client_id, None)}))
+        .await
+        .expect(200)
+        .body;
+    assert_eq!(linked["user"]["id"], owner["user"]["id"]);
+    assert!(account_of(&app).social_link("google", "owner-sub").unwrap().is_some());
+
     // The same email again is refused, naming why; the account keeps its password.
     let again = run_shopcell(&[&online[..], &["--email", "owner@example.com", "--name", "Other"]].concat(), None, &[]);
     assert_eq!(again.code, 1);
