@@ -5,6 +5,7 @@ use hyper::Method;
 use crate::account::AccountService;
 use crate::account::keys::read_service_key;
 use crate::account::passwords::AdminReset;
+use crate::account::provisioning::CreatedUser;
 use crate::cells::product_search;
 use crate::cli::{AdminCommand, TaxonomyCommand};
 use crate::clock::Clock;
@@ -50,6 +51,28 @@ pub async fn run(cmd: AdminCommand) -> Result<(), BoxError> {
             }
             Ok(())
         }
+        AdminCommand::CreateUser { email, name, url, password_stdin, service_key_file, data } => {
+            let password = if password_stdin { Some(read_password()?) } else { None };
+            let made: CreatedUser = match url {
+                Some(url) => {
+                    let key_file = service_key_file.unwrap_or_else(|| account_dir(&data).join("service.key"));
+                    let up = Upstream::new(&url, &read_service_key(&key_file)?);
+                    let body = Body::json(&serde_json::json!({ "email": email, "name": name, "password": password }))?;
+                    up.call(Method::POST, "/internal/v1/users", body).await?
+                }
+                None => {
+                    let account = open_account_offline(&data, None)?;
+                    let made = account.create_user(&email, &name, password).await;
+                    account.close();
+                    made.map_err(|e| e.message)?
+                }
+            };
+            println!("user {} created: {}", made.user_id, made.email);
+            if let Some(p) = made.generated_password {
+                println!("password (shown once): {p}");
+            }
+            Ok(())
+        }
         AdminCommand::Check { data } => check(&data),
         AdminCommand::Reindex { data, cell } => reindex(&data, cell.as_deref()),
         AdminCommand::Compact { data, cell } => compact(&data, cell.as_deref()),
@@ -87,6 +110,15 @@ pub async fn reset_password_offline(
     password: Option<String>,
     public_url: Option<&str>,
 ) -> Result<AdminReset, BoxError> {
+    let account = open_account_offline(data, public_url)?;
+    let done = account.admin_reset_password(email, password).await;
+    account.close();
+    Ok(done.map_err(|e| e.message)?)
+}
+
+/// The account service of a stopped data directory, for an offline operator command (refused
+/// while a process holds it). Close it when done.
+fn open_account_offline(data: &std::path::Path, public_url: Option<&str>) -> Result<AccountService, BoxError> {
     let dir = account_dir(data);
     if !dir.join("account.redb").exists() {
         return Err(format!("no account database under {}", dir.display()).into());
@@ -95,9 +127,7 @@ pub async fn reset_password_offline(
     let account = AccountService::open(&dir, Clock::system(), &shares)
         .map_err(|e| format!("{}: {e} (is a process serving it? use --url, or stop it first)", dir.display()))?
         .with_public_url(public_url);
-    let done = account.admin_reset_password(email, password).await;
-    account.close();
-    Ok(done.map_err(|e| e.message)?)
+    Ok(account)
 }
 
 fn check(data: &std::path::Path) -> Result<(), BoxError> {

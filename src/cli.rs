@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+pub use crate::account::provisioning::Signup;
+
 #[derive(Parser, Debug)]
 #[command(name = "shopcell", version, about = "A multi-store commerce platform in one binary")]
 pub struct Cli {
@@ -46,19 +48,27 @@ pub struct HealthcheckArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct ServeArgs {
-    /// Data directory.
+    /// Data directory (created 0700 when absent).
     #[arg(long, env = "SHOPCELL_DATA", default_value = "./shopcell-data")]
     pub data: PathBuf,
-    /// Address to listen on.
-    #[arg(long, env = "SHOPCELL_LISTEN", default_value = "127.0.0.1:8080")]
+    /// Address to listen on, `HOST:PORT`; a host name is resolved (IPv4 first).
+    #[arg(long, env = "SHOPCELL_LISTEN", default_value = "127.0.0.1:8080", value_parser = parse_listen)]
     pub listen: SocketAddr,
     /// The base of links in mail (password resets, invitations): an http or https URL; default:
     /// the URL this process prints once it listens.
     #[arg(long, env = "SHOPCELL_PUBLIC_URL", value_parser = crate::account::links::parse_public_url)]
     pub public_url: Option<String>,
     /// Names of the cells to run (comma-separated).
-    #[arg(long, value_delimiter = ',', default_value = "cell-1")]
+    #[arg(long, env = "SHOPCELL_CELLS", value_delimiter = ',', default_value = "cell-1")]
     pub cells: Vec<String>,
+    /// Whether anyone may register (`open`), or accounts come only from `shopcell admin
+    /// create-user` and invitations (`closed`).
+    #[arg(long, env = "SHOPCELL_SIGNUP", value_enum, default_value_t = Signup::Open)]
+    pub signup: Signup,
+    /// On an empty or absent data directory: create a merchant (password printed once) and a
+    /// demo store of a few hundred products. Refused on a directory that holds anything.
+    #[arg(long)]
+    pub demo: bool,
     /// Sign-in options: CORS origins, social providers, rate limits.
     #[command(flatten)]
     pub auth: AuthArgs,
@@ -95,17 +105,23 @@ pub struct ServeArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct AccountArgs {
-    #[arg(long, default_value = "./shopcell-data")]
+    /// Data directory (created 0700 when absent); the directory lives in `account/`.
+    #[arg(long, env = "SHOPCELL_DATA", default_value = "./shopcell-data")]
     pub data: PathBuf,
-    #[arg(long, default_value = "127.0.0.1:8081")]
+    /// Address to listen on, `HOST:PORT`; a host name is resolved (IPv4 first).
+    #[arg(long, env = "SHOPCELL_LISTEN", default_value = "127.0.0.1:8081", value_parser = parse_listen)]
     pub listen: SocketAddr,
     /// The base of links in mail (password resets, invitations): an http or https URL; default:
     /// the URL this process prints once it listens.
     #[arg(long, env = "SHOPCELL_PUBLIC_URL", value_parser = crate::account::links::parse_public_url)]
     pub public_url: Option<String>,
-    /// A cell stores can be placed in, as NAME=URL (repeat for each cell).
-    #[arg(long = "cell", value_parser = parse_named_url)]
+    /// A cell stores can be placed in, as NAME=URL (repeat for each cell, or comma-separate).
+    #[arg(long = "cell", env = "SHOPCELL_CELL_URLS", value_delimiter = ',', value_parser = parse_named_url)]
     pub cells: Vec<(String, String)>,
+    /// Whether anyone may register (`open`), or accounts come only from `shopcell admin
+    /// create-user` and invitations (`closed`).
+    #[arg(long, env = "SHOPCELL_SIGNUP", value_enum, default_value_t = Signup::Open)]
+    pub signup: Signup,
     /// Sign-in options: CORS origins, social providers, rate limits.
     #[command(flatten)]
     pub auth: AuthArgs,
@@ -130,18 +146,20 @@ pub struct AccountArgs {
 #[derive(Args, Debug, Clone)]
 pub struct CellArgs {
     /// The cell's name, as the account service and routers know it.
-    #[arg(long)]
+    #[arg(long, env = "SHOPCELL_CELL_NAME")]
     pub name: String,
-    #[arg(long, default_value = "./shopcell-data")]
+    /// Data directory (created 0700 when absent); the cell lives in `cells/NAME/`.
+    #[arg(long, env = "SHOPCELL_DATA", default_value = "./shopcell-data")]
     pub data: PathBuf,
-    #[arg(long, default_value = "127.0.0.1:8082")]
+    /// Address to listen on, `HOST:PORT`; a host name is resolved (IPv4 first).
+    #[arg(long, env = "SHOPCELL_LISTEN", default_value = "127.0.0.1:8082", value_parser = parse_listen)]
     pub listen: SocketAddr,
     /// Base URL of the account service.
-    #[arg(long)]
+    #[arg(long, env = "SHOPCELL_ACCOUNT_URL")]
     pub account: String,
     /// File holding the platform service key (the account service writes it to its data
     /// directory as `account/service.key`).
-    #[arg(long)]
+    #[arg(long, env = "SHOPCELL_SERVICE_KEY_FILE")]
     pub service_key_file: PathBuf,
     /// Payment provider options.
     #[command(flatten)]
@@ -168,15 +186,17 @@ pub struct CellArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct RouterArgs {
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    /// Address to listen on, `HOST:PORT`; a host name is resolved (IPv4 first).
+    #[arg(long, env = "SHOPCELL_LISTEN", default_value = "127.0.0.1:8080", value_parser = parse_listen)]
     pub listen: SocketAddr,
     /// Base URL of the account service.
-    #[arg(long)]
+    #[arg(long, env = "SHOPCELL_ACCOUNT_URL")]
     pub account: String,
-    /// A cell, as NAME=URL (repeat for each cell).
-    #[arg(long = "cell", value_parser = parse_named_url)]
+    /// A cell, as NAME=URL (repeat for each cell, or comma-separate).
+    #[arg(long = "cell", env = "SHOPCELL_CELL_URLS", value_delimiter = ',', value_parser = parse_named_url)]
     pub cells: Vec<(String, String)>,
-    #[arg(long)]
+    /// File holding the platform service key (the account service's `account/service.key`).
+    #[arg(long, env = "SHOPCELL_SERVICE_KEY_FILE")]
     pub service_key_file: PathBuf,
     /// Sign-in options: CORS origins, social providers, rate limits.
     #[command(flatten)]
@@ -374,6 +394,7 @@ pub enum AdminCommand {
         /// URL of the running `serve` process or account service.
         #[arg(long, default_value = "http://127.0.0.1:8080")]
         url: String,
+        /// The store's id.
         #[arg(long)]
         store: uuid::Uuid,
         /// The target cell's name.
@@ -385,7 +406,8 @@ pub enum AdminCommand {
         /// Service key file (default: `<data>/account/service.key`).
         #[arg(long)]
         service_key_file: Option<PathBuf>,
-        #[arg(long, default_value = "./shopcell-data")]
+        /// Data directory (where the default service key file is, or the databases offline).
+        #[arg(long, env = "SHOPCELL_DATA", default_value = "./shopcell-data")]
         data: PathBuf,
     },
     /// Reopens a store its owner closed, within the grace period, through a running `serve` or
@@ -394,12 +416,14 @@ pub enum AdminCommand {
         /// URL of the running `serve` process or account service.
         #[arg(long, default_value = "http://127.0.0.1:8080")]
         url: String,
+        /// The closed store's id.
         #[arg(long)]
         store: uuid::Uuid,
         /// Service key file (default: `<data>/account/service.key`).
         #[arg(long)]
         service_key_file: Option<PathBuf>,
-        #[arg(long, default_value = "./shopcell-data")]
+        /// Data directory (where the default service key file is, or the databases offline).
+        #[arg(long, env = "SHOPCELL_DATA", default_value = "./shopcell-data")]
         data: PathBuf,
     },
     /// Ends every session of a user and prints a one-use password reset link, or sets the
@@ -423,18 +447,45 @@ pub enum AdminCommand {
         /// Service key file (default: `<data>/account/service.key`).
         #[arg(long)]
         service_key_file: Option<PathBuf>,
-        #[arg(long, default_value = "./shopcell-data")]
+        /// Data directory (where the default service key file is, or the databases offline).
+        #[arg(long, env = "SHOPCELL_DATA", default_value = "./shopcell-data")]
+        data: PathBuf,
+    },
+    /// Creates an account, whatever `--signup` says. Through a running `serve` or account service
+    /// with `--url`; without it, on the account database under `--data` (stop the process that
+    /// holds it first). The password is read from stdin (`--password-stdin`), or generated and
+    /// printed once.
+    CreateUser {
+        /// The account's email; one some account already uses is refused.
+        #[arg(long)]
+        email: String,
+        /// The account holder's name.
+        #[arg(long)]
+        name: String,
+        /// URL of the running `serve` process or account service.
+        #[arg(long)]
+        url: Option<String>,
+        /// Read the password from the first line of stdin instead of generating one.
+        #[arg(long)]
+        password_stdin: bool,
+        /// Service key file (default: `<data>/account/service.key`).
+        #[arg(long)]
+        service_key_file: Option<PathBuf>,
+        /// Data directory (where the default service key file is, or the databases offline).
+        #[arg(long, env = "SHOPCELL_DATA", default_value = "./shopcell-data")]
         data: PathBuf,
     },
     /// Opens every database under a data directory and reports its format and tables.
     Check {
-        #[arg(long, default_value = "./shopcell-data")]
+        /// Data directory (where the default service key file is, or the databases offline).
+        #[arg(long, env = "SHOPCELL_DATA", default_value = "./shopcell-data")]
         data: PathBuf,
     },
     /// Rebuilds the search index of every cell (or of one) from its redb data. Offline: stop the
     /// process that serves the cells first (it holds their databases).
     Reindex {
-        #[arg(long, default_value = "./shopcell-data")]
+        /// Data directory (where the default service key file is, or the databases offline).
+        #[arg(long, env = "SHOPCELL_DATA", default_value = "./shopcell-data")]
         data: PathBuf,
         /// Only this cell.
         #[arg(long)]
@@ -443,7 +494,8 @@ pub enum AdminCommand {
     /// Gives back the unused space of the account database and of every cell (or of one): redb
     /// files never shrink by themselves. Offline: stop the process that serves them first.
     Compact {
-        #[arg(long, default_value = "./shopcell-data")]
+        /// Data directory (where the default service key file is, or the databases offline).
+        #[arg(long, env = "SHOPCELL_DATA", default_value = "./shopcell-data")]
         data: PathBuf,
         /// Only this cell (and not the account database).
         #[arg(long)]
@@ -462,10 +514,24 @@ pub enum TaxonomyCommand {
     /// Validates FILE (format: `data-format/taxonomy.md`) and installs it as
     /// `<data>/taxonomy.json`; every process on that data directory serves it from its next start.
     Import {
+        /// The taxonomy file (JSON).
         file: PathBuf,
-        #[arg(long, default_value = "./shopcell-data")]
+        /// Data directory (where the default service key file is, or the databases offline).
+        #[arg(long, env = "SHOPCELL_DATA", default_value = "./shopcell-data")]
         data: PathBuf,
     },
+}
+
+/// `--listen`: an address, or `HOST:PORT` with a host name resolved now; IPv4 is preferred, as
+/// `localhost` often resolves to `::1` first on hosts where nothing else listens on IPv6.
+fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    if let Ok(addr) = s.parse() {
+        return Ok(addr);
+    }
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<SocketAddr> =
+        s.to_socket_addrs().map_err(|e| format!("cannot resolve {s:?} (expected HOST:PORT): {e}"))?.collect();
+    addrs.iter().find(|a| a.is_ipv4()).or(addrs.first()).copied().ok_or_else(|| format!("{s:?} resolves to no address"))
 }
 
 fn parse_named_url(s: &str) -> Result<(String, String), String> {
@@ -489,7 +555,7 @@ pub struct MailArgs {
     pub mail_from: String,
     /// A domain stores may send from under their own address, because this server's mail passes
     /// its SPF and DKIM (repeat or comma-separate).
-    #[arg(long = "mail-sender-domain", value_delimiter = ',')]
+    #[arg(long = "mail-sender-domain", env = "SHOPCELL_MAIL_SENDER_DOMAINS", value_delimiter = ',')]
     pub mail_sender_domains: Vec<String>,
 }
 
@@ -525,6 +591,54 @@ mod tests {
         assert!(serve(&[]));
         assert!(!serve(&["--answer-cache", "false"]));
         assert!(Cli::try_parse_from(["shopcell", "serve", "--answer-cache", "maybe"]).is_err());
+    }
+
+    #[test]
+    fn every_flag_and_command_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for a in cmd.get_arguments().filter(|a| !matches!(a.get_id().as_str(), "help" | "version")) {
+                if a.get_help().is_none() {
+                    missing.push(format!("{path} {}", a.get_id()));
+                }
+            }
+            for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+                if sub.get_about().is_none() {
+                    missing.push(format!("{path} {}", sub.get_name()));
+                }
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&<Cli as clap::CommandFactory>::command(), "shopcell", &mut missing);
+        assert!(missing.is_empty(), "without help: {missing:?}");
+    }
+
+    #[test]
+    fn every_role_reads_every_flag_from_the_environment() {
+        let cli = <Cli as clap::CommandFactory>::command();
+        let mut missing = Vec::new();
+        for role in ["serve", "account", "cell", "router"] {
+            let cmd = cli.find_subcommand(role).expect("a role");
+            // `--demo` seeds once: a variable left set would refuse every later start.
+            let skip = |id: &str| matches!(id, "help" | "demo" | "jobs_paused");
+            for a in cmd.get_arguments().filter(|a| !skip(a.get_id().as_str()) && a.get_env().is_none()) {
+                missing.push(format!("{role} --{}", a.get_long().unwrap_or_default()));
+            }
+        }
+        assert!(missing.is_empty(), "without an environment variable: {missing:?}");
+    }
+
+    #[test]
+    fn listen_takes_an_address_or_a_host_name() {
+        let listen = |l: &str| match Cli::try_parse_from(["shopcell", "serve", "--listen", l]).map(|c| c.command) {
+            Ok(Command::Serve(a)) => Some(a.listen),
+            _ => None,
+        };
+        assert_eq!(listen("127.0.0.1:9000"), Some("127.0.0.1:9000".parse().unwrap()));
+        assert_eq!(listen("[::1]:9000"), Some("[::1]:9000".parse().unwrap()));
+        assert_eq!(listen("localhost:9000").map(|a| a.port()), Some(9000));
+        assert!(listen("localhost:9000").is_some_and(|a| a.ip().is_loopback()));
+        assert_eq!(listen("localhost"), None, "a port is needed");
     }
 
     #[test]

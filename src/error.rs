@@ -38,6 +38,7 @@ error_table! {
     INVALID_PUBLISHABLE_KEY => 401, "the publishable key is invalid or revoked";
     INVALID_MFA_CODE => 401, "the verification code is wrong or was already used";
     FORBIDDEN => 403, "you are not allowed to do this";
+    SIGNUP_CLOSED => 403, "sign-up is closed here; ask the operator for an account";
     INVALID_SESSION_TOKEN => 403, "the checkout's sessionToken is missing or wrong";
     NOT_FOUND => 404, "not found";
     METHOD_NOT_ALLOWED => 405, "this method is not allowed on this path";

@@ -6,6 +6,7 @@ pub mod api;
 pub mod cells;
 pub mod cli;
 pub mod clock;
+pub mod demo;
 pub mod domain;
 pub mod error;
 pub mod healthcheck;

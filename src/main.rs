@@ -9,6 +9,10 @@ use shopcell::run;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
+    // Before anything is created: keys, databases, mail and backups are the service user's alone
+    // (files 0600, directories 0700), whatever umask the caller left.
+    // SAFETY: umask(2) only sets the process's mask; it cannot fail and touches no memory.
+    unsafe { libc::umask(0o077) };
     let cli = Cli::parse();
     // Held to the end: dropping it writes out the lines still queued.
     let _log = shopcell::logs::init(cli.log_format);
@@ -21,14 +25,26 @@ fn main() -> std::process::ExitCode {
     };
     let result = runtime.block_on(async move {
         match cli.command {
+            // Each role binds its address first: one in use is refused before anything is
+            // written to the data directory.
             Command::Serve(a) => {
+                let listener = run::bind(a.listen).await?;
                 let node = run::build_serve(&a)?;
                 println!("shopcell data in {}", a.data.display());
-                run::serve_until_signal(node, a.listen, "serve").await
+                run::serve_until_signal(node, listener, "serve", a.demo).await
             }
-            Command::Account(a) => run::serve_until_signal(run::build_account(&a)?, a.listen, "account").await,
-            Command::Cell(a) => run::serve_until_signal(run::build_cell(&a).await?, a.listen, "cell").await,
-            Command::Router(a) => run::serve_until_signal(run::build_router(&a)?, a.listen, "router").await,
+            Command::Account(a) => {
+                let listener = run::bind(a.listen).await?;
+                run::serve_until_signal(run::build_account(&a)?, listener, "account", false).await
+            }
+            Command::Cell(a) => {
+                let listener = run::bind(a.listen).await?;
+                run::serve_until_signal(run::build_cell(&a).await?, listener, "cell", false).await
+            }
+            Command::Router(a) => {
+                let listener = run::bind(a.listen).await?;
+                run::serve_until_signal(run::build_router(&a)?, listener, "router", false).await
+            }
             Command::Admin(c) => shopcell::admin::run(c).await,
             Command::Healthcheck(a) => shopcell::healthcheck::run(a).await,
         }

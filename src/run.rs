@@ -88,6 +88,18 @@ fn open_cells(
     Ok(cells)
 }
 
+/// Creates the data directory when absent (0700, by the process's umask) and checks that this
+/// user can write in it, naming it: a later failure deep in a database open would not say which
+/// path was wrong.
+pub fn prepare_data_dir(data: &Path) -> Result<(), BoxError> {
+    std::fs::create_dir_all(data).map_err(|e| format!("cannot create the data directory {}: {e}", data.display()))?;
+    let probe = data.join(".shopcell-write-check");
+    std::fs::write(&probe, b"")
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|e| format!("cannot write in the data directory {}: {e}", data.display()))?;
+    Ok(())
+}
+
 pub fn account_dir(data: &Path) -> PathBuf {
     data.join("account")
 }
@@ -115,11 +127,16 @@ pub fn build_serve_with_clock(args: &ServeArgs, clock: Clock) -> Result<Node, Bo
     if args.cells.is_empty() {
         return Err("at least one cell is needed".into());
     }
+    if args.demo {
+        crate::demo::refuse_unless_empty(&args.data)?;
+    }
+    prepare_data_dir(&args.data)?;
     let (budget, shares) = divide_memory(&args.memory, args.cells.len())?;
     let mailer = mailer(&args.mail, &args.data, &args.outbound)?;
-    let account = open_account(&args.data, &args.auth, &mailer, &shares, &clock)?
+    let mut account = open_account(&args.data, &args.auth, &mailer, &shares, &clock)?
         .with_plans(plans(args.plans.as_deref())?)
         .with_public_url(args.public_url.as_deref());
+    account.signup = args.signup;
     let account = Arc::new(account);
     let verifier = TokenVerifier::new(vec![account.key.public_key()], clock.clone());
     let cells = open_cells(&args.data, &args.cells, &cell_flags!(args, mailer), &shares.cell, &clock)?;
@@ -140,12 +157,14 @@ pub fn build_serve_with_clock(args: &ServeArgs, clock: Clock) -> Result<Node, Bo
 /// `shopcell account`.
 pub fn build_account(args: &AccountArgs) -> Result<Node, BoxError> {
     let clock = Clock::system();
+    prepare_data_dir(&args.data)?;
     // The directory alone: the account service's share, and no cell.
     let (budget, shares) = divide_memory(&args.memory, 0)?;
     let mailer = mailer(&args.mail, &args.data, &args.outbound)?;
-    let account = open_account(&args.data, &args.auth, &mailer, &shares, &clock)?
+    let mut account = open_account(&args.data, &args.auth, &mailer, &shares, &clock)?
         .with_plans(plans(args.plans.as_deref())?)
         .with_public_url(args.public_url.as_deref());
+    account.signup = args.signup;
     let account = Arc::new(account);
     account.start_jobs()?;
     let verifier = TokenVerifier::new(vec![account.key.public_key()], clock.clone());
@@ -163,6 +182,7 @@ pub fn build_account(args: &AccountArgs) -> Result<Node, BoxError> {
 /// `shopcell cell`: fetches the token issuer's public keys from the account service.
 pub async fn build_cell(args: &CellArgs) -> Result<Node, BoxError> {
     let clock = Clock::system();
+    prepare_data_dir(&args.data)?;
     let key = read_service_key(&args.service_key_file)?;
     let account = Upstream::new(&args.account, &key);
     let verifier = TokenVerifier::new(fetch_keys(&account).await?, clock.clone());
@@ -317,7 +337,7 @@ async fn start(node: Node, addr: SocketAddr) -> Result<(Arc<Node>, Option<(Socke
 }
 
 /// Binds `listen`; the error names the address ("address already in use" alone does not say which).
-async fn bind(listen: SocketAddr) -> Result<TcpListener, BoxError> {
+pub async fn bind(listen: SocketAddr) -> Result<TcpListener, BoxError> {
     TcpListener::bind(listen).await.map_err(|e| format!("cannot listen on {listen}: {e}").into())
 }
 
@@ -348,12 +368,18 @@ pub async fn spawn(node: Node, listen: SocketAddr) -> Result<Running, BoxError> 
     Ok(Running { addr, metrics_addr, node, metrics, stop: Some(stop), task: Some(task) })
 }
 
-/// Binds `listen`, prints the URL, and serves until Ctrl-C or SIGTERM.
-pub async fn serve_until_signal(node: Node, listen: SocketAddr, what: &str) -> Result<(), BoxError> {
-    let listener = bind(listen).await?;
+/// Seeds the demo store when `demo` (`serve --demo`), prints the URL (and the demo merchant's
+/// password), and serves on `listener` (bound with [`bind`] before `node` was built, so an
+/// address in use leaves the data directory untouched) until Ctrl-C or SIGTERM.
+pub async fn serve_until_signal(node: Node, listener: TcpListener, what: &str, demo: bool) -> Result<(), BoxError> {
     let addr = listener.local_addr()?;
+    // Before accepting: nobody sees the store half made.
+    let seeded = if demo { Some(crate::demo::seed(&node).await?) } else { None };
     let (node, metrics) = start(node, addr).await?;
     println!("shopcell {what} listening on {}", crate::server::url(addr));
+    if let Some(d) = seeded {
+        println!("{}", d.announce(&crate::server::url(addr)));
+    }
     tracing::info!(%addr, mode = what, "listening");
     if let Some((metrics_addr, _)) = &metrics {
         println!("shopcell metrics on {}/metrics", crate::server::url(*metrics_addr));

@@ -142,6 +142,8 @@ async fn measure_server(answer_cache: bool) -> Vec<Figure> {
         listen: "127.0.0.1:0".parse().expect("address"),
         public_url: None,
         cells: vec!["cell-1".into()],
+        signup: Default::default(),
+        demo: false,
         plans: None,
         auth: Default::default(),
         connections: Default::default(),

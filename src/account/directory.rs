@@ -67,6 +67,14 @@ impl DirectoryLink {
         }
     }
 
+    /// The account service in another process, when it is (readiness probes it).
+    pub fn upstream(&self) -> Option<&Upstream> {
+        match self {
+            DirectoryLink::Local(_) => None,
+            DirectoryLink::Remote(r) => Some(&r.upstream),
+        }
+    }
+
     /// Whether the session is live and the user's role in `store` (when given). In process, the
     /// cell holding the store comes along, read in the same transaction; a remote answer leaves
     /// it `None` (ask [`DirectoryLink::locate`]). Either way the call is a use of the session.

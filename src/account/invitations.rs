@@ -17,10 +17,10 @@ use super::{AccountService, hash_password, new_session, put_session};
 use crate::account::jobs::DIRECTORY;
 use crate::domain::role::Role;
 use crate::domain::time::rfc3339;
-use crate::error::{ApiError, ApiResult, Code};
+use crate::error::{ApiError, ApiResult};
 use crate::mail::{Mailer, Template};
 use crate::storage::codec::{decode, encode};
-use crate::storage::tables::{EMAIL_INVITATIONS, INVITATION_TOKENS, INVITATIONS, STORE_DIRECTORY, USER_EMAILS, USERS};
+use crate::storage::tables::{EMAIL_INVITATIONS, INVITATION_TOKENS, INVITATIONS, STORE_DIRECTORY, USERS};
 use crate::storage::writer::Tx;
 
 /// An invitation link is valid for seven days.
@@ -249,13 +249,7 @@ impl AccountService {
                 if found != Some((store, user)) {
                     return Err(invalid_token());
                 }
-                let mut emails = txn.open_table(USER_EMAILS)?;
-                if emails.get(nu.email.as_str())?.is_some() {
-                    return Err(ApiError::new(Code::EMAIL_TAKEN));
-                }
-                emails.insert(nu.email.as_str(), nu.id.as_u128())?;
-                drop(emails);
-                txn.open_table(USERS)?.insert(nu.id.as_u128(), encode(&nu)?.as_slice())?;
+                super::put_new_user(txn, &nu)?;
                 let stores: Vec<u128> = {
                     let t = txn.open_table(EMAIL_INVITATIONS)?;
                     let range = t.range((nu.email.as_str(), 0u128)..=(nu.email.as_str(), u128::MAX))?;

@@ -121,7 +121,10 @@ pub fn load_or_create_service_key(dir: &Path) -> std::io::Result<String> {
 
 /// Reads a service key file (one hex line).
 pub fn read_service_key(path: &Path) -> std::io::Result<String> {
-    let key = std::fs::read_to_string(path)?.trim().to_string();
+    let key = std::fs::read_to_string(path)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot read the service key file {}: {e}", path.display())))?
+        .trim()
+        .to_string();
     if key.len() < 32 {
         return Err(std::io::Error::other(format!("{} does not hold a service key", path.display())));
     }

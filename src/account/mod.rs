@@ -14,6 +14,7 @@ pub mod model;
 pub mod oidc;
 pub mod passwords;
 pub mod plans;
+pub mod provisioning;
 pub mod publishable;
 pub mod sessions;
 
@@ -73,6 +74,8 @@ pub struct AccountService {
     file: std::path::PathBuf,
     /// The base of links in mail (`--public-url`, else the URL the process listens on).
     public_url: OnceLock<String>,
+    /// Whether anyone may create an account (`--signup`).
+    pub signup: provisioning::Signup,
 }
 
 impl AccountService {
@@ -115,6 +118,7 @@ impl AccountService {
             file: dir.join("account.redb"),
             clock,
             public_url: OnceLock::new(),
+            signup: provisioning::Signup::Open,
         })
     }
 
@@ -160,6 +164,7 @@ impl AccountService {
     // ---- credentials and sessions -----------------------------------------------------------
 
     pub async fn register(&self, r: Register, device: String) -> ApiResult<(User, String, String)> {
+        self.signup.check()?;
         validate_register(&r)?;
         let password = r.password.clone();
         let hash = tokio::task::spawn_blocking(move || hash_password(&password))
@@ -179,14 +184,8 @@ impl AccountService {
         let (u, s) = (user.clone(), session.clone());
         self.writer
             .write(None, move |tx| {
-                let txn = tx.raw();
-                let mut emails = txn.open_table(USER_EMAILS)?;
-                if emails.get(u.email.as_str())?.is_some() {
-                    return Err(ApiError::new(Code::EMAIL_TAKEN));
-                }
-                emails.insert(u.email.as_str(), u.id.as_u128())?;
-                txn.open_table(USERS)?.insert(u.id.as_u128(), encode(&u)?.as_slice())?;
-                put_session(txn, &s)?;
+                put_new_user(tx.raw(), &u)?;
+                put_session(tx.raw(), &s)?;
                 Ok(())
             })
             .await?;
@@ -276,7 +275,8 @@ impl AccountService {
         t.get(id.as_u128())?.map(|v| decode(v.value())).transpose()
     }
 
-    fn user_by_email(&self, email: &str) -> ApiResult<Option<User>> {
+    /// The user whose (normalized) email this is.
+    pub fn user_by_email(&self, email: &str) -> ApiResult<Option<User>> {
         let txn = self.db.begin_read()?;
         let Some(id) = txn.open_table(USER_EMAILS)?.get(email)?.map(|v| v.value()) else { return Ok(None) };
         txn.open_table(USERS)?.get(id)?.map(|v| decode(v.value())).transpose()
@@ -447,6 +447,18 @@ fn new_session(user_id: Uuid, device: String, clock: &Clock) -> Session {
         refresh_jti: clock.new_id(),
         revoked_at: None,
     }
+}
+
+/// Writes a new user and their email's row; an email some account already uses is 409
+/// `EMAIL_TAKEN` (checked here, under the writer, so two sign-ups of one email cannot both win).
+fn put_new_user(txn: &redb::WriteTransaction, u: &User) -> ApiResult<()> {
+    let mut emails = txn.open_table(USER_EMAILS)?;
+    if emails.get(u.email.as_str())?.is_some() {
+        return Err(ApiError::new(Code::EMAIL_TAKEN));
+    }
+    emails.insert(u.email.as_str(), u.id.as_u128())?;
+    txn.open_table(USERS)?.insert(u.id.as_u128(), encode(u)?.as_slice())?;
+    Ok(())
 }
 
 fn put_session(txn: &redb::WriteTransaction, s: &Session) -> ApiResult<()> {

@@ -560,7 +560,7 @@ impl AccountService {
     async fn social_user(&self, provider: &str, claims: &IdClaims) -> ApiResult<User> {
         let link = format!("{provider}:{}", claims.sub);
         let email = claims.verified_email();
-        let now = self.clock.now_ms();
+        let (now, signup) = (self.clock.now_ms(), self.signup);
         let fresh = User {
             id: self.clock.new_id(),
             email: email.clone().unwrap_or_default(),
@@ -601,6 +601,8 @@ impl AccountService {
                 let user = match found {
                     Some(u) => u,
                     None => {
+                        // A stranger's first sign-in creates an account: only where sign-up is open.
+                        signup.check()?;
                         emails.insert(email.as_str(), fresh.id.as_u128())?;
                         users.insert(fresh.id.as_u128(), encode(&fresh)?.as_slice())?;
                         fresh.clone()

@@ -33,7 +33,7 @@ pub fn routes() -> Vec<Route> {
     vec![
         Route::post("/auth/register", Account, Public, handler!(register), "Create an account and sign in")
             .secret()
-            .errors(&[409, 429])
+            .errors(&[403, 409, 429])
             .id("register")
             .body::<Register>(),
         Route::post("/auth/login", Account, Public, handler!(login), "Sign in with email and password (may ask for MFA)")
@@ -61,7 +61,7 @@ pub fn routes() -> Vec<Route> {
             .body::<MfaCode>(),
         Route::post("/auth/native", Account, Public, handler!(native), "Sign in with a provider's native ID token")
             .secret()
-            .errors(&[401, 429, 503])
+            .errors(&[401, 403, 429, 503])
             .id("signInNative")
             .body::<Native>(),
         Route::get(
@@ -82,7 +82,7 @@ pub fn routes() -> Vec<Route> {
              is configured)",
         )
         .secret()
-        .errors(&[401, 429, 503])
+        .errors(&[401, 403, 429, 503])
         .id("socialCallback")
         .answers::<Json<LoginAnswer>>()
         .answers::<Redirect>(),
@@ -95,7 +95,7 @@ pub fn routes() -> Vec<Route> {
              is configured)",
         )
         .secret()
-        .errors(&[401, 429, 503])
+        .errors(&[401, 403, 429, 503])
         .id("socialCallbackForm")
         .raw(CALLBACK_BODY_LIMIT)
         .answers::<Json<LoginAnswer>>()

@@ -143,7 +143,13 @@ fn answers_once_built_as_json_values_keep_their_bytes() {
     let id = Uuid::now_v7();
     let usd = Money { amount: 500, currency: Currency::parse("USD").unwrap() };
     let time = || "2026-01-02T03:04:05Z".to_string();
-    assert_key_order(&super::system::Readiness { mode: "serve".into(), status: "ready" });
+    let cell = crate::node::readiness::Dependency {
+        kind: "cell",
+        name: "c1".into(),
+        state: "unreachable",
+        url: Some("http://10.0.0.5:8082".into()),
+    };
+    assert_key_order(&super::system::Readiness { dependencies: vec![cell], mode: "router".into(), status: "ready" });
     assert_key_order(&super::stores::MyStore { created_at: time(), id, name: "Shop".into(), role: "owner" });
     assert_key_order(&super::auth::LoginAnswer::Mfa(super::auth::MfaRequired { mfa_token: "t".into(), requires_mfa: true }));
     assert_key_order(&super::auth::MfaSecret { otpauth_url: "otpauth://totp/x".into(), secret: "ABC".into() });

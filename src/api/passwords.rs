@@ -1,11 +1,13 @@
 //! `/auth/password*` and `/auth/invites/accept`: a signed-in change, a forgotten password's mailed
-//! link and its reset, an invitation's acceptance; and the operator's reset behind the service key.
+//! link and its reset, an invitation's acceptance; and the operator's reset and account creation
+//! behind the service key.
 
 use std::time::Duration;
 
 use crate::account::invitations::AcceptInvite;
 use crate::account::model::{LoginResult, check_password, normalize_email};
 use crate::account::passwords::{AdminReset, ChangePassword, ForgotAccepted, ForgotPassword, ResetPassword};
+use crate::account::provisioning::CreatedUser;
 use crate::api::auth::{account, limit_account, limit_address, tokens};
 use crate::api::device;
 use crate::error::{ApiResult, Check, Code};
@@ -67,7 +69,27 @@ pub fn routes() -> Vec<Route> {
         )
         .secret()
         .body::<InternalReset>(),
+        Route::post(
+            "/internal/v1/users",
+            Account,
+            Internal,
+            handler!(internal_create),
+            "Create an account whatever `--signup` says; a generated password is answered once",
+        )
+        .secret()
+        .errors(&[409])
+        .body::<InternalCreate>(),
     ]
+}
+
+/// `POST /internal/v1/users` (`shopcell admin create-user`).
+#[derive(Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InternalCreate {
+    pub email: String,
+    pub name: String,
+    /// The password; without it, one is generated and answered.
+    pub password: Option<String>,
 }
 
 /// `POST /internal/v1/users/reset-password` (`shopcell admin reset-password`).
@@ -118,6 +140,11 @@ async fn accept(cx: Ctx) -> ApiResult<Created<LoginResult>> {
     let body: AcceptInvite = cx.json()?;
     let (user, access, refresh) = account(&cx)?.accept_invite(body, device(&cx)).await?;
     Ok(Created(tokens(&user, access, refresh)))
+}
+
+async fn internal_create(cx: Ctx) -> ApiResult<Created<CreatedUser>> {
+    let body: InternalCreate = parse_json(&cx.body)?;
+    Ok(Created(account(&cx)?.create_user(&body.email, &body.name, body.password).await?))
 }
 
 async fn internal_reset(cx: Ctx) -> ApiResult<Json<AdminReset>> {

@@ -14,6 +14,7 @@ use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;
 use crate::http::reply::{Json, NoContent, Rendered};
 use crate::http::route::{Access, Service};
+use crate::node::Node;
 use crate::node::context::{Ctx, Route};
 
 pub fn routes() -> Vec<Route> {
@@ -80,12 +81,19 @@ async fn list(cx: Ctx) -> ApiResult<Json<Vec<MyStore>>> {
 async fn create(cx: Ctx) -> ApiResult<Rendered<CreatedStore, 201>> {
     let owner = cx.user()?.user_id;
     let body: CreateStore = cx.json()?;
+    let settings = open_store(&cx.node, owner, body).await?;
+    Rendered::sorted(&CreatedStore { store: settings.view(), role: "owner" })
+}
+
+/// Creates a store owned by `owner`, held to their plan, in the cell the directory picks: its
+/// settings in the cell, then its directory entry. `serve --demo` creates its store here too.
+pub async fn open_store(node: &Node, owner: Uuid, body: CreateStore) -> ApiResult<StoreSettings> {
     let currency = validate_create(&body)?;
-    let account = account(&cx)?;
+    let account = node.account.as_deref().ok_or_else(ApiError::not_found)?;
     account.ensure_store_allowed(owner)?;
-    let now = cx.node.clock.now_ms();
+    let now = node.clock.now_ms();
     let settings = StoreSettings {
-        id: cx.node.clock.new_id(),
+        id: node.clock.new_id(),
         name: body.name.trim().to_string(),
         currency,
         country: body.country,
@@ -100,11 +108,11 @@ async fn create(cx: Ctx) -> ApiResult<Rendered<CreatedStore, 201>> {
         email_from: None,
         reply_to: None,
     };
-    let cell = account.pick_cell(&cx.node.cell_names())?;
-    cx.node.cell_link(&cell)?.create_store(settings.clone()).await?;
+    let cell = account.pick_cell(&node.cell_names())?;
+    node.cell_link(&cell)?.create_store(settings.clone()).await?;
     let entry = StoreEntry { id: settings.id, name: settings.name.clone(), owner_id: owner, cell, created_at: now };
     account.add_store(entry).await?;
-    Rendered::sorted(&CreatedStore { store: settings.view(), role: "owner" })
+    Ok(settings)
 }
 
 async fn get(cx: Ctx) -> ApiResult<Json<StoreView>> {

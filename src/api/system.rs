@@ -1,7 +1,6 @@
 //! Liveness, readiness, metrics, the OpenAPI document and the JWKS.
 
 use std::sync::OnceLock;
-use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
@@ -9,19 +8,22 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::account::keys::Jwks;
-use crate::error::{ApiError, ApiResult, Code};
+use crate::error::{ApiError, ApiResult};
 use crate::handler;
 use crate::http::openapi::OpenApi;
 use crate::http::reply::{Css, HtmlPage, Json, PrometheusText, Raw};
 use crate::http::route::{Access, Service};
 use crate::node::context::{Ctx, Route};
+use crate::node::readiness::{self, Dependency};
 
 pub fn routes() -> Vec<Route> {
     use Access::{Operator, Public};
     use Service::Global;
     vec![
         Route::get("/healthz", Global, Public, handler!(healthz), "Liveness: the process answers").id("getHealth"),
-        Route::get("/readyz", Global, Public, handler!(readyz), "Readiness: the process takes traffic").id("getReadiness"),
+        Route::get("/readyz", Global, Public, handler!(readyz), "Readiness: the process takes traffic")
+            .errors(&[503])
+            .id("getReadiness"),
         Route::get("/metrics", Global, Operator, handler!(metrics), "Prometheus metrics (with the service key)").id("getMetrics"),
         Route::get("/openapi.json", Global, Public, handler!(openapi), "This API, machine-readable").id("getOpenApi"),
         Route::get("/docs", Global, Public, handler!(docs), "This API's reference, as a page").id("getDocs"),
@@ -42,9 +44,12 @@ pub struct Health {
 /// `GET /readyz`. Fields in key order, as the answer has always listed them.
 #[derive(Serialize, JsonSchema)]
 pub struct Readiness {
+    /// What the process serves through, each with its state (a router's other processes too).
+    pub dependencies: Vec<Dependency>,
     /// How this process runs: `serve`, `account`, `cell` or `router`.
     pub mode: String,
-    /// Always `ready`; a process shutting down answers 503.
+    /// Always `ready`: a process shutting down, or a router whose account service or every cell
+    /// is unreachable, answers 503 naming each dependency not ready in `error.fields`.
     pub status: &'static str,
 }
 
@@ -53,10 +58,9 @@ async fn healthz(_: Ctx) -> ApiResult<Json<Health>> {
 }
 
 async fn readyz(cx: Ctx) -> ApiResult<Json<Readiness>> {
-    if cx.node.shutting_down.load(Ordering::Relaxed) {
-        return Err(ApiError::msg(Code::UNAVAILABLE, "shutting down").retry_after(1));
-    }
-    Ok(Json(Readiness { mode: format!("{:?}", cx.node.mode).to_lowercase(), status: "ready" }))
+    let dependencies = readiness::dependencies(&cx.node).await;
+    readiness::verdict(&cx.node, &dependencies)?;
+    Ok(Json(Readiness { dependencies, mode: format!("{:?}", cx.node.mode).to_lowercase(), status: "ready" }))
 }
 
 /// Every family of the process's registry (`crate::metrics`). Also served without a key on

@@ -6,6 +6,7 @@ pub mod context;
 pub mod idempotency;
 pub mod moves;
 pub mod owners;
+pub mod readiness;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -415,7 +416,14 @@ impl Node {
                 for attempt in 0..2 {
                     let Some(cell) = self.directory.locate(store).await? else { return Err(ApiError::not_found()) };
                     let up = self.remote_cells.get(&cell).ok_or_else(|| ApiError::internal(format!("unknown cell {cell}")))?;
-                    let mut resp = up.forward(clone_request(&req), client).await?;
+                    // A cell down leaves the others serving: its stores are unavailable for now,
+                    // not broken (`/readyz` lists it unreachable).
+                    let mut resp = up.forward(clone_request(&req), client).await.map_err(|e| match e.code {
+                        Code::BAD_GATEWAY => {
+                            ApiError::msg(Code::UNAVAILABLE, "the store is unavailable for now; retry later").retry_after(5)
+                        }
+                        _ => e,
+                    })?;
                     if resp.headers_mut().remove(MISROUTED).is_some() && attempt == 0 {
                         self.directory.forget_placement(store);
                         continue;

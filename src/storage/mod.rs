@@ -68,12 +68,13 @@ pub const ONE_OFF_CACHE: u64 = 16 << 20;
 /// version, and makes sure every table exists so readers never miss one.
 pub fn open(path: &Path, kind: DbKind, cache: u64) -> Result<Database, OpenError> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(io)?;
+        std::fs::create_dir_all(dir).map_err(|e| OpenError::Io(format!("cannot create {}: {e}", dir.display())))?;
     }
     let db = Database::builder().set_cache_size(cache as usize).create(path).map_err(|e| match e {
-        redb::DatabaseError::DatabaseAlreadyOpen => {
-            OpenError::Io(format!("{} is already open in another process (another shopcell on the same --data?)", path.display()))
-        }
+        redb::DatabaseError::DatabaseAlreadyOpen => OpenError::Io(format!(
+            "database {} is already open: another shopcell process holds it (stop it, or give this one another --data)",
+            path.display()
+        )),
         e => OpenError::Io(format!("{}: {e}", path.display())),
     })?;
     let (found_kind, found_version) = read_meta(&db)?;

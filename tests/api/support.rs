@@ -59,6 +59,8 @@ pub fn default_args(data: &std::path::Path) -> ServeArgs {
         listen: "127.0.0.1:0".parse().expect("address"),
         public_url: None,
         cells: vec!["cell-1".to_string()],
+        signup: Default::default(),
+        demo: false,
         plans: None,
         auth: Default::default(),
         connections: Default::default(),
@@ -288,9 +290,16 @@ pub fn free_port() -> u16 {
 
 /// Starts `shopcell ARGS` listening on `port` and waits until `/healthz` answers.
 pub async fn start_proc(args: &[&str], port: u16) -> Proc {
+    let listen = format!("127.0.0.1:{port}");
+    start_proc_with(&[args, &["--listen", &listen]].concat(), &[], port).await
+}
+
+/// Starts `shopcell ARGS` with `env` set, which listens on `port` by its flags or environment,
+/// and waits until `/healthz` answers.
+pub async fn start_proc_with(args: &[&str], env: &[(&str, &str)], port: u16) -> Proc {
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_shopcell"))
         .args(args)
-        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .envs(env.iter().copied())
         .env("SHOPCELL_LOG", "warn")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::inherit())
@@ -343,5 +352,35 @@ impl Routed {
         let cell = start_proc(&["cell", "--name", "c1", "--data", &d1, "--account", &ua, "--service-key-file", &key], p1).await;
         let router = start_proc(&["router", "--account", &ua, "--cell", &c1, "--service-key-file", &key], pr).await;
         Routed { router, cell, account, service_key: key.into(), _dir: dir }
+    }
+}
+
+/// What a finished `shopcell` command did: exit code, stdout, stderr.
+pub struct Ran {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `shopcell ARGS` to completion, `stdin` fed to it (none: empty), with `env` set.
+pub fn run_shopcell(args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Ran {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_shopcell"))
+        .args(args)
+        .envs(env.iter().copied())
+        .env("SHOPCELL_LOG", "warn")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start shopcell");
+    if let Some(mut input) = child.stdin.take() {
+        input.write_all(stdin.unwrap_or("").as_bytes()).expect("stdin");
+    }
+    let out = child.wait_with_output().expect("shopcell ran");
+    Ran {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }

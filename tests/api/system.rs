@@ -401,21 +401,6 @@ async fn large_answers_are_compressed_as_accepted_and_secrets_never() {
 }
 
 #[tokio::test]
-async fn start_up_errors_name_what_failed() {
-    // An address in use: the error names it.
-    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = taken.local_addr().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let node = shopcell::run::build_serve(&default_args(dir.path())).unwrap();
-    let err = shopcell::run::spawn(node, addr).await.err().expect("the address is taken").to_string();
-    assert!(err.contains(&addr.to_string()) && err.to_lowercase().contains("in use"), "{err}");
-    // A data directory another server holds: the error names the file and why.
-    let held = spawn_app().await;
-    let err = shopcell::run::build_serve(&default_args(held.dir.path())).err().expect("the data is held").to_string();
-    assert!(err.contains("account.redb") && err.contains("another process"), "{err}");
-}
-
-#[tokio::test]
 async fn the_healthcheck_command_exits_by_readiness() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
