@@ -95,6 +95,8 @@ pub struct Cell {
     dir: PathBuf,
     /// The lists to warm after this start (see `warm`), taken by the first `warm`.
     warm_hint: Mutex<Vec<crate::storage::list_orders::ListId>>,
+    /// This cell's parts of online backups (see `backup`).
+    pub backups: crate::backup::snapshot::Sessions,
 }
 
 impl Cell {
@@ -169,6 +171,7 @@ impl Cell {
             memory: *memory,
             dir: dir.to_path_buf(),
             warm_hint: Mutex::new(warm::read_hint(dir)),
+            backups: Default::default(),
         })
     }
 
