@@ -127,7 +127,7 @@ impl Writing {
                 // Every table exists in the copy, the empty ones too; the last commit is the
                 // durable one (an fsync of everything written before it).
                 let txn = begin(&open.db, Durability::Immediate)?;
-                for t in &open.tables {
+                for t in open.tables.iter().filter(|t| counts.contains_key(t.name())) {
                     t.write(&txn, &[]).map_err(|e| format!("{db}: {e}"))?;
                 }
                 txn.commit().map_err(|e| format!("{db}: {e}"))?;

@@ -173,12 +173,15 @@ pub async fn abort(node: &Node, id: Uuid) -> ApiResult<()> {
 }
 
 /// Ends backup `id` once no request has touched it for [`IDLE_MS`] (its caller died), so its
-/// read transactions do not pin old pages for ever.
+/// read transactions do not pin old pages for ever. It holds the process weakly: a process
+/// that stops meanwhile closes its databases.
 fn lapse_when_idle(node: Arc<Node>, id: Uuid) {
+    let (clock, node) = (node.clock.clone(), Arc::downgrade(&node));
     tokio::spawn(async move {
-        let mut at = node.clock.now_ms() + IDLE_MS;
+        let mut at = clock.now_ms() + IDLE_MS;
         loop {
-            node.clock.sleep_until(at).await;
+            clock.sleep_until(at).await;
+            let Some(node) = node.upgrade() else { return };
             let mut slot = node.backups.0.lock().await;
             match slot.as_ref() {
                 Some(run) if run.id == id => {

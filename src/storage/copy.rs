@@ -115,27 +115,33 @@ static ACCOUNT_TABLES: &[&dyn CopyTable] = &[
     &Typed(INVITATIONS),
     &Typed(INVITATION_TOKENS),
     &Typed(EMAIL_INVITATIONS),
-    &JOBS,
-    &JOB_DUE,
 ];
 
 static CELL_LOCAL_TABLES: &[&dyn CopyTable] =
     &[&Typed(META), &Typed(STORE_STATE), &Typed(STORE_CLOSED), &Typed(MOVE_LOG), &Typed(OUTBOX)];
 
-/// Every table of a database of kind `kind` (`"account"` or `"cell"`), in copy order.
+/// Every table a database of kind `kind` (`"account"` or `"cell"`) may hold, in copy order.
+/// The writer opens store tables in either kind (the directory's jobs and counters live in
+/// them under the nil store), so both list them all; a copy skips those absent.
 pub fn tables(kind: &str) -> Vec<&'static dyn CopyTable> {
+    let stores = STORE_TABLES.iter().map(|t| t as &'static dyn CopyTable);
     match kind {
-        "account" => ACCOUNT_TABLES.to_vec(),
+        "account" => ACCOUNT_TABLES.iter().copied().chain(stores).collect(),
         "cell" => {
-            CELL_LOCAL_TABLES.iter().copied().chain(STORE_TABLES.iter().map(|t| t as &'static dyn CopyTable)).collect()
+            CELL_LOCAL_TABLES.iter().copied().chain(stores).collect()
         }
         _ => Vec::new(),
     }
 }
 
-/// The tables `txn` holds that [`tables`] does not list for `kind`: a copy would miss them, so
-/// a backup refuses to start (a table added without being listed here).
-pub fn unlisted(txn: &ReadTransaction, kind: &str) -> Result<Vec<String>, redb::Error> {
-    let listed: Vec<&str> = tables(kind).iter().map(|t| t.name()).collect();
-    Ok(txn.list_tables()?.map(|t| t.name().to_string()).filter(|n| !listed.contains(&n.as_str())).collect())
+/// The tables of kind `kind` that `txn` holds, in copy order; refused naming any table that
+/// [`tables`] does not list (added without being listed here), which a copy would miss.
+pub fn present(txn: &ReadTransaction, kind: &str) -> Result<Vec<&'static dyn CopyTable>, String> {
+    let names: Vec<String> = txn.list_tables().map_err(|e| e.to_string())?.map(|t| t.name().to_string()).collect();
+    let listed = tables(kind);
+    let unlisted: Vec<&str> = names.iter().map(String::as_str).filter(|n| !listed.iter().any(|t| t.name() == *n)).collect();
+    if !unlisted.is_empty() {
+        return Err(format!("tables a backup does not know: {}", unlisted.join(", ")));
+    }
+    Ok(listed.into_iter().filter(|t| names.iter().any(|n| n == t.name())).collect())
 }
