@@ -285,3 +285,35 @@ async fn restore_over_a_directory_needs_replace_and_a_stopped_service() {
     assert_eq!(list.body["data"][0]["title"], "Kept");
     drop(tmp);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn split_roles_back_up_through_the_account_service_and_a_lost_cell_is_named() {
+    let mut routed = Routed::start().await;
+    let c = HttpClient::new(&routed.router.url);
+    let owner = create_user(&c).await;
+    let store = create_store(&c, &owner).await;
+    create_product(&c, &owner, &store, "Relayed", 100).await;
+    let key = std::fs::read_to_string(&routed.service_key).unwrap().trim().to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let report = client::backup(&routed.account.url, &key, &tmp.path().join("b")).await.expect("backup");
+    let cell = report.manifest.files.iter().find(|f| f.path == "cells/c1/cell.redb").expect("the cell's part, relayed");
+    assert_eq!(cell.tables.as_ref().unwrap()["products"], 1);
+
+    // The backup starts as one `serve` (or as each role on the same directory), same keys.
+    let data = tmp.path().join("data");
+    restore::restore(&tmp.path().join("b"), &data, false).expect("restore");
+    let mut args = default_args(&data);
+    args.cells = vec!["c1".into()];
+    let served = serve(&args, tempfile::tempdir().unwrap(), shopcell::clock::Clock::system()).await;
+    let list = served.client.get(&format!("/api/v1/stores/{store}/products"), Some(&owner.token)).await.expect(200);
+    assert_eq!(list.body["data"][0]["title"], "Relayed");
+
+    // A cell that is gone: the backup fails naming it, with no manifest.
+    routed.cell.child.kill().unwrap();
+    routed.cell.child.wait().unwrap();
+    let err = client::backup(&routed.account.url, &key, &tmp.path().join("c")).await.unwrap_err().to_string();
+    assert!(err.contains("cell c1"), "{err}");
+    assert!(!tmp.path().join("c/manifest.json").exists());
+    // The account service goes on.
+    create_user(&HttpClient::new(&routed.account.url)).await;
+}
