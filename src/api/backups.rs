@@ -17,7 +17,13 @@ pub fn routes() -> Vec<Route> {
     use Access::Internal;
     use Service::*;
     vec![
-        Route::post("/internal/v1/backups", Account, Internal, handler!(begin), "Begin a backup: take the cut across every database"),
+        Route::post(
+            "/internal/v1/backups",
+            Account,
+            Internal,
+            handler!(begin),
+            "Begin a backup: take the cut across every database",
+        ),
         Route::post("/internal/v1/backups/{backupId}/next", Account, Internal, handler!(next), "The next chunk of a backup"),
         Route::delete("/internal/v1/backups/{backupId}", Account, Internal, handler!(abort), "Abandon a backup"),
         Route::post(

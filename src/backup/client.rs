@@ -27,7 +27,8 @@ pub async fn backup(url: &str, service_key: &str, to: &Path) -> Result<Report, B
     let started = std::time::Instant::now();
     prepare(to)?;
     let up = Upstream::new(url, service_key);
-    let begun: Begun = up.call(Method::POST, "/internal/v1/backups", Body::Empty).await.map_err(|e| format!("backup not started: {e}"))?;
+    let begun: Begun =
+        up.call(Method::POST, "/internal/v1/backups", Body::Empty).await.map_err(|e| format!("backup not started: {e}"))?;
     let mut writing = Writing { to: to.to_path_buf(), begun: begun.clone(), open: HashMap::new(), done: Vec::new() };
     match fetch(&up, &mut writing).await {
         Ok(manifest) => Ok(Report { manifest, elapsed: started.elapsed() }),
@@ -173,8 +174,7 @@ impl Writing {
 
     /// Removes every file this backup wrote; answers how many.
     fn remove_all(&mut self) -> usize {
-        let paths: Vec<String> =
-            self.open.drain().map(|(p, _)| p).chain(self.done.drain(..).map(|e| e.path)).collect();
+        let paths: Vec<String> = self.open.drain().map(|(p, _)| p).chain(self.done.drain(..).map(|e| e.path)).collect();
         paths.iter().filter(|p| self.path_of(p).is_ok_and(|f| std::fs::remove_file(f).is_ok())).count()
     }
 }

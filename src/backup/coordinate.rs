@@ -113,7 +113,8 @@ pub async fn next(node: &Node, id: Uuid, seq: u64) -> ApiResult<Chunk> {
         return Err(ApiError::msg(Code::CONFLICT, format!("chunk {seq} asked for, chunk {} is next", run.seq)));
     }
     run.last_used_ms = node.clock.now_ms();
-    let mut parts: Vec<Part> = std::mem::take(&mut run.files).into_iter().map(|(path, bytes)| Part::File { path, bytes }).collect();
+    let mut parts: Vec<Part> =
+        std::mem::take(&mut run.files).into_iter().map(|(path, bytes)| Part::File { path, bytes }).collect();
     let read = read_next(run, &mut parts).await;
     if let Err(e) = read {
         if let Some(run) = slot.take() {

@@ -125,7 +125,11 @@ pub fn verify(dir: &Path) -> Result<Manifest, BoxError> {
         let file = dir.join(relative(&entry.path)?);
         let (bytes, sha256) = digest_file(&file).map_err(|e| format!("{}: missing or unreadable: {e}", entry.path))?;
         if bytes != entry.bytes {
-            return Err(format!("{} is {bytes} bytes, the manifest says {}: the backup is truncated or altered", entry.path, entry.bytes).into());
+            return Err(format!(
+                "{} is {bytes} bytes, the manifest says {}: the backup is truncated or altered",
+                entry.path, entry.bytes
+            )
+            .into());
         }
         if sha256 != entry.sha256 {
             return Err(format!("{} does not match its checksum: the backup is altered or damaged", entry.path).into());

@@ -20,7 +20,13 @@ pub trait CopyTable: Sync {
     fn name(&self) -> &str;
     /// Appends the rows after `after` (from the start when `None`) to `out` until about
     /// `max_bytes` (at least one row); the last key read when more remain.
-    fn read(&self, txn: &ReadTransaction, after: Option<&[u8]>, max_bytes: usize, out: &mut RawRows) -> Result<Option<Vec<u8>>, redb::Error>;
+    fn read(
+        &self,
+        txn: &ReadTransaction,
+        after: Option<&[u8]>,
+        max_bytes: usize,
+        out: &mut RawRows,
+    ) -> Result<Option<Vec<u8>>, redb::Error>;
     /// Inserts `rows` (read by [`CopyTable::read`]).
     fn write(&self, txn: &WriteTransaction, rows: &[(Vec<u8>, Vec<u8>)]) -> Result<(), redb::Error>;
     /// How many rows the table holds (0 when it does not exist).
@@ -34,7 +40,13 @@ impl<K: Key + Sync + 'static, V: Value + Sync + 'static> CopyTable for Typed<K, 
         self.0.name()
     }
 
-    fn read(&self, txn: &ReadTransaction, after: Option<&[u8]>, max_bytes: usize, out: &mut RawRows) -> Result<Option<Vec<u8>>, redb::Error> {
+    fn read(
+        &self,
+        txn: &ReadTransaction,
+        after: Option<&[u8]>,
+        max_bytes: usize,
+        out: &mut RawRows,
+    ) -> Result<Option<Vec<u8>>, redb::Error> {
         let table = match txn.open_table(self.0) {
             Ok(t) => t,
             Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
@@ -79,7 +91,13 @@ impl CopyTable for StoreTable {
     fn name(&self) -> &str {
         self.def.name()
     }
-    fn read(&self, txn: &ReadTransaction, after: Option<&[u8]>, max_bytes: usize, out: &mut RawRows) -> Result<Option<Vec<u8>>, redb::Error> {
+    fn read(
+        &self,
+        txn: &ReadTransaction,
+        after: Option<&[u8]>,
+        max_bytes: usize,
+        out: &mut RawRows,
+    ) -> Result<Option<Vec<u8>>, redb::Error> {
         Typed(self.def).read(txn, after, max_bytes, out)
     }
     fn write(&self, txn: &WriteTransaction, rows: &[(Vec<u8>, Vec<u8>)]) -> Result<(), redb::Error> {
@@ -127,9 +145,7 @@ pub fn tables(kind: &str) -> Vec<&'static dyn CopyTable> {
     let stores = STORE_TABLES.iter().map(|t| t as &'static dyn CopyTable);
     match kind {
         "account" => ACCOUNT_TABLES.iter().copied().chain(stores).collect(),
-        "cell" => {
-            CELL_LOCAL_TABLES.iter().copied().chain(stores).collect()
-        }
+        "cell" => CELL_LOCAL_TABLES.iter().copied().chain(stores).collect(),
         _ => Vec::new(),
     }
 }

@@ -280,9 +280,7 @@ impl Writer {
         let (release, wait) = mpsc::channel();
         let lapsed = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let job = HoldJob { held, release: wait, lapsed: lapsed.clone() };
-        self.sender
-            .send(Msg::Hold(job))
-            .map_err(|_| ApiError::msg(Code::UNAVAILABLE, "the service is shutting down"))?;
+        self.sender.send(Msg::Hold(job)).map_err(|_| ApiError::msg(Code::UNAVAILABLE, "the service is shutting down"))?;
         answer.await.map_err(|_| ApiError::msg(Code::UNAVAILABLE, "the service is shutting down"))?;
         Ok(Hold { release: Some(release), lapsed })
     }

@@ -256,7 +256,10 @@ async fn damaged_or_newer_backups_are_refused_before_anything_is_written() {
 
     // `admin check` says the same of a backup.
     let check = |dir: &Path| {
-        shopcell::admin::run(shopcell::cli::AdminCommand::Check { data: tmp.path().join("none"), backup: Some(dir.to_path_buf()) })
+        shopcell::admin::run(shopcell::cli::AdminCommand::Check {
+            data: tmp.path().join("none"),
+            backup: Some(dir.to_path_buf()),
+        })
     };
     check(&good).await.expect("a good backup checks");
     let err = check(&altered).await.unwrap_err().to_string();
