@@ -161,3 +161,65 @@ pub fn present(txn: &ReadTransaction, kind: &str) -> Result<Vec<&'static dyn Cop
     }
     Ok(listed.into_iter().filter(|t| names.iter().any(|n| n == t.name())).collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redb::ReadableDatabase;
+
+    #[test]
+    fn every_table_of_either_kind_is_listed_and_rows_of_every_type_copy_in_chunks() {
+        let dir = tempfile::tempdir().unwrap();
+        for (kind, db) in [("account", crate::account::DATABASE), ("cell", crate::cells::DATABASE)] {
+            let src = crate::storage::open(&dir.path().join(format!("{kind}.redb")), db, crate::storage::ONE_OFF_CACHE).unwrap();
+            let txn = src.begin_write().unwrap();
+            if kind == "account" {
+                let mut emails = txn.open_table(USER_EMAILS).unwrap();
+                for i in 0..50u128 {
+                    emails.insert(format!("u{i:03}@example.com").as_str(), i).unwrap();
+                }
+                drop(emails);
+                txn.open_table(INVITATION_TOKENS).unwrap().insert([7u8; 32].as_slice(), (1u128, 2u128)).unwrap();
+            } else {
+                txn.open_table(STORE_STATE).unwrap().insert(9u128, 1u8).unwrap();
+                txn.open_table(PRODUCTS.def).unwrap().insert([1u8; 20].as_slice(), [2u8; 300].as_slice()).unwrap();
+            }
+            txn.commit().unwrap();
+            let read = src.begin_read().unwrap();
+            let present = present(&read, kind).expect("every table a fresh database holds is listed");
+            let copy = redb::Database::create(dir.path().join(format!("{kind}-copy.redb"))).unwrap();
+            let mut total = 0;
+            for t in &present {
+                // Chunks of about 100 bytes: several per table with rows.
+                let mut after = None;
+                loop {
+                    let mut rows = Vec::new();
+                    let more = t.read(&read, after.as_deref(), 100, &mut rows).unwrap();
+                    total += rows.len() as u64;
+                    let w = copy.begin_write().unwrap();
+                    t.write(&w, &rows).unwrap();
+                    w.commit().unwrap();
+                    match more {
+                        Some(last) => after = Some(last),
+                        None => break,
+                    }
+                }
+            }
+            let copied = copy.begin_read().unwrap();
+            let mut expected = 0;
+            for t in &present {
+                assert_eq!(t.count(&copied).unwrap(), t.count(&read).unwrap(), "{kind}: {}", t.name());
+                expected += t.count(&read).unwrap();
+            }
+            assert_eq!(total, expected);
+            if kind == "account" {
+                let emails = copied.open_table(USER_EMAILS).unwrap();
+                assert_eq!(emails.get("u042@example.com").unwrap().unwrap().value(), 42);
+                let tokens = copied.open_table(INVITATION_TOKENS).unwrap();
+                assert_eq!(tokens.get([7u8; 32].as_slice()).unwrap().unwrap().value(), (1, 2));
+            } else {
+                assert_eq!(copied.open_table(STORE_STATE).unwrap().get(9u128).unwrap().unwrap().value(), 1);
+            }
+        }
+    }
+}

@@ -743,6 +743,44 @@ mod tests {
     use crate::storage::open;
     use redb::ReadableDatabase;
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_hold_waits_for_earlier_writes_and_queues_later_ones_until_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let db =
+            Arc::new(open(&dir.path().join("cell.redb"), crate::storage::tests::CELL, crate::storage::ONE_OFF_CACHE).unwrap());
+        let (writer, thread) = Writer::start(db.clone(), "test", 1 << 20, 1 << 20).unwrap();
+        let key = |n: u8| Key::store(Uuid::from_u128(1)).str(&format!("k{n}")).into_vec();
+        let put = |n: u8| {
+            let (w, k) = (writer.clone(), key(n));
+            async move { w.write(None, move |tx| tx.put(COUNTERS, &k, &1u64.to_le_bytes())).await }
+        };
+        let seen = |n: u8| crate::storage::read::counter(&db.begin_read().unwrap(), COUNTERS, &key(n)).unwrap();
+        // Polled in order: the first write is queued before the hold, so it has committed once
+        // the hold is taken.
+        let (first, hold) = tokio::join!(put(1), writer.hold());
+        first.unwrap();
+        let hold = hold.unwrap();
+        assert_eq!(seen(1), 1);
+        // A write sent while held waits, unrefused, and commits once released.
+        let later = tokio::spawn(put(2));
+        let waited = tokio::time::timeout(std::time::Duration::from_millis(100), async {
+            while !later.is_finished() {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await;
+        assert!(waited.is_err(), "nothing commits while the writer is held");
+        assert_eq!(seen(2), 0);
+        assert!(hold.release(), "released in time");
+        later.await.unwrap().unwrap();
+        assert_eq!(seen(2), 1);
+        // A dropped hold releases too.
+        drop(writer.hold().await.unwrap());
+        put(3).await.unwrap();
+        writer.stop();
+        thread.join();
+    }
+
     #[tokio::test]
     async fn counters_of_a_batch_are_read_back_written_once_and_dropped_with_a_failed_job() {
         let dir = tempfile::tempdir().unwrap();
