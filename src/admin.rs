@@ -155,6 +155,7 @@ fn check(data: &std::path::Path) -> Result<(), BoxError> {
             if path.exists() {
                 let db = storage::open(&path, crate::cells::DATABASE, crate::storage::ONE_OFF_CACHE)?;
                 println!("{}: cell, format {}, tables {:?}", path.display(), storage::FORMAT_VERSION, storage::table_names(&db)?);
+                report_recount(&path, &redb::ReadableDatabase::begin_read(&db)?)?;
             }
         }
     }
@@ -180,7 +181,21 @@ fn check_backup(dir: &std::path::Path) -> Result<(), BoxError> {
         manifest.files.len()
     );
     let (account, cells) = crate::backup::restore::databases(dir, &manifest)?;
+    for file in cells.values() {
+        let db = redb::ReadOnlyDatabase::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        report_recount(file, &redb::ReadableDatabase::begin_read(&db)?)?;
+    }
     report_placement(&account, &cells)
+}
+
+/// Fails when a counter of the cell `file` disagrees with its rows.
+fn report_recount(file: &std::path::Path, txn: &redb::ReadTransaction) -> Result<(), BoxError> {
+    let wrong = crate::cells::recount::recount(txn).map_err(|e| format!("{}: {}", file.display(), e.message))?;
+    if !wrong.is_empty() {
+        return Err(format!("{}: {}", file.display(), wrong.join("; ")).into());
+    }
+    println!("{}: every counter agrees with its rows", file.display());
+    Ok(())
 }
 
 /// Prints whether the directory and the cells agree on each store's place; a store placed in

@@ -27,6 +27,7 @@ pub mod pricing_version;
 pub mod product_search;
 pub mod products;
 pub mod publisher;
+pub mod recount;
 pub mod shipping;
 pub mod stock;
 pub mod storefront;

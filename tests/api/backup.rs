@@ -86,6 +86,11 @@ async fn a_backup_under_write_load_restores_every_acknowledged_write_whole_or_ab
     assert_eq!(cell_entry["sha256"].as_str().unwrap().len(), 64);
     let products_rows = cell_entry["tables"]["products"].as_u64().unwrap();
     assert_eq!(report.manifest.files.len(), m["files"].as_array().unwrap().len());
+    // Checksums, rows, every counter against its rows (events were written under load) and
+    // placement all agree.
+    shopcell::admin::run(shopcell::cli::AdminCommand::Check { data: to.join("none"), backup: Some(to.clone()) })
+        .await
+        .expect("the backup checks");
 
     // Restored and started: the token issued before works, every write acknowledged before the
     // backup is there, each one during it whole or absent, none after it.
@@ -319,4 +324,25 @@ async fn split_roles_back_up_through_the_account_service_and_a_lost_cell_is_name
     assert!(!tmp.path().join("c/manifest.json").exists());
     // The account service goes on.
     create_user(&HttpClient::new(&routed.account.url)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_finds_a_counter_that_disagrees_with_its_rows() {
+    let (mut app, owner, _tmp, _backup) = small_backup().await;
+    let store = app.client.get("/api/v1/stores", Some(&owner.token)).await.body[0]["id"].as_str().unwrap().to_string();
+    let data = app.dir.path().to_path_buf();
+    app.stop().await;
+    let check = || shopcell::admin::run(shopcell::cli::AdminCommand::Check { data: data.clone(), backup: None });
+    check().await.expect("a stopped directory checks");
+    // The store's location counter, damaged.
+    {
+        let db = redb::Database::open(data.join("cells/cell-1/cell.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        let mut key = uuid::Uuid::parse_str(&store).unwrap().as_bytes().to_vec();
+        key.extend_from_slice(shopcell::storage::keys::Key::default().str("locations").bytes());
+        txn.open_table(shopcell::storage::tables::COUNTERS.def).unwrap().insert(key.as_slice(), 5u64.to_le_bytes().as_slice()).unwrap();
+        txn.commit().unwrap();
+    }
+    let err = check().await.unwrap_err().to_string();
+    assert!(err.contains(&format!("store {store}: the locations counter says 5, there are 1 rows")), "{err}");
 }
