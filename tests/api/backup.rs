@@ -340,9 +340,52 @@ async fn check_finds_a_counter_that_disagrees_with_its_rows() {
         let txn = db.begin_write().unwrap();
         let mut key = uuid::Uuid::parse_str(&store).unwrap().as_bytes().to_vec();
         key.extend_from_slice(shopcell::storage::keys::Key::default().str("locations").bytes());
-        txn.open_table(shopcell::storage::tables::COUNTERS.def).unwrap().insert(key.as_slice(), 5u64.to_le_bytes().as_slice()).unwrap();
+        txn.open_table(shopcell::storage::tables::COUNTERS.def)
+            .unwrap()
+            .insert(key.as_slice(), 5u64.to_le_bytes().as_slice())
+            .unwrap();
         txn.commit().unwrap();
     }
     let err = check().await.unwrap_err().to_string();
     assert!(err.contains(&format!("store {store}: the locations counter says 5, there are 1 rows")), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_the_directory_does_not_place_is_dropped_as_after_a_crash() {
+    let app = spawn_app().await;
+    let owner = create_user(&app.client).await;
+    let placed = create_store(&app.client, &owner).await;
+    // Cut between the two halves of a store's creation: the cell has it, the directory not
+    // yet (as also the copy of a move whose directory had not flipped).
+    let half = app.clock.new_id();
+    let now = app.clock.now_ms();
+    let settings = shopcell::domain::store::StoreSettings {
+        id: half,
+        name: "Half made".into(),
+        currency: shopcell::domain::money::Currency::parse("USD").unwrap(),
+        country: "US".into(),
+        timezone: "UTC".into(),
+        address: Default::default(),
+        taxes_included: false,
+        weight_unit: "kg".into(),
+        owner_id: uuid::Uuid::parse_str(&owner.id).unwrap(),
+        created_at: now,
+        updated_at: now,
+        storefront_url: None,
+        email_from: None,
+        reply_to: None,
+    };
+    shopcell::cells::stores::create_store(&app.cell(), settings).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let to = tmp.path().join("b");
+    client::backup(&app.base, &service_key(&app), &to).await.expect("backup");
+    let data = tmp.path().join("data");
+    let done = restore::restore(&to, &data, false).expect("restore");
+    assert_eq!(done.unplaced, vec![("cell-1".to_string(), half)]);
+    let again = spawn_app_in(&data).await;
+    assert_eq!(again.cell().state_of(half), None, "dropped at start");
+    assert!(again.cell().holds(uuid::Uuid::parse_str(&placed).unwrap()));
+    let stores = again.client.get("/api/v1/stores", Some(&owner.token)).await.expect(200);
+    assert_eq!(stores.body.as_array().unwrap().len(), 1);
+    assert_eq!(stores.body[0]["id"], placed.as_str());
 }
