@@ -62,6 +62,27 @@ pub async fn begin(node: &Arc<Node>) -> ApiResult<Begun> {
     for name in node.cell_names() {
         cells.push_back((name.clone(), node.cell_link(&name)?));
     }
+    // Its own task: a caller that hangs up mid-cut does not leave writers held.
+    let cut = tokio::spawn(take_cut(node.clone(), account, cells.clone(), id));
+    let (snapshot, cut_at_ms, held_us) = cut.await.map_err(ApiError::internal)??;
+    let mut databases = vec![Database { path: account_path(), kind: "account".into() }];
+    databases.extend(cells.iter().map(|(name, _)| Database { path: cell_path(name), kind: "cell".into() }));
+    tracing::info!(backup = %id, held_us, cells = cells.len(), "backup cut taken");
+    *slot = Some(Run { id, seq: 0, last_used_ms: now, files, account: Some(snapshot), cells });
+    drop(slot);
+    lapse_when_idle(node.clone(), id);
+    Ok(Begun { id, backup_format: BACKUP_FORMAT, data_format: FORMAT_VERSION, cut_at_ms, held_us, databases })
+}
+
+/// Holds every cell's writer and the directory's, opens each database's read transaction while
+/// all are held, then releases them: the snapshot of the directory, when, and how long the
+/// writers were held. On failure every part taken so far ends (which ends its hold).
+async fn take_cut(
+    node: Arc<Node>,
+    account: Arc<crate::account::AccountService>,
+    cells: VecDeque<(String, CellLink)>,
+    id: Uuid,
+) -> ApiResult<(Snapshot, i64, u64)> {
     let started = Instant::now();
     let mut held: Vec<&(String, CellLink)> = Vec::new();
     let cut = async {
@@ -80,25 +101,17 @@ pub async fn begin(node: &Arc<Node>) -> ApiResult<Begun> {
     }
     .await;
     let held_us = started.elapsed().as_micros() as u64;
-    let (snapshot, cut_at_ms) = match cut {
-        Ok(done) => done,
+    match cut {
+        Ok((snapshot, cut_at_ms)) => Ok((snapshot, cut_at_ms, held_us)),
         Err(e) => {
-            // Ending a part also ends its hold, so every writer goes on whatever failed.
             for (name, link) in held {
                 if let Err(end) = link.backup_step(id, "end").await {
                     tracing::warn!(cell = %name, error = %end, "a cell did not end its part of a failed backup; it lapses");
                 }
             }
-            return Err(e);
+            Err(e)
         }
-    };
-    let mut databases = vec![Database { path: account_path(), kind: "account".into() }];
-    databases.extend(cells.iter().map(|(name, _)| Database { path: cell_path(name), kind: "cell".into() }));
-    tracing::info!(backup = %id, held_us, cells = cells.len(), "backup cut taken");
-    *slot = Some(Run { id, seq: 0, last_used_ms: now, files, account: Some(snapshot), cells });
-    drop(slot);
-    lapse_when_idle(node.clone(), id);
-    Ok(Begun { id, backup_format: BACKUP_FORMAT, data_format: FORMAT_VERSION, cut_at_ms, held_us, databases })
+    }
 }
 
 /// The chunk numbered `seq` of backup `id`. A failure (a cell that does not answer) ends the
