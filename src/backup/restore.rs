@@ -52,7 +52,10 @@ pub fn restore(from: &Path, data: &Path, replace: bool) -> Result<Restored, BoxE
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    private_dir(&parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    // Made when missing; an existing parent (`/var/lib`) keeps its own mode.
+    if !parent.exists() {
+        private_dir(&parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
     let staging = parent.join(format!(".{name}.restoring-{stamp}"));
     let built = build(from, &manifest, &staging);
     let (unplaced, indexed) = match built {

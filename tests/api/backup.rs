@@ -95,8 +95,13 @@ async fn a_backup_under_write_load_restores_every_acknowledged_write_whole_or_ab
     // Restored and started: the token issued before works, every write acknowledged before the
     // backup is there, each one during it whole or absent, none after it.
     let restored_dir = tempfile::tempdir().unwrap();
+    let parent_mode = 0o755;
+    std::fs::set_permissions(restored_dir.path(), std::os::unix::fs::PermissionsExt::from_mode(parent_mode)).unwrap();
     let data = restored_dir.path().join("data");
     let done = restore::restore(&to, &data, false).expect("restore");
+    assert_eq!(mode(restored_dir.path()), parent_mode, "the parent keeps its mode");
+    assert_eq!(mode(&data), 0o700);
+    assert_eq!(mode(&data.join("account/jwt-rs256.pem")), 0o600);
     assert!(done.kept_aside.is_none() && done.unplaced.is_empty());
     assert_eq!(done.indexed["cell-1"], products_rows, "search is rebuilt from every product");
     let again = spawn_app_in(&data).await;
