@@ -475,11 +475,47 @@ pub enum AdminCommand {
         #[arg(long, env = "SHOPCELL_DATA", default_value = "./shopcell-data")]
         data: PathBuf,
     },
-    /// Opens every database under a data directory and reports its format and tables.
+    /// Backs up a running installation into DIR on this host, online: one consistent cut of
+    /// the account database and every cell, the signing and service keys and the taxonomy,
+    /// and `manifest.json` last (no manifest, no backup). See docs/operations.md, "Backup".
+    Backup {
+        /// URL of the running `serve` process or account service.
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        url: String,
+        /// The directory to write: created with mode 0700, refused unless absent or empty.
+        #[arg(long)]
+        to: PathBuf,
+        /// Service key file (default: `<data>/account/service.key`).
+        #[arg(long)]
+        service_key_file: Option<PathBuf>,
+        #[arg(long, default_value = "./shopcell-data")]
+        data: PathBuf,
+    },
+    /// Restores a backup as a data directory, offline: verifies the manifest and every
+    /// checksum first, then writes PATH and rebuilds search. Every role starts on it with the
+    /// keys of the backup, so tokens issued before stay valid.
+    Restore {
+        /// The backup directory (written by `admin backup`).
+        #[arg(long)]
+        from: PathBuf,
+        /// The data directory to write: absent or empty, unless --replace.
+        #[arg(long)]
+        data: PathBuf,
+        /// Restore over a non-empty PATH (no process may hold it): the current directory is
+        /// kept aside as `PATH.before-restore-<unix time>`.
+        #[arg(long)]
+        replace: bool,
+    },
+    /// Checks a stopped data directory (format and tables of every database, and the directory
+    /// and cells agreeing on each store's place), or with --backup a backup (its manifest,
+    /// every checksum, every table's rows, and placement).
     Check {
         /// Data directory (where the default service key file is, or the databases offline).
         #[arg(long, env = "SHOPCELL_DATA", default_value = "./shopcell-data")]
         data: PathBuf,
+        /// A backup directory to check instead of a data directory.
+        #[arg(long)]
+        backup: Option<PathBuf>,
     },
     /// Rebuilds the search index of every cell (or of one) from its redb data. Offline: stop the
     /// process that serves the cells first (it holds their databases).

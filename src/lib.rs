@@ -3,6 +3,7 @@
 pub mod account;
 pub mod admin;
 pub mod api;
+pub mod backup;
 pub mod cells;
 pub mod cli;
 pub mod clock;

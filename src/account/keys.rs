@@ -18,6 +18,8 @@ use crate::http::auth::PublicKey;
 
 const KEY_FILE: &str = "jwt-rs256.pem";
 const SERVICE_KEY_FILE: &str = "service.key";
+/// The key files of the account directory, which a backup carries.
+pub const KEY_FILES: [&str; 2] = [KEY_FILE, SERVICE_KEY_FILE];
 
 /// The signing half, held by the account service only.
 pub struct SigningKey {

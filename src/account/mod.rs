@@ -122,6 +122,11 @@ impl AccountService {
         })
     }
 
+    /// The account directory (`account.redb`, the keys).
+    pub fn dir(&self) -> std::path::PathBuf {
+        self.file.parent().map(std::path::Path::to_path_buf).unwrap_or_default()
+    }
+
     /// Replaces the built-in plan catalogue (the `--plans` file).
     pub fn with_plans(mut self, catalogue: plans::Catalogue) -> Self {
         self.plans = Arc::new(catalogue);

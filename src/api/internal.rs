@@ -92,7 +92,7 @@ impl QueryParams for CellQuery {
 }
 
 impl CellQuery {
-    fn cell(&self, cx: &Ctx) -> ApiResult<Arc<Cell>> {
+    pub fn cell(&self, cx: &Ctx) -> ApiResult<Arc<Cell>> {
         match &self.0 {
             Some(name) => cx.node.cells.get(name).cloned().ok_or_else(ApiError::not_found),
             None if cx.node.cells.len() == 1 => cx.node.cells.values().next().cloned().ok_or_else(ApiError::not_found),

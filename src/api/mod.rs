@@ -1,6 +1,7 @@
 //! The one list that mounts every area's routes.
 
 pub mod auth;
+pub mod backups;
 pub mod calculate;
 pub mod carts;
 pub mod catalogs;
@@ -64,6 +65,7 @@ pub fn routes() -> Vec<Route> {
         ("Subscriptions", subscriptions::routes()),
         ("Webhooks and events", webhooks::routes()),
         ("Internal", internal::routes()),
+        ("Internal", backups::routes()),
     ];
     areas.into_iter().flat_map(|(tag, rows)| rows.into_iter().map(move |r| Route { tag, ..r })).collect()
 }

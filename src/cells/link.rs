@@ -68,6 +68,39 @@ impl CellLink {
     }
 }
 
+/// The steps of a cell's part in a backup, as named on the internal routes.
+pub const BACKUP_STEPS: &[&str] = &["hold", "release", "read", "end"];
+
+impl CellLink {
+    /// One step of the cell's part in backup `id` (see `backup::snapshot::Sessions`): `read`
+    /// answers encoded [`crate::backup::CellRows`], the others nothing.
+    pub async fn backup_step(&self, id: Uuid, step: &str) -> ApiResult<Vec<u8>> {
+        match self {
+            CellLink::Local(c) => run_backup_step(c, id, step).await,
+            CellLink::Remote(u) => {
+                let path = format!("/internal/v1/cell-backups/{id}/{step}");
+                Ok(u.call_raw(Method::POST, &path, Body::Empty).await?.to_vec())
+            }
+        }
+    }
+}
+
+/// Runs a backup step on a cell of this process (also what the internal route calls).
+pub async fn run_backup_step(cell: &Cell, id: Uuid, step: &str) -> ApiResult<Vec<u8>> {
+    let now = cell.clock.now_ms();
+    let sessions = &cell.backups;
+    match step {
+        "hold" => sessions.hold(id, &cell.db, &cell.writer, now).await.map(|_| Vec::new()),
+        "release" => sessions.release(id, now).map(|_| Vec::new()),
+        "read" => encode(&sessions.read(id, now, crate::backup::CHUNK_BYTES)?),
+        "end" => {
+            sessions.end(id);
+            Ok(Vec::new())
+        }
+        _ => Err(ApiError::not_found()),
+    }
+}
+
 /// Runs a move step on a cell of this process (also what the internal route calls).
 pub async fn run_move_step(cell: &Cell, store: Uuid, step: &str, body: Option<Vec<u8>>) -> ApiResult<Vec<u8>> {
     let body = || body.clone().ok_or_else(|| ApiError::field("body", "this step takes a body"));

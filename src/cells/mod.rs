@@ -27,6 +27,7 @@ pub mod pricing_version;
 pub mod product_search;
 pub mod products;
 pub mod publisher;
+pub mod recount;
 pub mod shipping;
 pub mod stock;
 pub mod storefront;
@@ -95,6 +96,8 @@ pub struct Cell {
     dir: PathBuf,
     /// The lists to warm after this start (see `warm`), taken by the first `warm`.
     warm_hint: Mutex<Vec<crate::storage::list_orders::ListId>>,
+    /// This cell's parts of online backups (see `backup`).
+    pub backups: crate::backup::snapshot::Sessions,
 }
 
 impl Cell {
@@ -169,6 +172,7 @@ impl Cell {
             memory: *memory,
             dir: dir.to_path_buf(),
             warm_hint: Mutex::new(warm::read_hint(dir)),
+            backups: Default::default(),
         })
     }
 

@@ -97,6 +97,8 @@ pub struct Node {
     pub connections: ConnectionLimits,
     /// The connections open now, in all and per address.
     pub open_connections: Arc<OpenConnections>,
+    /// The online backup under way, run by the account service.
+    pub backups: crate::backup::coordinate::Backups,
 }
 
 impl Node {
@@ -135,6 +137,7 @@ impl Node {
             closed_store_grace: crate::cli::RetentionArgs::default().closed_store_grace,
             connections: ConnectionLimits::default(),
             open_connections: Arc::default(),
+            backups: Default::default(),
         })
     }
 

@@ -2,6 +2,7 @@
 //! record codec, order-preserving keys, the group-commit writer and format versions.
 
 pub mod codec;
+pub mod copy;
 pub mod keys;
 pub mod list;
 pub mod list_orders;

@@ -34,8 +34,49 @@ type JobFn = Box<dyn FnMut(&mut Tx) -> ApiResult<Output> + Send>;
 
 enum Msg {
     Job(Job),
+    /// Holds the thread once every job queued before it has committed (see [`Writer::hold`]).
+    Hold(HoldJob),
     /// Ends the thread once every job queued before it is answered.
     Stop,
+}
+
+/// The longest a writer stays held if its [`Hold`] is neither released nor dropped (a
+/// coordinator in another process that died): writes queue meanwhile, so the hold must end.
+pub const MAX_HOLD: std::time::Duration = std::time::Duration::from_secs(10);
+
+struct HoldJob {
+    /// Answered once every earlier job has committed and the thread waits.
+    held: oneshot::Sender<()>,
+    /// Dropped (or sent on) to let the thread go on.
+    release: mpsc::Receiver<()>,
+    /// Set when [`MAX_HOLD`] ended the hold before its release.
+    lapsed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// A writer held at a barrier: nothing commits until this is released or dropped. Writes sent
+/// meanwhile queue and run after.
+pub struct Hold {
+    release: Option<mpsc::Sender<()>>,
+    lapsed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Hold {
+    /// Lets the writer go on; false when [`MAX_HOLD`] had already ended the hold (something
+    /// may have committed since it was taken).
+    pub fn release(mut self) -> bool {
+        if let Some(r) = self.release.take() {
+            let _ = r.send(());
+        }
+        !self.lapsed.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        if let Some(r) = self.release.take() {
+            let _ = r.send(());
+        }
+    }
 }
 
 struct Job {
@@ -251,6 +292,19 @@ impl Writer {
         out.downcast::<T>().map(|b| *b).map_err(|_| ApiError::internal("writer returned a foreign type"))
     }
 
+    /// Holds the writer once every job queued before this call has committed: from then until
+    /// the [`Hold`] is released nothing commits (a consistent cut across databases is read
+    /// while each of their writers is held). Jobs queue meanwhile; none is refused.
+    pub async fn hold(&self) -> ApiResult<Hold> {
+        let (held, answer) = oneshot::channel();
+        let (release, wait) = mpsc::channel();
+        let lapsed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let job = HoldJob { held, release: wait, lapsed: lapsed.clone() };
+        self.sender.send(Msg::Hold(job)).map_err(|_| ApiError::msg(Code::UNAVAILABLE, "the service is shutting down"))?;
+        answer.await.map_err(|_| ApiError::msg(Code::UNAVAILABLE, "the service is shutting down"))?;
+        Ok(Hold { release: Some(release), lapsed })
+    }
+
     /// Asks the thread to stop after the jobs already queued; later writes answer 503.
     pub fn stop(&self) {
         let _ = self.sender.send(Msg::Stop);
@@ -278,12 +332,28 @@ fn run(db: &Database, receiver: &mpsc::Receiver<Msg>, gate: &MoveGate, derived: 
         ids.after(f);
     }
     let mut stopping = false;
+    // A hold met while gathering a batch waits until that batch has committed.
+    let mut hold = None;
     while !stopping {
-        let Ok(Msg::Job(first)) = receiver.recv() else { break };
+        if let Some(h) = hold.take() {
+            wait_held(h);
+        }
+        let first = match receiver.recv() {
+            Ok(Msg::Job(job)) => job,
+            Ok(Msg::Hold(h)) => {
+                hold = Some(h);
+                continue;
+            }
+            Ok(Msg::Stop) | Err(_) => break,
+        };
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
             match receiver.try_recv() {
                 Ok(Msg::Job(job)) => batch.push(job),
+                Ok(Msg::Hold(h)) => {
+                    hold = Some(h);
+                    break;
+                }
                 Ok(Msg::Stop) => {
                     stopping = true;
                     break;
@@ -293,6 +363,18 @@ fn run(db: &Database, receiver: &mpsc::Receiver<Msg>, gate: &MoveGate, derived: 
         }
         commit_batch(db, batch, gate, &seq, &mut ids, derived);
         derived.committed.notify_one();
+    }
+}
+
+/// Tells the holder every earlier job has committed and waits for its release (or
+/// [`MAX_HOLD`]).
+fn wait_held(h: HoldJob) {
+    if h.held.send(()).is_err() {
+        return; // the holder gave up before the hold began
+    }
+    if let Err(mpsc::RecvTimeoutError::Timeout) = h.release.recv_timeout(MAX_HOLD) {
+        h.lapsed.store(true, Ordering::Release);
+        tracing::warn!(after_s = MAX_HOLD.as_secs(), "a writer hold was not released in time; writes go on");
     }
 }
 
@@ -684,6 +766,44 @@ mod tests {
     }
     use crate::storage::open;
     use redb::ReadableDatabase;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_hold_waits_for_earlier_writes_and_queues_later_ones_until_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let db =
+            Arc::new(open(&dir.path().join("cell.redb"), crate::storage::tests::CELL, crate::storage::ONE_OFF_CACHE).unwrap());
+        let (writer, thread) = Writer::start(db.clone(), "test", 1 << 20, 1 << 20).unwrap();
+        let key = |n: u8| Key::store(Uuid::from_u128(1)).str(&format!("k{n}")).into_vec();
+        let put = |n: u8| {
+            let (w, k) = (writer.clone(), key(n));
+            async move { w.write(None, move |tx| tx.put(COUNTERS, &k, &1u64.to_le_bytes())).await }
+        };
+        let seen = |n: u8| crate::storage::read::counter(&db.begin_read().unwrap(), COUNTERS, &key(n)).unwrap();
+        // Polled in order: the first write is queued before the hold, so it has committed once
+        // the hold is taken.
+        let (first, hold) = tokio::join!(put(1), writer.hold());
+        first.unwrap();
+        let hold = hold.unwrap();
+        assert_eq!(seen(1), 1);
+        // A write sent while held waits, unrefused, and commits once released.
+        let later = tokio::spawn(put(2));
+        let waited = tokio::time::timeout(std::time::Duration::from_millis(100), async {
+            while !later.is_finished() {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await;
+        assert!(waited.is_err(), "nothing commits while the writer is held");
+        assert_eq!(seen(2), 0);
+        assert!(hold.release(), "released in time");
+        later.await.unwrap().unwrap();
+        assert_eq!(seen(2), 1);
+        // A dropped hold releases too.
+        drop(writer.hold().await.unwrap());
+        put(3).await.unwrap();
+        writer.stop();
+        thread.join();
+    }
 
     #[tokio::test]
     async fn counters_of_a_batch_are_read_back_written_once_and_dropped_with_a_failed_job() {

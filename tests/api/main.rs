@@ -8,6 +8,7 @@ mod auth_sessions;
 mod auth_social;
 mod auth_support;
 mod auth_tokens;
+mod backup;
 mod calculate;
 mod carts;
 mod catalogs;

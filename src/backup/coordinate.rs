@@ -1,0 +1,241 @@
+//! The account service's side of a backup: takes the cut across its own writer and every
+//! cell's (in this process or another), then answers the caller chunk by chunk, relaying each
+//! cell's rows.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Instant;
+
+use uuid::Uuid;
+
+use crate::backup::snapshot::Snapshot;
+use crate::backup::{BACKUP_FORMAT, Begun, CHUNK_BYTES, Chunk, Database, IDLE_MS, Part, account_path, cell_path};
+use crate::cells::link::CellLink;
+use crate::error::{ApiError, ApiResult, Code};
+use crate::node::Node;
+use crate::storage::FORMAT_VERSION;
+
+/// The one backup a process may run at a time.
+#[derive(Default)]
+pub struct Backups(tokio::sync::Mutex<Option<Run>>);
+
+struct Run {
+    id: Uuid,
+    /// The sequence number the next request must carry.
+    seq: u64,
+    last_used_ms: i64,
+    /// Keys and taxonomy, sent with the first chunk.
+    files: Vec<(String, Vec<u8>)>,
+    /// The directory's snapshot until it has been read out.
+    account: Option<Snapshot>,
+    /// The cells still to read, in order.
+    cells: VecDeque<(String, CellLink)>,
+}
+
+impl Run {
+    /// Ends the backup at every cell still holding its part.
+    async fn end(self) {
+        for (name, link) in &self.cells {
+            if let Err(e) = link.backup_step(self.id, "end").await {
+                tracing::warn!(cell = %name, error = %e, "a cell did not end its part of a backup; it lapses");
+            }
+        }
+    }
+}
+
+/// Takes the cut and answers what follows. A backup under way (one used within [`IDLE_MS`])
+/// is a 409.
+pub async fn begin(node: &Arc<Node>) -> ApiResult<Begun> {
+    let account = node.account.clone().ok_or_else(|| ApiError::msg(Code::NOT_FOUND, "backups are run by the account service"))?;
+    let mut slot = node.backups.0.try_lock().map_err(|_| under_way())?;
+    let now = node.clock.now_ms();
+    if let Some(run) = slot.take() {
+        if now - run.last_used_ms < IDLE_MS {
+            *slot = Some(run);
+            return Err(under_way());
+        }
+        run.end().await;
+    }
+    let id = node.clock.new_id();
+    let files = key_files(&account.dir())?;
+    let mut cells = VecDeque::new();
+    for name in node.cell_names() {
+        cells.push_back((name.clone(), node.cell_link(&name)?));
+    }
+    // Its own task: a caller that hangs up mid-cut does not leave writers held.
+    let cut = tokio::spawn(take_cut(node.clone(), account, cells.clone(), id));
+    let (snapshot, cut_at_ms, held_us) = cut.await.map_err(ApiError::internal)??;
+    let mut databases = vec![Database { path: account_path(), kind: "account".into() }];
+    databases.extend(cells.iter().map(|(name, _)| Database { path: cell_path(name), kind: "cell".into() }));
+    tracing::info!(backup = %id, held_us, cells = cells.len(), "backup cut taken");
+    *slot = Some(Run { id, seq: 0, last_used_ms: now, files, account: Some(snapshot), cells });
+    drop(slot);
+    lapse_when_idle(node.clone(), id);
+    Ok(Begun { id, backup_format: BACKUP_FORMAT, data_format: FORMAT_VERSION, cut_at_ms, held_us, databases })
+}
+
+/// Holds every cell's writer and the directory's, opens each database's read transaction while
+/// all are held, then releases them: the snapshot of the directory, when, and how long the
+/// writers were held. On failure every part taken so far ends (which ends its hold).
+async fn take_cut(
+    node: Arc<Node>,
+    account: Arc<crate::account::AccountService>,
+    cells: VecDeque<(String, CellLink)>,
+    id: Uuid,
+) -> ApiResult<(Snapshot, i64, u64)> {
+    let started = Instant::now();
+    let mut held: Vec<&(String, CellLink)> = Vec::new();
+    let cut = async {
+        for cell in &cells {
+            cell.1.backup_step(id, "hold").await.map_err(|e| about_cell(&cell.0, e))?;
+            held.push(cell);
+        }
+        let hold = account.writer.hold().await?;
+        let snapshot = Snapshot::open(&account.db, "account")?;
+        let cut_at_ms = node.clock.now_ms();
+        drop(hold);
+        for cell in &cells {
+            cell.1.backup_step(id, "release").await.map_err(|e| about_cell(&cell.0, e))?;
+        }
+        Ok::<_, ApiError>((snapshot, cut_at_ms))
+    }
+    .await;
+    let held_us = started.elapsed().as_micros() as u64;
+    match cut {
+        Ok((snapshot, cut_at_ms)) => Ok((snapshot, cut_at_ms, held_us)),
+        Err(e) => {
+            for (name, link) in held {
+                if let Err(end) = link.backup_step(id, "end").await {
+                    tracing::warn!(cell = %name, error = %end, "a cell did not end its part of a failed backup; it lapses");
+                }
+            }
+            Err(e)
+        }
+    }
+}
+
+/// The chunk numbered `seq` of backup `id`. A failure (a cell that does not answer) ends the
+/// backup everywhere and names the cell.
+pub async fn next(node: &Node, id: Uuid, seq: u64) -> ApiResult<Chunk> {
+    let mut slot = node.backups.0.lock().await;
+    let run = match slot.as_mut() {
+        Some(r) if r.id == id => r,
+        _ => return Err(ApiError::msg(Code::NOT_FOUND, "no such backup (it ended, or lapsed after a minute unused)")),
+    };
+    if seq != run.seq {
+        return Err(ApiError::msg(Code::CONFLICT, format!("chunk {seq} asked for, chunk {} is next", run.seq)));
+    }
+    run.last_used_ms = node.clock.now_ms();
+    let mut parts: Vec<Part> =
+        std::mem::take(&mut run.files).into_iter().map(|(path, bytes)| Part::File { path, bytes }).collect();
+    let read = read_next(run, &mut parts).await;
+    if let Err(e) = read {
+        if let Some(run) = slot.take() {
+            run.end().await;
+        }
+        return Err(e);
+    }
+    run.seq += 1;
+    let last = run.account.is_none() && run.cells.is_empty();
+    if last {
+        *slot = None;
+    }
+    Ok(Chunk { seq, parts, last })
+}
+
+/// Appends about [`CHUNK_BYTES`] of rows of the first database not yet read out.
+async fn read_next(run: &mut Run, parts: &mut Vec<Part>) -> ApiResult<()> {
+    if let Some(snapshot) = run.account.as_mut() {
+        let rows = snapshot.read(CHUNK_BYTES)?;
+        let db = account_path();
+        parts.extend(rows.tables.into_iter().map(|(table, rows)| Part::Rows { db: db.clone(), table, rows }));
+        if let Some(counts) = rows.done {
+            parts.push(Part::Done { db, counts });
+            run.account = None;
+        }
+        return Ok(());
+    }
+    let Some((name, link)) = run.cells.front() else { return Ok(()) };
+    let bytes = link.backup_step(run.id, "read").await.map_err(|e| about_cell(name, e))?;
+    let rows: crate::backup::CellRows = crate::storage::codec::decode(&bytes)?;
+    let db = cell_path(name);
+    parts.extend(rows.tables.into_iter().map(|(table, rows)| Part::Rows { db: db.clone(), table, rows }));
+    if let Some(counts) = rows.done {
+        parts.push(Part::Done { db, counts });
+        if let Some((name, link)) = run.cells.pop_front()
+            && let Err(e) = link.backup_step(run.id, "end").await
+        {
+            tracing::warn!(cell = %name, error = %e, "a cell did not end its part of a backup; it lapses");
+        }
+    }
+    Ok(())
+}
+
+/// Abandons backup `id` (the caller failed): every part of it ends.
+pub async fn abort(node: &Node, id: Uuid) -> ApiResult<()> {
+    let mut slot = node.backups.0.lock().await;
+    match slot.take() {
+        Some(run) if run.id == id => {
+            run.end().await;
+            Ok(())
+        }
+        other => {
+            *slot = other;
+            Err(ApiError::msg(Code::NOT_FOUND, "no such backup (it ended, or lapsed after a minute unused)"))
+        }
+    }
+}
+
+/// Ends backup `id` once no request has touched it for [`IDLE_MS`] (its caller died), so its
+/// read transactions do not pin old pages for ever. It holds the process weakly: a process
+/// that stops meanwhile closes its databases.
+fn lapse_when_idle(node: Arc<Node>, id: Uuid) {
+    let (clock, node) = (node.clock.clone(), Arc::downgrade(&node));
+    tokio::spawn(async move {
+        let mut at = clock.now_ms() + IDLE_MS;
+        loop {
+            clock.sleep_until(at).await;
+            let Some(node) = node.upgrade() else { return };
+            let mut slot = node.backups.0.lock().await;
+            match slot.as_ref() {
+                Some(run) if run.id == id => {
+                    if node.clock.now_ms() - run.last_used_ms >= IDLE_MS {
+                        tracing::warn!(backup = %id, "backup abandoned by its caller; ended");
+                        if let Some(run) = slot.take() {
+                            run.end().await;
+                        }
+                        return;
+                    }
+                    at = run.last_used_ms + IDLE_MS;
+                }
+                _ => return,
+            }
+        }
+    });
+}
+
+/// The signing key, the service key and the taxonomy, by their paths in the data directory.
+fn key_files(account_dir: &std::path::Path) -> ApiResult<Vec<(String, Vec<u8>)>> {
+    let mut files = Vec::new();
+    for name in crate::account::keys::KEY_FILES {
+        let bytes = std::fs::read(account_dir.join(name)).map_err(|e| ApiError::internal(format!("{name}: {e}")))?;
+        files.push((format!("account/{name}"), bytes));
+    }
+    if let Some(data) = account_dir.parent() {
+        let taxonomy = crate::domain::taxonomy::files::taxonomy_path(data);
+        if taxonomy.exists() {
+            let bytes = std::fs::read(&taxonomy).map_err(|e| ApiError::internal(format!("taxonomy.json: {e}")))?;
+            files.push(("taxonomy.json".into(), bytes));
+        }
+    }
+    Ok(files)
+}
+
+fn under_way() -> ApiError {
+    ApiError::msg(Code::CONFLICT, "another backup is under way (an abandoned one lapses a minute after its last request)")
+}
+
+fn about_cell(name: &str, e: ApiError) -> ApiError {
+    let code = if e.code == Code::NOT_FOUND { Code::BAD_GATEWAY } else { e.code };
+    ApiError::msg(code, format!("cell {name}: {}", e.message))
+}
