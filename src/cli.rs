@@ -488,7 +488,8 @@ pub enum AdminCommand {
         /// Service key file (default: `<data>/account/service.key`).
         #[arg(long)]
         service_key_file: Option<PathBuf>,
-        #[arg(long, default_value = "./shopcell-data")]
+        /// Data directory (where the default service key file is).
+        #[arg(long, env = "SHOPCELL_DATA", default_value = "./shopcell-data")]
         data: PathBuf,
     },
     /// Restores a backup as a data directory, offline: verifies the manifest and every

@@ -15,6 +15,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header};
 use serde::Serialize;
 
 use crate::http::auth::PublicKey;
+use crate::private_files::create_private;
 
 const KEY_FILE: &str = "jwt-rs256.pem";
 const SERVICE_KEY_FILE: &str = "service.key";
@@ -58,7 +59,7 @@ impl SigningKey {
         } else {
             let pair = KeyPair::generate(KeySize::Rsa2048).map_err(|_| std::io::Error::other("RSA key generation failed"))?;
             let der = pair.as_der().map_err(|_| std::io::Error::other("RSA key encoding failed"))?.as_ref().to_vec();
-            write_private(&path, der_to_pem(&der).as_bytes())?;
+            create_private(&path, der_to_pem(&der).as_bytes())?;
             der
         };
         let pair = KeyPair::from_pkcs8(&der).map_err(|e| std::io::Error::other(format!("RSA key rejected: {e}")))?;
@@ -117,7 +118,7 @@ pub fn load_or_create_service_key(dir: &Path) -> std::io::Result<String> {
         return read_service_key(&path);
     }
     let key = hex(&crate::util::random_bytes::<32>());
-    write_private(&path, key.as_bytes())?;
+    create_private(&path, key.as_bytes())?;
     Ok(key)
 }
 
@@ -131,21 +132,6 @@ pub fn read_service_key(path: &Path) -> std::io::Result<String> {
         return Err(std::io::Error::other(format!("{} does not hold a service key", path.display())));
     }
     Ok(key)
-}
-
-/// Writes a secret file readable by its owner only, durably.
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut f = options.open(path)?;
-    f.write_all(bytes)?;
-    f.sync_all()
 }
 
 fn der_to_pem(der: &[u8]) -> String {

@@ -170,21 +170,7 @@ impl AccountService {
 
     pub async fn register(&self, r: Register, device: String) -> ApiResult<(User, String, String)> {
         self.signup.check()?;
-        validate_register(&r)?;
-        let password = r.password.clone();
-        let hash = tokio::task::spawn_blocking(move || hash_password(&password))
-            .await
-            .map_err(ApiError::internal)?
-            .map_err(ApiError::internal)?;
-        let now = self.clock.now_ms();
-        let user = User {
-            id: self.clock.new_id(),
-            email: normalize_email(&r.email),
-            name: r.name.trim().to_string(),
-            password_hash: hash,
-            created_at: now,
-            updated_at: now,
-        };
+        let user = self.new_user(r).await?;
         let session = new_session(user.id, device, &self.clock);
         let (u, s) = (user.clone(), session.clone());
         self.writer
@@ -197,6 +183,26 @@ impl AccountService {
         self.note_touched(session.id, session.last_active);
         let (access, refresh) = self.issue(&session)?;
         Ok((user, access, refresh))
+    }
+
+    /// A user as registration makes one, not yet written: the rules checked, the password
+    /// hashed off the async workers.
+    pub(crate) async fn new_user(&self, r: Register) -> ApiResult<User> {
+        validate_register(&r)?;
+        let Register { email, password, name } = r;
+        let hash = tokio::task::spawn_blocking(move || hash_password(&password))
+            .await
+            .map_err(ApiError::internal)?
+            .map_err(ApiError::internal)?;
+        let now = self.clock.now_ms();
+        Ok(User {
+            id: self.clock.new_id(),
+            email: normalize_email(&email),
+            name: name.trim().to_string(),
+            password_hash: hash,
+            created_at: now,
+            updated_at: now,
+        })
     }
 
     /// Checks a password; answers tokens, or an MFA challenge when the user has MFA on.

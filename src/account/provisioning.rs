@@ -7,8 +7,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::model::{Register, User, normalize_email, validate_register};
-use super::{AccountService, hash_password, put_new_user};
+use super::model::Register;
+use super::{AccountService, put_new_user};
 use crate::error::{ApiError, ApiResult, Code};
 
 /// `--signup`: whether `POST /auth/register` and a first social sign-in create accounts.
@@ -55,22 +55,7 @@ impl AccountService {
     pub async fn create_user(&self, email: &str, name: &str, password: Option<String>) -> ApiResult<CreatedUser> {
         let generated = password.is_none().then(generate_password);
         let password = password.or_else(|| generated.clone()).unwrap_or_default();
-        let r = Register { email: email.to_string(), password, name: name.to_string() };
-        validate_register(&r)?;
-        let Register { email, password, name } = r;
-        let hash = tokio::task::spawn_blocking(move || hash_password(&password))
-            .await
-            .map_err(ApiError::internal)?
-            .map_err(ApiError::internal)?;
-        let now = self.clock.now_ms();
-        let user = User {
-            id: self.clock.new_id(),
-            email: normalize_email(&email),
-            name: name.trim().to_string(),
-            password_hash: hash,
-            created_at: now,
-            updated_at: now,
-        };
+        let user = self.new_user(Register { email: email.to_string(), password, name: name.to_string() }).await?;
         let u = user.clone();
         self.writer.write(None, move |tx| put_new_user(tx.raw(), &u)).await?;
         Ok(CreatedUser { user_id: user.id, email: user.email, generated_password: generated })

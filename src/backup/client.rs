@@ -8,10 +8,11 @@ use std::path::{Path, PathBuf};
 use hyper::Method;
 use redb::{Durability, WriteTransaction};
 
-use crate::backup::manifest::{self, Entry, Manifest, private_dir, write_private};
+use crate::backup::manifest::{self, Entry, Manifest};
 use crate::backup::{BACKUP_FORMAT, Begun, Chunk, Part};
 use crate::error::BoxError;
 use crate::http::upstream::{Body, Upstream};
+use crate::private_files::{private_dir, write_private};
 use crate::storage::FORMAT_VERSION;
 use crate::storage::copy::{self, CopyTable};
 

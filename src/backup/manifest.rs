@@ -3,13 +3,14 @@
 //! run before they trust a byte of the backup.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::backup::{BACKUP_FORMAT, Begun};
 use crate::error::BoxError;
+use crate::private_files::{sync_dir, write_private};
 use crate::storage::FORMAT_VERSION;
 use crate::storage::copy;
 
@@ -166,50 +167,6 @@ pub fn relative(path: &str) -> Result<PathBuf, BoxError> {
     } else {
         Err(format!("{path:?} is not a path inside a backup").into())
     }
-}
-
-/// Creates `dir` (and missing parents) with mode 0700, whatever the umask.
-pub fn private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-        builder.mode(0o700);
-        builder.create(dir)?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-    }
-    #[cfg(not(unix))]
-    builder.create(dir)?;
-    Ok(())
-}
-
-/// Writes `bytes` as `path` with mode 0600 and syncs it (and its directory).
-pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut f = options.open(path)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    }
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    if let Some(parent) = path.parent() {
-        sync_dir(parent)?;
-    }
-    Ok(())
-}
-
-/// Makes the entries of `dir` durable (new and renamed files).
-pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::File::open(dir)?.sync_all()
 }
 
 /// The size and sha256 (hex) of a file, read in blocks.

@@ -14,8 +14,9 @@ use uuid::Uuid;
 
 use crate::account::closing::ClosedStore;
 use crate::account::model::StoreEntry;
-use crate::backup::manifest::{self, Manifest, private_dir, sync_dir, write_private};
+use crate::backup::manifest::{self, Manifest};
 use crate::error::BoxError;
+use crate::private_files::{private_dir, sync_dir, write_private};
 use crate::storage::codec::decode;
 use crate::storage::tables::{CLOSED_STORES, STORE_DIRECTORY, STORE_STATE, StoreState};
 

@@ -2,11 +2,11 @@
 //! the service's user only. The file is written aside and renamed into place, so a reader never
 //! sees half a message and a second delivery of the same Message-ID replaces the first.
 
-use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{Composed, MailError};
+use crate::private_files::{create_private, private_dir, sync_dir};
 
 /// Makes temporary names unique within the process (the pid makes them unique across).
 static TEMP: AtomicU64 = AtomicU64::new(0);
@@ -22,35 +22,14 @@ pub(super) async fn write(dir: &Path, mail: &Composed) -> Result<(), MailError> 
 }
 
 fn write_blocking(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-        builder.mode(0o700);
-        builder.create(dir)?;
-        // Mail holds reset links: the directory is private even if it was made by hand before.
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-    }
-    #[cfg(not(unix))]
-    builder.create(dir)?;
-
+    // Mail holds reset links: the directory is private even if it was made by hand before.
+    private_dir(dir)?;
     let temp = dir.join(format!(".{name}.{}-{}.tmp", std::process::id(), TEMP.fetch_add(1, Ordering::Relaxed)));
-    let written = (|| {
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let mut file = options.open(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
+    let written = create_private(&temp, bytes).and_then(|()| {
         std::fs::rename(&temp, dir.join(name))?;
         // The rename itself is durable once the directory is synced.
-        std::fs::File::open(dir)?.sync_all()
-    })();
+        sync_dir(dir)
+    });
     if written.is_err() {
         let _ = std::fs::remove_file(&temp);
     }
