@@ -9,39 +9,12 @@ use std::time::Instant;
 use uuid::Uuid;
 
 use crate::backup::snapshot::Snapshot;
+use crate::backup::state::Run;
 use crate::backup::{BACKUP_FORMAT, Begun, CHUNK_BYTES, Chunk, Database, IDLE_MS, Part, account_path, cell_path};
 use crate::cells::link::CellLink;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::node::Node;
 use crate::storage::FORMAT_VERSION;
-
-/// The one backup a process may run at a time.
-#[derive(Default)]
-pub struct Backups(tokio::sync::Mutex<Option<Run>>);
-
-struct Run {
-    id: Uuid,
-    /// The sequence number the next request must carry.
-    seq: u64,
-    last_used_ms: i64,
-    /// Keys and taxonomy, sent with the first chunk.
-    files: Vec<(String, Vec<u8>)>,
-    /// The directory's snapshot until it has been read out.
-    account: Option<Snapshot>,
-    /// The cells still to read, in order.
-    cells: VecDeque<(String, CellLink)>,
-}
-
-impl Run {
-    /// Ends the backup at every cell still holding its part.
-    async fn end(self) {
-        for (name, link) in &self.cells {
-            if let Err(e) = link.backup_step(self.id, "end").await {
-                tracing::warn!(cell = %name, error = %e, "a cell did not end its part of a backup; it lapses");
-            }
-        }
-    }
-}
 
 /// Takes the cut and answers what follows. A backup under way (one used within [`IDLE_MS`])
 /// is a 409.

@@ -17,6 +17,7 @@ pub mod coordinate;
 pub mod manifest;
 pub mod restore;
 pub mod snapshot;
+pub mod state;
 
 use std::collections::BTreeMap;
 

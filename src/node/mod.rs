@@ -98,7 +98,7 @@ pub struct Node {
     /// The connections open now, in all and per address.
     pub open_connections: Arc<OpenConnections>,
     /// The online backup under way, run by the account service.
-    pub backups: crate::backup::coordinate::Backups,
+    pub backups: crate::backup::state::Backups,
 }
 
 impl Node {
