@@ -9,7 +9,7 @@ use crate::error::ApiResult;
 use crate::handler;
 use crate::http::Page;
 use crate::http::list::ListOf;
-use crate::http::reply::{Created, Json};
+use crate::http::reply::{Created, Json, Rendered};
 use crate::http::route::{Access, Service};
 use crate::node::context::{Ctx, Route};
 
@@ -97,9 +97,10 @@ async fn update(cx: Ctx) -> ApiResult<Json<LocationView>> {
     Ok(Json(locations::update(&s.cell, s.id, cx.path_id("locationId")?, cx.json()?).await?.view()))
 }
 
-async fn list_levels(cx: Ctx, q: ListOf<Level>) -> ApiResult<Json<Page<LevelView>>> {
+async fn list_levels(cx: Ctx, q: ListOf<Level>) -> ApiResult<Rendered<Page<LevelView>>> {
     let s = cx.scope()?;
-    Ok(Json(q.page(levels::list(&s.cell, s.id, &q.query)?)))
+    let page = q.page(levels::list(&s.cell, s.id, &q.query)?);
+    Ok(Rendered::new(page.to_json_with(LevelView::JSON_BYTES, |out, l| l.write_json(out))))
 }
 
 async fn adjust(cx: Ctx) -> ApiResult<Json<LevelView>> {

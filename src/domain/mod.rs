@@ -12,6 +12,7 @@ pub mod collection;
 pub mod fields;
 pub mod fulfillment;
 pub mod gift_card;
+pub mod json_out;
 pub mod market;
 pub mod money;
 pub mod order;

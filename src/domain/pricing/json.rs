@@ -4,17 +4,15 @@
 //! (a property test holds them equal), so the derive stays the definition of the shape; the
 //! warnings, rare and varied, are left to it.
 
-use uuid::Uuid;
-
 use super::calc::{Calculation, DiscountApplication, LineResult, Source};
 use super::discount::DiscountClass;
 use super::tax::TaxLine;
-use crate::domain::money::Money;
+use crate::domain::json_out::JsonOut as Out;
 
 impl Calculation {
     /// The calculation as JSON, byte for byte as `serde_json::to_vec` writes it.
     pub fn to_json(&self) -> serde_json::Result<Vec<u8>> {
-        let mut out = Out { buf: Vec::with_capacity(self.line_items.len().saturating_mul(640).saturating_add(1024)) };
+        let mut out = Out::with_capacity(self.line_items.len().saturating_mul(640).saturating_add(1024));
         out.money(b"{\"subtotal\":", &self.subtotal);
         out.money(b",\"discount\":", &self.discount);
         out.money(b",\"shipping\":", &self.shipping);
@@ -35,78 +33,7 @@ impl Calculation {
     }
 }
 
-struct Out {
-    buf: Vec<u8>,
-}
-
 impl Out {
-    fn raw(&mut self, bytes: &[u8]) {
-        self.buf.extend_from_slice(bytes);
-    }
-
-    /// `open` (a key and `[`), the items separated by commas, `]`.
-    fn list<T>(
-        &mut self,
-        open: &[u8],
-        items: &[T],
-        mut item: impl FnMut(&mut Out, &T) -> serde_json::Result<()>,
-    ) -> serde_json::Result<()> {
-        self.raw(open);
-        for (i, t) in items.iter().enumerate() {
-            if i > 0 {
-                self.buf.push(b',');
-            }
-            item(self, t)?;
-        }
-        self.buf.push(b']');
-        Ok(())
-    }
-
-    fn int(&mut self, n: impl itoa::Integer) {
-        self.raw(itoa::Buffer::new().format(n).as_bytes());
-    }
-
-    /// A quoted string; one with anything to escape is written by serde.
-    fn string(&mut self, s: &str) -> serde_json::Result<()> {
-        if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-            self.buf.push(b'"');
-            self.raw(s.as_bytes());
-            self.buf.push(b'"');
-            Ok(())
-        } else {
-            serde_json::to_writer(&mut self.buf, s)
-        }
-    }
-
-    fn opt_string(&mut self, s: Option<&str>) -> serde_json::Result<()> {
-        match s {
-            Some(s) => self.string(s),
-            None => {
-                self.raw(b"null");
-                Ok(())
-            }
-        }
-    }
-
-    /// `key` (with its punctuation), then `{"amount":…,"currency":"…"}`. Currency codes are
-    /// three ASCII letters: nothing to escape.
-    fn money(&mut self, key: &[u8], m: &Money) {
-        self.raw(key);
-        self.raw(b"{\"amount\":");
-        self.int(m.amount);
-        self.raw(b",\"currency\":\"");
-        self.raw(m.currency.code().as_bytes());
-        self.raw(b"\"}");
-    }
-
-    /// `key`, then the id as a quoted hyphenated string.
-    fn uuid(&mut self, key: &[u8], id: &Uuid) {
-        self.raw(key);
-        self.buf.push(b'"');
-        self.raw(id.hyphenated().encode_lower(&mut Uuid::encode_buffer()).as_bytes());
-        self.buf.push(b'"');
-    }
-
     fn tax_line(&mut self, t: &TaxLine) -> serde_json::Result<()> {
         self.raw(b"{\"name\":");
         self.string(&t.name)?;
@@ -165,7 +92,9 @@ impl Out {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::money::Currency;
+    use uuid::Uuid;
+
+    use crate::domain::money::{Currency, Money};
     use crate::domain::pricing::{Warning, WarningCode};
 
     #[test]
