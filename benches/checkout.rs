@@ -32,7 +32,7 @@ fn main() -> ExitCode {
 }
 
 fn bench() -> Result<(), BoxError> {
-    let count: usize = std::env::var("BENCH_CHECKOUTS").ok().map(|v| v.parse()).transpose()?.unwrap_or(5000);
+    let count: usize = common::env_or("BENCH_CHECKOUTS", 5000)?;
     let load = common::runtime("load-gen")?;
     let server = common::ServerProcess::spawn(env!("CARGO_BIN_EXE_shopcell"))?;
     let result = (|| -> Result<(), BoxError> {

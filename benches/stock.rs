@@ -23,7 +23,8 @@ use std::time::Duration;
 use common::inspect::millis;
 use common::shop::Shop;
 use common::{
-    BoxError, Client, Endpoint, InProcess, LoadReport, ServerProcess, Settings, redb_fsync_baseline, run_load, start_bare_hyper,
+    BoxError, Client, Endpoint, InProcess, LoadReport, ServerProcess, Settings, env_or, redb_fsync_baseline, run_load,
+    start_bare_hyper,
 };
 use hyper::StatusCode;
 use serde_json::{Value, json};
@@ -56,8 +57,8 @@ fn main() -> ExitCode {
 type Row = (&'static str, f64, f64);
 
 fn bench() -> Result<Vec<Row>, BoxError> {
-    let count: usize = env("BENCH_CHECKOUTS", 4000)?;
-    let background: u64 = env("BENCH_BACKGROUND_RATE", 200)?;
+    let count: usize = env_or("BENCH_CHECKOUTS", 4000)?;
+    let background: u64 = env_or("BENCH_BACKGROUND_RATE", 200)?;
     let settings = Settings::from_env()?;
     let load = common::runtime("load-gen")?;
     // The job runner paused: the scenarios time what the writes and reads cost, not the mail
@@ -160,17 +161,6 @@ fn time_levels(server: &InProcess, store: &str, variants: &[String], budget: Dur
         serde.as_secs_f64() * 1e6
     );
     Ok(())
-}
-
-fn env<T: std::str::FromStr>(name: &str, default: T) -> Result<T, BoxError>
-where
-    T::Err: std::fmt::Display,
-{
-    std::env::var(name)
-        .ok()
-        .map(|v| v.parse::<T>().map_err(|e| format!("{name}: {e}").into()))
-        .transpose()
-        .map(|v| v.unwrap_or(default))
 }
 
 fn rate(count: usize, elapsed: Duration) -> f64 {

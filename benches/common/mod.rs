@@ -80,7 +80,7 @@ impl Settings {
     }
 }
 
-fn env_or<T>(name: &str, default: T) -> Result<T, BoxError>
+pub fn env_or<T>(name: &str, default: T) -> Result<T, BoxError>
 where
     T: std::str::FromStr,
     T::Err: std::fmt::Display,
