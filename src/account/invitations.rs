@@ -18,7 +18,7 @@ use crate::account::jobs::DIRECTORY;
 use crate::domain::role::Role;
 use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult};
-use crate::mail::{Mailer, Template};
+use crate::mail::Template;
 use crate::storage::codec::{decode, encode};
 use crate::storage::tables::{EMAIL_INVITATIONS, INVITATION_TOKENS, INVITATIONS, STORE_DIRECTORY, USERS};
 use crate::storage::writer::Tx;
@@ -68,7 +68,6 @@ pub struct AcceptInvite {
 
 /// What a write closure needs to mail a member (it must own what it uses).
 pub(super) struct Mail {
-    pub mailer: Mailer,
     pub public_url: String,
     pub id: Uuid,
     pub now: i64,
@@ -163,7 +162,7 @@ pub(super) fn invite(
         "role": role.name(),
         "accept_url": link(&mail.public_url, ACCEPT_PAGE, &token.text),
     });
-    crate::mail::job::send(tx, &mail.mailer, DIRECTORY, mail.id, letter(email, Template::Invitation, values), mail.now)?;
+    crate::mail::job::send(tx, DIRECTORY, mail.id, letter(email, Template::Invitation, values), mail.now)?;
     Ok(inv.view(user))
 }
 
@@ -174,18 +173,13 @@ pub(super) fn mail_added(tx: &mut Tx, mail: &Mail, store: Uuid, to: &str, role: 
         "role": role.name(),
         "admin_url": format!("{}/admin/stores/{store}", mail.public_url),
     });
-    crate::mail::job::send(tx, &mail.mailer, DIRECTORY, mail.id, letter(to, Template::MemberAdded, values), mail.now)
+    crate::mail::job::send(tx, DIRECTORY, mail.id, letter(to, Template::MemberAdded, values), mail.now)
 }
 
 impl AccountService {
     /// The parts of a member mail written in the next write.
     pub(super) fn member_mail(&self) -> Mail {
-        Mail {
-            mailer: self.mailer.clone(),
-            public_url: self.public_url().to_string(),
-            id: self.clock.new_id(),
-            now: self.clock.now_ms(),
-        }
+        Mail { public_url: self.public_url().to_string(), id: self.clock.new_id(), now: self.clock.now_ms() }
     }
 
     /// A store's live invitations (expired ones are not listed), as members.

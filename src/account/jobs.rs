@@ -10,7 +10,7 @@ use crate::error::ApiResult;
 use crate::jobs::runner::{Handler, Outcome};
 use crate::jobs::{Job, Kind};
 use crate::mail::Mailer;
-use crate::mail::job::MAIL;
+use crate::mail::job::KINDS;
 
 /// The store id the directory's jobs are kept under.
 pub const DIRECTORY: Uuid = Uuid::nil();
@@ -21,7 +21,7 @@ pub struct DirectoryJobs {
 
 impl Handler for DirectoryJobs {
     fn kind(&self, name: &str) -> Option<&'static Kind> {
-        (name == MAIL.name).then_some(&MAIL)
+        KINDS.iter().find(|k| k.name == name).copied()
     }
 
     fn stores(&self, _txn: &redb::ReadTransaction) -> ApiResult<Vec<Uuid>> {

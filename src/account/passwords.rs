@@ -200,7 +200,6 @@ impl AccountService {
         let token = LinkToken::fresh();
         let url = link(self.public_url(), RESET_PAGE, &token.text);
         let (now, id) = (self.clock.now_ms(), self.clock.new_id());
-        let mailer = self.mailer.clone();
         let sent = self
             .writer
             .write(None, move |tx| {
@@ -209,7 +208,7 @@ impl AccountService {
                 let u = load_user(tx.raw(), user)?;
                 put_reset(tx.raw(), user, &token.digest, now)?;
                 let values = serde_json::json!({ "reset_url": url, "name": optional_name(&u) });
-                crate::mail::job::send(tx, &mailer, DIRECTORY, id, letter(&u.email, Template::PasswordReset, values), now)?;
+                crate::mail::job::send(tx, DIRECTORY, id, letter(&u.email, Template::PasswordReset, values), now)?;
                 Ok(true)
             })
             .await?;
@@ -293,13 +292,12 @@ impl AccountService {
 
     /// What a write closure needs to mail a change notice (it must own what it uses).
     fn mail_parts(&self) -> MailParts {
-        MailParts { mailer: self.mailer.clone(), public_url: self.public_url().to_string() }
+        MailParts { public_url: self.public_url().to_string() }
     }
 }
 
-/// The mailer and the base of links, owned by a write closure.
+/// The base of links, owned by a write closure.
 struct MailParts {
-    mailer: crate::mail::Mailer,
     public_url: String,
 }
 
@@ -311,6 +309,6 @@ impl MailParts {
             "reset_url": format!("{}{FORGOT_PAGE}", self.public_url),
             "name": optional_name(u),
         });
-        crate::mail::job::send(tx, &self.mailer, DIRECTORY, id, letter(&u.email, Template::PasswordChanged, values), now)
+        crate::mail::job::send(tx, DIRECTORY, id, letter(&u.email, Template::PasswordChanged, values), now)
     }
 }

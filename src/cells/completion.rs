@@ -199,7 +199,7 @@ pub async fn complete_checkout(cell: &Cell, store: Uuid, id: Uuid, caller: &Call
     let due = p.due;
     let seen = co.updated_at;
     let now = cell.clock.now_ms();
-    let (settings, mailer, mail_id) = (stores::store_settings(cell, store)?, cell.mailer.clone(), cell.clock.new_id());
+    let (settings, mail_id) = (stores::store_settings(cell, store)?, cell.clock.new_id());
     cell.writer
         .write(Some(store), move |tx| {
             let mut stored = record::must_load::<Checkout>(tx, store, id)?;
@@ -245,7 +245,7 @@ pub async fn complete_checkout(cell: &Cell, store: Uuid, id: Uuid, caller: &Call
                 events::append_json(tx, store, "order.paid", &order, now)?;
             }
             if let Some(letter) = order_mail::confirmation(&settings, &order) {
-                crate::mail::job::send(tx, &mailer, store, mail_id, letter, now)?;
+                crate::mail::job::send(tx, store, mail_id, letter, now)?;
             }
             stored.status = CheckoutStatus::Completed;
             stored.order_id = Some(order.id);

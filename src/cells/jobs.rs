@@ -22,7 +22,7 @@ use crate::cells::webhooks::{Webhook, sender_id};
 use crate::error::ApiResult;
 use crate::jobs::runner::{Handler, Outcome};
 use crate::jobs::{self, Job, Kind};
-use crate::mail::job::MAIL;
+use crate::mail::job::{LETTER, MAIL};
 use crate::storage::keys::{Key, leading_store};
 use crate::storage::read;
 use crate::storage::record::Record;
@@ -30,7 +30,7 @@ use crate::storage::tables::WEBHOOKS;
 use crate::storage::writer::Writer;
 
 /// Every kind a cell runs.
-const KINDS: &[&Kind] = &[&SEND, &RETRY, &ABANDONED, &MAIL, &DISABLED, &fulfillment::OPEN];
+const KINDS: &[&Kind] = &[&SEND, &RETRY, &ABANDONED, &LETTER, &MAIL, &DISABLED, &fulfillment::OPEN];
 
 /// The handler of a cell's runner. It holds the cell weakly: the cell owns the runner.
 pub struct CellJobs {
@@ -53,7 +53,7 @@ impl Handler for CellJobs {
                 k if k == SEND.name => Sender::of(&cell).run_send(store, job).await,
                 k if k == RETRY.name => Sender::of(&cell).run_retry(store, job).await,
                 k if k == ABANDONED.name => abandoned::run(&cell, store, job, checkouts::shown).await,
-                k if k == MAIL.name => crate::mail::job::run(&cell.mailer, &job).await,
+                k if k == LETTER.name || k == MAIL.name => crate::mail::job::run(&cell.mailer, &job).await,
                 k if k == DISABLED.name => notice::run(&cell, store, job).await,
                 k if k == fulfillment::OPEN.name => fulfillment::run_open(&cell, store, job).await,
                 _ => Outcome::Done(None),

@@ -2,9 +2,10 @@
 //!
 //! Composing and delivering are separate steps. [`Mailer::compose`] is pure: given the same
 //! [`Letter`] (which carries its own Message-ID and date, read from the process clock by the
-//! caller) it returns the same bytes. The durable job runner stores the [`Composed`] message in a
-//! job row and calls [`Mailer::deliver`] until it succeeds, retrying on [`MailError::Retry`] and
-//! giving up on [`MailError::Final`].
+//! caller) it returns the same bytes. The durable job runner stores the [`Letter`] in a job row,
+//! composes it when the job runs (never inside the write that sends it) and calls
+//! [`Mailer::deliver`] until it succeeds, retrying on [`MailError::Retry`] and giving up on
+//! [`MailError::Final`].
 //!
 //! Delivery goes to the SMTP server of `--smtp-url` (implicit TLS for `smtps://`, STARTTLS
 //! required for `smtp://`, never plain text), or, without one, to `<data>/mail/<id>.eml` files.
@@ -64,8 +65,9 @@ struct Inner {
     smtp: Option<smtp::Smtp>,
 }
 
-/// One mail to compose.
-#[derive(Debug, Clone)]
+/// One mail to compose. Kept in its job row as it is (bincode; the values as JSON text, which
+/// bincode cannot carry as a tree): the fields are appended to, never reordered.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Letter {
     /// The recipient's address (`a@b.c` or `Name <a@b.c>`).
     pub to: String,
@@ -74,6 +76,7 @@ pub struct Letter {
     pub sender: Sender,
     pub template: Template,
     /// The template's values: a JSON object with the fields listed on [`Template`].
+    #[serde(with = "json_text")]
     pub values: serde_json::Value,
     /// The stable identity of the mail, `<uuid@shopcell>`: the same for every delivery attempt.
     pub message_id: String,
@@ -82,7 +85,7 @@ pub struct Letter {
 }
 
 /// Who a mail comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Sender {
     /// The platform itself (sign-in mail): From `--mail-from`.
     Platform,
@@ -102,6 +105,20 @@ pub struct Composed {
     pub to: Vec<String>,
     /// The RFC 5322 message, CRLF line endings.
     pub bytes: Vec<u8>,
+}
+
+/// A JSON value kept as its text: the job codec (bincode) is not self-describing.
+mod json_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(value: &serde_json::Value, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&value.to_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<serde_json::Value, D::Error> {
+        let text = String::deserialize(d)?;
+        serde_json::from_str(&text).map_err(serde::de::Error::custom)
+    }
 }
 
 /// Why a mail was not composed or delivered. The reason is short text without secrets, fit for a

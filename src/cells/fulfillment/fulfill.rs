@@ -69,7 +69,7 @@ pub async fn fulfill(cell: &Cell, store: Uuid, order: Uuid, id: Uuid, input: Ful
     let asked = asked(&input)?;
     let notify = input.notify_customer != Some(false);
     let settings = stores::store_settings_cached(cell, store)?;
-    let (mailer, mail_id, now) = (cell.mailer.clone(), cell.clock.new_id(), cell.clock.now_ms());
+    let (mail_id, now) = (cell.clock.new_id(), cell.clock.now_ms());
     cell.writer
         .write(Some(store), move |tx| {
             let old = load(tx, store, order, id)?;
@@ -137,7 +137,7 @@ pub async fn fulfill(cell: &Cell, store: Uuid, order: Uuid, id: Uuid, input: Ful
             events::append_json(tx, store, "fulfillment.created", &shipment.view(), now)?;
             let written = write_order_state(tx, store, order, now)?;
             if notify && let Some(letter) = mail::shipping_confirmation(&settings, &written, &shipment) {
-                crate::mail::job::send(tx, &mailer, store, mail_id, letter, now)?;
+                crate::mail::job::send(tx, store, mail_id, letter, now)?;
             }
             Ok(Fulfilled { fulfillment: shipment.view(), fulfillment_order: new.view() })
         })
@@ -158,7 +158,7 @@ pub async fn update_tracking(
     let entry = input.tracking(tracking)?;
     let notify = input.notify_customer != Some(false);
     let settings = stores::store_settings_cached(cell, store)?;
-    let (mailer, mail_id, now) = (cell.mailer.clone(), cell.clock.new_id(), cell.clock.now_ms());
+    let (mail_id, now) = (cell.clock.new_id(), cell.clock.now_ms());
     cell.writer
         .write(Some(store), move |tx| {
             let placed = record::must_load::<Order>(tx, store, order)?;
@@ -176,7 +176,7 @@ pub async fn update_tracking(
             record::write(tx, store, Some(&old), Some(&new))?;
             events::append_json(tx, store, "fulfillment.updated", &new.view(), now)?;
             if notify && let Some(letter) = mail::tracking_update(&settings, &placed, &new, &entry) {
-                crate::mail::job::send(tx, &mailer, store, mail_id, letter, now)?;
+                crate::mail::job::send(tx, store, mail_id, letter, now)?;
             }
             Ok(new.view())
         })

@@ -15,7 +15,7 @@ use crate::error::ApiResult;
 use crate::jobs::runner::Outcome;
 use crate::jobs::{self, Job, Kind};
 use crate::mail::job::{MAIL, message_id};
-use crate::mail::{DEFAULT_LANGUAGE, Letter, MailError, Sender, Template};
+use crate::mail::{DEFAULT_LANGUAGE, Letter, Sender, Template};
 use crate::storage::codec::{decode, encode};
 use crate::storage::writer::Tx;
 
@@ -73,13 +73,5 @@ pub async fn run(cell: &Cell, store: Uuid, job: Job) -> Outcome {
         message_id: message_id(job.id),
         date_ms: cell.clock.now_ms(),
     };
-    let delivered = match cell.mailer.compose(&letter) {
-        Ok(mail) => cell.mailer.deliver(&mail).await,
-        Err(e) => Err(e),
-    };
-    match delivered {
-        Ok(()) => Outcome::Done(None),
-        Err(MailError::Retry(why)) => Outcome::Failed(why, None),
-        Err(MailError::Final(why)) => Outcome::Dead(why, None),
-    }
+    crate::mail::job::deliver(&cell.mailer, &letter).await
 }

@@ -2,6 +2,7 @@
 //! `delivery.rs` against the SMTP server of `server.rs`.
 
 mod delivery;
+mod jobs;
 mod server;
 
 use std::time::Duration;
