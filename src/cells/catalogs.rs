@@ -163,13 +163,7 @@ pub fn products_of(cell: &Cell, store: Uuid, c: &Catalog, offset: usize, limit: 
             })?;
         }
     }
-    let mut out = Vec::with_capacity(ids.len());
-    for id in ids {
-        if let Some(p) = read::get(&txn, PRODUCTS, &row_key(store, id))? {
-            out.push(p);
-        }
-    }
-    Ok(out)
+    read::get_each(&txn, PRODUCTS, ids.into_iter().map(|id| row_key(store, id)))
 }
 
 /// Changes a catalog. A new `selection` starts its entries afresh: ALL holds every product,

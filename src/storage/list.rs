@@ -177,9 +177,6 @@ fn walk<R: Record>(
         })?;
         counted.unwrap_or(kept)
     };
-    let mut items = Vec::with_capacity(ids.len());
-    for id in ids {
-        items.extend(record::get_in::<R>(txn, store, q.scope, id)?);
-    }
+    let items = record::get_each_in::<R>(txn, store, q.scope, ids)?;
     Ok(Listed { items, total })
 }

@@ -18,6 +18,22 @@ pub fn get<T: DeserializeOwned>(txn: &ReadTransaction, table: StoreTable, key: &
     }
 }
 
+/// Reads and decodes the rows of `keys` (those that exist), in order, with one open of the table.
+pub fn get_each<T: DeserializeOwned>(
+    txn: &ReadTransaction,
+    table: StoreTable,
+    keys: impl Iterator<Item = Vec<u8>>,
+) -> ApiResult<Vec<T>> {
+    let t = txn.open_table(table.def)?;
+    let mut out = Vec::with_capacity(keys.size_hint().0);
+    for key in keys {
+        if let Some(v) = t.get(key.as_slice())? {
+            out.push(codec::decode(v.value())?);
+        }
+    }
+    Ok(out)
+}
+
 /// Reads raw bytes of one row.
 pub fn get_raw(txn: &ReadTransaction, table: StoreTable, key: &[u8]) -> ApiResult<Option<Vec<u8>>> {
     let t = txn.open_table(table.def)?;

@@ -226,13 +226,7 @@ fn active_members(
 
 /// The product records of `ids`, in order (a member whose row is gone is left out).
 fn load_products(txn: &redb::ReadTransaction, store: Uuid, ids: Vec<Uuid>) -> ApiResult<Vec<Product>> {
-    let mut out = Vec::with_capacity(ids.len());
-    for id in ids {
-        if let Some(p) = read::get(txn, PRODUCTS, &row_key(store, id))? {
-            out.push(p);
-        }
-    }
-    Ok(out)
+    read::get_each(txn, PRODUCTS, ids.into_iter().map(|id| row_key(store, id)))
 }
 
 // ---- the cell's operations ------------------------------------------------------------------

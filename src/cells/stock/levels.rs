@@ -406,10 +406,8 @@ pub fn list(cell: &Cell, store: Uuid, q: &ListQuery) -> ApiResult<Listed<LevelVi
         ids.extend(trailing_id(k));
         Ok(true)
     })?;
-    for id in ids {
-        if let Some(l) = record::get::<Level>(&txn, store, id)? {
-            held.insert(l.location_id, l);
-        }
+    for l in record::get_each_in::<Level>(&txn, store, None, ids)? {
+        held.insert(l.location_id, l);
     }
     let mut rows: Vec<LevelView> = Vec::new();
     for loc in locations::active_ids(&txn, store)? {
