@@ -504,7 +504,15 @@ impl InProcess {
         let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("server").build()?;
         let data = dir.path().join("data");
         let data = data.to_str().ok_or("temp dir is not UTF-8")?;
-        let cli = shopcell::cli::Cli::try_parse_from(["shopcell", "serve", "--data", data, "--listen", "127.0.0.1:0", "--jobs-paused"])?;
+        let cli = shopcell::cli::Cli::try_parse_from([
+            "shopcell",
+            "serve",
+            "--data",
+            data,
+            "--listen",
+            "127.0.0.1:0",
+            "--jobs-paused",
+        ])?;
         let shopcell::cli::Command::Serve(args) = cli.command else { return Err("not a serve command".into()) };
         let running = runtime.block_on(async {
             let node = shopcell::run::build_serve(&args)?;

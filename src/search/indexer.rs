@@ -15,9 +15,9 @@ use uuid::Uuid;
 
 use crate::domain::product::Product;
 use crate::error::BoxError;
-use crate::search::{Search, TICK, active_stores, fill_from, outbox_store, schema};
+use crate::search::{Search, StoreWalk, TICK, active_stores, fill_from, outbox_store, schema};
 use crate::storage::codec::decode;
-use crate::storage::keys::Key;
+use crate::storage::keys::{Key, prefix_range, trailing_id};
 use crate::storage::tables::{OUTBOX, PRODUCTS};
 use crate::storage::writer::Writer;
 
@@ -113,26 +113,41 @@ pub fn backlog(db: &Database) -> Option<u64> {
     db.begin_read().ok()?.open_table(OUTBOX).ok()?.len().ok()
 }
 
-/// One pass; answers how many outbox entries it drained.
+/// One pass; answers how many outbox entries it drained, or [`BATCH`] while a store's walk has
+/// products left (a backlog either way).
 pub async fn drain(search: &Search, db: &Database, writer: &Writer) -> Result<usize, BoxError> {
     let txn = db.begin_read()?;
     let outbox = txn.open_table(OUTBOX)?;
-    let mut keys = Vec::new();
+    let table = txn.open_table(PRODUCTS.def)?;
+    let mut done = Vec::new();
     let mut products = Vec::new();
+    // A whole store's entry met this pass, with where its walk goes on (`None`: finished).
+    let mut walked: Option<(Vec<u8>, Option<StoreWalk>)> = None;
     for item in outbox.iter()?.take(BATCH) {
         let (k, v) = item?;
-        let (Some(store), Ok(id)) = (outbox_store(k.value()), Uuid::from_slice(v.value())) else {
+        let key = k.value().to_vec();
+        let Some(store) = outbox_store(&key) else {
             // A malformed entry cannot name a document; it is dropped with the batch.
-            keys.push(k.value().to_vec());
+            done.push(key);
             continue;
         };
-        keys.push(k.value().to_vec());
-        products.push((store, id));
+        if let Some(walk) = StoreWalk::parse(v.value()) {
+            // The rest of the batch goes to the store's products; the pass ends with them.
+            let room = BATCH.saturating_sub(products.len()).max(1);
+            let ids = products_after(&table, store, walk.after, room)?;
+            let next = (ids.len() == room).then(|| StoreWalk { after: ids.last().copied() });
+            products.extend(ids.into_iter().map(|id| (store, id)));
+            walked = Some((key, next));
+            break;
+        }
+        if let Ok(id) = Uuid::from_slice(v.value()) {
+            products.push((store, id));
+        }
+        done.push(key);
     }
-    if keys.is_empty() {
+    if done.is_empty() && walked.is_none() {
         return Ok(0);
     }
-    let table = txn.open_table(PRODUCTS.def)?;
     search.write(|w, f| {
         let mut seen = HashSet::with_capacity(products.len());
         for (store, id) in &products {
@@ -153,18 +168,56 @@ pub async fn drain(search: &Search, db: &Database, writer: &Writer) -> Result<us
     drop(table);
     drop(outbox);
     drop(txn);
-    let n = keys.len();
-    let keys = Arc::new(keys);
+    let more = walked.as_ref().is_some_and(|(_, next)| next.is_some());
+    let n = if more { BATCH } else { done.len() + usize::from(walked.is_some()) };
     writer
         .write(None, move |tx| {
             let mut t = tx.raw().open_table(OUTBOX)?;
-            for k in keys.iter() {
+            for k in &done {
                 t.remove(k.as_slice())?;
+            }
+            match &walked {
+                Some((k, Some(next))) => {
+                    t.insert(k.as_slice(), next.bytes().as_slice())?;
+                }
+                Some((k, None)) => {
+                    t.remove(k.as_slice())?;
+                }
+                None => {}
             }
             Ok(())
         })
         .await?;
     Ok(n)
+}
+
+/// Up to `limit` product ids of `store` after `after` (from the first when `None`), in key order.
+fn products_after(
+    table: &redb::ReadOnlyTable<&'static [u8], &'static [u8]>,
+    store: Uuid,
+    after: Option<Uuid>,
+    limit: usize,
+) -> Result<Vec<Uuid>, BoxError> {
+    let start = match after {
+        // The key right after `after`'s: the same bytes with a zero appended.
+        Some(id) => {
+            let mut k = Key::store(store).id(id).bytes().to_vec();
+            k.push(0);
+            k
+        }
+        None => Key::store(store).bytes().to_vec(),
+    };
+    let (_, end) = prefix_range(Key::store(store).bytes());
+    let range = match &end {
+        Some(end) => table.range(start.as_slice()..end.as_slice())?,
+        None => table.range(start.as_slice()..)?,
+    };
+    let mut ids = Vec::with_capacity(limit.min(1024));
+    for item in range.take(limit) {
+        let (k, _) = item?;
+        ids.extend(trailing_id(k.value()));
+    }
+    Ok(ids)
 }
 
 /// Deletes the documents of stores this cell does not serve: a purge lost to a crash after a
@@ -206,4 +259,54 @@ fn compact(search: &Search) -> Result<(), BoxError> {
     drop(writer.merge(&ids));
     tracing::debug!(segments = ids.len(), "merging search segments");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use redb::ReadableDatabase;
+    use uuid::Uuid;
+
+    use super::products_after;
+    use crate::search::StoreWalk;
+    use crate::storage::keys::Key;
+    use crate::storage::tables::PRODUCTS;
+
+    #[test]
+    fn a_store_walk_reads_its_values_back() {
+        for after in [None, Some(Uuid::from_u128(7))] {
+            let walk = StoreWalk { after };
+            assert_eq!(StoreWalk::parse(&walk.bytes()), Some(walk));
+        }
+        assert_eq!(StoreWalk::parse(Uuid::from_u128(1).as_bytes()), None, "a product's entry is not a walk");
+        assert_eq!(StoreWalk::parse(&[1, 2, 3]), None);
+    }
+
+    #[test]
+    fn a_store_walk_pages_through_its_store_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("walk.redb")).unwrap();
+        let (store, other) = (Uuid::from_u128(2), Uuid::from_u128(3));
+        let txn = db.begin_write().unwrap();
+        {
+            let mut t = txn.open_table(PRODUCTS.def).unwrap();
+            for owner in [Uuid::from_u128(1), store, other] {
+                for n in 1..=5u128 {
+                    t.insert(Key::store(owner).id(Uuid::from_u128(n)).bytes(), [0u8].as_slice()).unwrap();
+                }
+            }
+        }
+        txn.commit().unwrap();
+        let read = db.begin_read().unwrap();
+        let table = read.open_table(PRODUCTS.def).unwrap();
+        let (mut after, mut seen) = (None, Vec::new());
+        loop {
+            let ids = products_after(&table, store, after, 2).unwrap();
+            seen.extend(ids.iter().map(|id| id.as_u128()));
+            if ids.len() < 2 {
+                break;
+            }
+            after = ids.last().copied();
+        }
+        assert_eq!(seen, [1, 2, 3, 4, 5], "every product of the store once, none of the others");
+    }
 }

@@ -37,7 +37,7 @@ use crate::search::columns::ColumnCache;
 use crate::search::query::{Hits, PageCollector, QueryBuilder, SearchRequest, page_of};
 use crate::search::schema::Fields;
 use crate::storage::codec::decode;
-use crate::storage::keys::{Key, leading_store, prefix_range, trailing_id};
+use crate::storage::keys::{Key, leading_store, prefix_range};
 use crate::storage::tables::{OUTBOX, PRODUCTS, STORE_STATE};
 use crate::storage::writer::{Tx, Writer};
 
@@ -64,16 +64,42 @@ pub fn outbox_append(tx: &Tx, store: Uuid, product: Uuid) -> ApiResult<()> {
     Ok(())
 }
 
-/// Queues every product of `store` for indexing (a store arriving by a move).
-pub fn outbox_enqueue_store(tx: &Tx, store: Uuid) -> ApiResult<u64> {
-    let mut n = 0;
-    for k in tx.keys_with_prefix(PRODUCTS, Key::store(store).bytes())? {
-        if let Some(id) = trailing_id(&k) {
-            outbox_append(tx, store, id)?;
-            n += 1;
+/// Queues every product of `store` for indexing (a store arriving by a move) with one entry: the
+/// indexer walks the store's products from it a batch per pass, so the write that serves the
+/// store costs one row, not one per product.
+pub fn outbox_enqueue_store(tx: &Tx, store: Uuid) -> ApiResult<()> {
+    let seq = OUTBOX_SEQ.fetch_add(1, Ordering::Relaxed);
+    let whole = StoreWalk { after: None }.bytes();
+    tx.raw().open_table(OUTBOX)?.insert(Key::store(store).u64(seq).bytes(), whole.as_slice())?;
+    Ok(())
+}
+
+/// An outbox entry's value that stands for every product of its store after `after` (all of them
+/// when `None`): a tag byte `0x01`, then the last product id indexed (16 bytes) once one is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StoreWalk {
+    pub after: Option<Uuid>,
+}
+
+impl StoreWalk {
+    const TAG: u8 = 1;
+
+    /// The walk an outbox value stands for, when it is one (a product's entry is its 16-byte id).
+    pub fn parse(value: &[u8]) -> Option<StoreWalk> {
+        match value {
+            [Self::TAG] => Some(StoreWalk { after: None }),
+            [Self::TAG, id @ ..] => Uuid::from_slice(id).ok().map(|id| StoreWalk { after: Some(id) }),
+            _ => None,
         }
     }
-    Ok(n)
+
+    pub fn bytes(&self) -> Vec<u8> {
+        let mut out = vec![Self::TAG];
+        if let Some(id) = self.after {
+            out.extend_from_slice(id.as_bytes());
+        }
+        out
+    }
 }
 
 /// A cell's index: the reader queries use, the writer only the indexer (and purges) touch.
