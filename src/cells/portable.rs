@@ -17,14 +17,14 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::cells::Cell;
-use crate::cells::moves::{self, Chunk, Cursor};
+use crate::cells::moves::{self, Chunk, Cursor, Row};
 use crate::cells::webhooks::Webhook;
 use crate::domain::store::StoreSettings;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::codec::{decode, encode};
 use crate::storage::keys::{Key, bounds_after, prefix_range};
 use crate::storage::record;
-use crate::storage::tables::{STORE_HOLDS, STORE_TABLES, STORES, StoreState, WEBHOOKS};
+use crate::storage::tables::{IDEMPOTENCY, STORE_HOLDS, STORE_TABLES, STORES, StoreState, WEBHOOKS};
 use crate::storage::writer::Tx;
 
 /// An export no request has touched for this long is dropped with its read transaction.
@@ -88,7 +88,12 @@ impl ExportSessions {
         let mut sessions = self.0.lock().map_err(|_| ApiError::internal("export sessions poisoned"))?;
         let s = sessions.get_mut(&id).filter(|s| s.store == store).ok_or_else(gone)?;
         s.last_used_ms = now;
-        moves::export_rows(&s.txn, store, from)
+        let mut chunk = moves::export_rows(&s.txn, store, from)?;
+        chunk.rows.retain(|r| !LEFT_BEHIND.contains(&r.table));
+        for row in &mut chunk.rows {
+            scrub(row)?;
+        }
+        Ok(chunk)
     }
 
     /// Ends export `id`: its read transaction ends.
@@ -106,15 +111,33 @@ impl ExportSessions {
     }
 }
 
+/// Tables whose rows stay behind: idempotency records replay first answers for 24 hours, and
+/// an answer may hold a secret shown once (a webhook's, a gift card's code).
+const LEFT_BEHIND: &[u16] = &[IDEMPOTENCY.index];
+
+/// Takes the secrets out of a row on its way out: a webhook's signing secret is blanked (the
+/// import gives each subscription a new one).
+fn scrub(row: &mut Row) -> ApiResult<()> {
+    if row.table == WEBHOOKS.index
+        && let Some(v) = &row.value
+    {
+        let mut w: Webhook = decode(v)?;
+        w.secret.clear();
+        row.value = Some(encode(&w)?);
+    }
+    Ok(())
+}
+
 fn gone() -> ApiError {
     ApiError::msg(Code::NOT_FOUND, "no such export here (it ended, or lapsed after a minute unused)")
 }
 
-/// The rows of each store table under `store`, by table name (tables without rows left out).
+/// The rows of each store table under `store` an export carries, by table name (tables
+/// without rows left out).
 pub fn count_rows(txn: &ReadTransaction, store: Uuid) -> ApiResult<BTreeMap<String, u64>> {
     let range = prefix_range(Key::store(store).bytes());
     let mut counts = BTreeMap::new();
-    for t in STORE_TABLES {
+    for t in STORE_TABLES.iter().filter(|t| !LEFT_BEHIND.contains(&t.index)) {
         let table = txn.open_table(t.def)?;
         let n = table.range::<&[u8]>(bounds_after(&range, None))?.count() as u64;
         if n > 0 {

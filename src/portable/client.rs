@@ -15,6 +15,7 @@ use crate::portable::{BeginExport, BeginImport, CHUNK_BYTES, ExportBegun, Header
 use crate::storage::codec::{decode, encode};
 
 /// What a finished export reports.
+#[derive(Debug)]
 pub struct Exported {
     pub header: Header,
     pub rows: u64,
