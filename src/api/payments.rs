@@ -42,7 +42,8 @@ pub fn routes() -> Vec<Route> {
             Access::Admin,
             handler!(settings),
             "The store's payment provider and whether it takes payments (an imported store does not until they are entered)",
-        ),
+        )
+        .id("getPaymentSettings"),
         Route::put(
             "/stores/{storeId}/payment-settings",
             Service::Cell,
@@ -50,6 +51,7 @@ pub fn routes() -> Vec<Route> {
             handler!(enter_settings),
             "Enter the store's payment provider: the installation's own (per-store provider keys are not kept yet); lifts an import's hold",
         )
+        .id("setPaymentSettings")
         .body::<SettingsBody>(),
     ]
 }

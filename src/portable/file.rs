@@ -323,7 +323,7 @@ mod tests {
         let mut extra = good.clone();
         extra.push(0);
         check(&extra, "follow the checksum");
-        assert!(FileWriter::create(&path, &header(store, 0)).unwrap_err().to_string().contains("exists"));
+        assert!(FileWriter::create(&path, &header(store, 0)).err().unwrap().to_string().contains("exists"));
     }
 
     #[test]
