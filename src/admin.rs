@@ -99,7 +99,14 @@ pub async fn run(cmd: AdminCommand) -> Result<(), BoxError> {
             let key = read_service_key(&key_file).map_err(|e| format!("{}: {e}", key_file.display()))?;
             let done = crate::portable::client::export(&url, &key, store, &to).await?;
             let h = &done.header;
-            println!("store {} ({}) written to {}: {} rows, {} bytes", h.store_id, h.store_name, to.display(), done.rows, done.bytes);
+            println!(
+                "store {} ({}) written to {}: {} rows, {} bytes",
+                h.store_id,
+                h.store_name,
+                to.display(),
+                done.rows,
+                done.bytes
+            );
             println!("members: {} · publishable keys: {}", h.members.len(), h.publishable_keys.len());
             for r in &h.to_reenter {
                 println!("to re-enter where it is imported ({}): {}", r.feature, r.what);
@@ -118,7 +125,10 @@ pub async fn run(cmd: AdminCommand) -> Result<(), BoxError> {
             for m in &r.members_not_found {
                 println!("member not found (no account with this email here; invite them again): {} ({})", m.email, m.role);
             }
-            println!("publishable keys: {} (unchanged) · webhooks disabled with new secrets: {}", r.publishable_keys, r.webhooks_disabled);
+            println!(
+                "publishable keys: {} (unchanged) · webhooks disabled with new secrets: {}",
+                r.publishable_keys, r.webhooks_disabled
+            );
             for t in &r.to_reenter {
                 println!("to re-enter ({}): {}", t.feature, t.what);
             }

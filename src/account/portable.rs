@@ -12,7 +12,7 @@ use crate::account::{AccountService, count_in_cell, plans};
 use crate::domain::role::Role;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::portable::{Header, KeyRef, MemberRef};
-use crate::storage::tables::{CLOSED_STORES, STORE_DIRECTORY};
+use crate::storage::tables::{CLOSED_STORES, PUBLISHABLE_KEYS, STORE_DIRECTORY};
 
 /// The directory's references of a store: its owner's email, its members, its keys.
 pub struct Refs {
@@ -77,14 +77,20 @@ impl AccountService {
         }
         let owner_email = normalize_email(owner.unwrap_or(&header.owner_email));
         let owner_user = self.user_by_email(&owner_email)?.ok_or_else(|| {
-            ApiError::field("owner", format!("no account here has the email {owner_email}: create it first (admin create-user) or name another owner"))
-                .with_code(Code::BUSINESS_RULE)
+            ApiError::field(
+                "owner",
+                format!("no account here has the email {owner_email}: create it first (admin create-user) or name another owner"),
+            )
+            .with_code(Code::BUSINESS_RULE)
         })?;
         self.ensure_store_allowed(owner_user.id)?;
-        for k in &header.publishable_keys {
-            let digest = parse_digest_hex(&k.digest).ok_or_else(|| ApiError::field("header.publishableKeys", "a digest is not hex SHA-256"))?;
-            if self.resolve_publishable_key(&digest)?.is_some() {
-                return Err(ApiError::msg(Code::CONFLICT, format!("publishable key …{} is already in use here", k.last4)));
+        {
+            let txn = self.db.begin_read()?;
+            let known = txn.open_table(PUBLISHABLE_KEYS)?;
+            for k in &header.publishable_keys {
+                if known.get(digest_of(k)?.as_slice())?.is_some() {
+                    return Err(ApiError::msg(Code::CONFLICT, format!("publishable key …{} is already in use here", k.last4)));
+                }
             }
         }
         let mut joined = vec![(owner_user.id, MemberRef { email: owner_email.clone(), role: "owner".into() })];
@@ -117,9 +123,9 @@ impl AccountService {
             mapping.joined.iter().filter_map(|(u, m)| Role::parse(&m.role).map(|r| (*u, r))).collect();
         let mut keys = Vec::new();
         for k in &header.publishable_keys {
-            let digest = parse_digest_hex(&k.digest).ok_or_else(|| ApiError::field("header.publishableKeys", "a digest is not hex SHA-256"))?;
-            let environment =
-                Environment::parse(&k.environment).ok_or_else(|| ApiError::field("header.publishableKeys", "environment is live or test"))?;
+            let digest = digest_of(k)?;
+            let environment = Environment::parse(&k.environment)
+                .ok_or_else(|| ApiError::field("header.publishableKeys", "environment is live or test"))?;
             let record = PublishableKey {
                 id: k.id,
                 store,
@@ -150,4 +156,8 @@ impl AccountService {
             })
             .await
     }
+}
+
+fn digest_of(k: &KeyRef) -> ApiResult<[u8; 32]> {
+    parse_digest_hex(&k.digest).ok_or_else(|| ApiError::field("header.publishableKeys", "a digest is not hex SHA-256"))
 }

@@ -23,8 +23,14 @@ pub fn routes() -> Vec<Route> {
     use Access::Internal;
     use Service::*;
     vec![
-        Route::post("/internal/v1/store-exports", Account, Internal, handler!(begin_export), "Begin exporting a store as a portable file")
-            .body::<BeginExport>(),
+        Route::post(
+            "/internal/v1/store-exports",
+            Account,
+            Internal,
+            handler!(begin_export),
+            "Begin exporting a store as a portable file",
+        )
+        .body::<BeginExport>(),
         Route::post(
             "/internal/v1/store-exports/{storeId}/{exportId}/rows",
             Account,
@@ -33,9 +39,21 @@ pub fn routes() -> Vec<Route> {
             "The next chunk of a store's rows, from a cursor",
         )
         .raw(1 << 20),
-        Route::delete("/internal/v1/store-exports/{storeId}/{exportId}", Account, Internal, handler!(end_export), "End an export"),
-        Route::post("/internal/v1/store-imports", Account, Internal, handler!(begin_import), "Begin importing a portable store file")
-            .body::<BeginImport>(),
+        Route::delete(
+            "/internal/v1/store-exports/{storeId}/{exportId}",
+            Account,
+            Internal,
+            handler!(end_export),
+            "End an export",
+        ),
+        Route::post(
+            "/internal/v1/store-imports",
+            Account,
+            Internal,
+            handler!(begin_import),
+            "Begin importing a portable store file",
+        )
+        .body::<BeginImport>(),
         Route::post(
             "/internal/v1/store-imports/{storeId}/rows",
             Account,

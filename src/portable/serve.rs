@@ -142,7 +142,8 @@ pub async fn finish_import(node: &Node, store: Uuid) -> ApiResult<ImportReport> 
                 format!("{} rows arrived, the header counts {}", run.rows, run.header.rows()),
             ));
         }
-        let finished: Finished = decode(&link.portable_step(store, Uuid::nil(), "finish", Some(encode(&run.mapping.owner)?)).await?)?;
+        let finished: Finished =
+            decode(&link.portable_step(store, Uuid::nil(), "finish", Some(encode(&run.mapping.owner)?)).await?)?;
         account.record_import(&run.header, run.cell.clone(), &run.mapping).await?;
         Ok(finished)
     }

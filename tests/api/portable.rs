@@ -80,7 +80,8 @@ async fn a_store_exported_from_one_installation_runs_in_another_without_its_secr
     let co = ready_checkout(c, &shop, json!([{"variantId": lamp, "quantity": 2}]), &rate).await;
     let intent = paid_intent(c, &shop, &co).await;
     let complete = shop.path(&format!("/checkouts/{}/complete", co["id"].as_str().unwrap()));
-    let order = c.post(&complete, t, json!({"paymentMethodId": "pm_card_visa", "paymentIntentId": intent})).await.expect(201).body;
+    let order =
+        c.post(&complete, t, json!({"paymentMethodId": "pm_card_visa", "paymentIntentId": intent})).await.expect(201).body;
     let key = c.post(&shop.path("/publishable-keys"), t, json!({"environment": "live"})).await.expect(201).body["key"]
         .as_str()
         .unwrap()
@@ -131,7 +132,10 @@ async fn a_store_exported_from_one_installation_runs_in_another_without_its_secr
     assert_eq!(ran.code, 0, "{}", ran.stderr);
     assert!(ran.stdout.contains(&format!("store {store} imported into cell cell-1")), "{}", ran.stdout);
     assert!(ran.stdout.contains(&format!("member joined: {} (admin)", admin.email)), "{}", ran.stdout);
-    assert!(ran.stdout.contains(&format!("member not found (no account with this email here; invite them again): {} (staff)", ghost.email)));
+    assert!(
+        ran.stdout
+            .contains(&format!("member not found (no account with this email here; invite them again): {} (staff)", ghost.email))
+    );
     assert!(ran.stdout.contains("webhooks disabled with new secrets: 1"), "{}", ran.stdout);
     assert!(ran.stdout.contains("to re-enter (payments)"), "{}", ran.stdout);
 
@@ -157,7 +161,8 @@ async fn a_store_exported_from_one_installation_runs_in_another_without_its_secr
 
     // The storefront's key works unchanged.
     let pid = products["data"][0]["id"].as_str().unwrap();
-    let shopper = d.send(hyper::Method::GET, &path(&format!("/products/{pid}")), None, &[("x-publishable-key", &key)], None).await;
+    let shopper =
+        d.send(hyper::Method::GET, &path(&format!("/products/{pid}")), None, &[("x-publishable-key", &key)], None).await;
     assert_eq!(shopper.status, 200);
     assert_eq!(shopper.body["title"], products["data"][0]["title"]);
 
