@@ -276,3 +276,65 @@ async fn every_refused_import_leaves_nothing_behind() {
     assert!(e.contains("NOT_FOUND"), "{e}");
     assert!(!again.exists() && !dir.path().join("closed.shopcell.partial").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_cut_short_leaves_nothing_after_a_restart() {
+    use shopcell::http::upstream::{Body, Upstream};
+    use shopcell::portable::file::FileReader;
+    let src = spawn_app().await;
+    let shop = Shop::new(&src.client).await;
+    create_product(&src.client, &shop.owner, &shop.store, "Kettle", 3000).await;
+    let store: Uuid = shop.store.parse().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("store.shopcell");
+    client::export(&src.base, &src.service_key(), store, &file).await.expect("export");
+
+    // The caller dies after the first chunk: the copy is held, not served.
+    let mut dst = spawn_app().await;
+    register(&dst.client, &shop.owner.email).await;
+    let up = Upstream::new(&dst.base, &dst.service_key());
+    let mut reader = FileReader::open(&file).unwrap();
+    let begin = json!({"header": reader.header, "owner": null});
+    let _: serde_json::Value =
+        up.call(hyper::Method::POST, "/internal/v1/store-imports", Body::json(&begin).unwrap()).await.unwrap();
+    let rows = reader.next_rows().unwrap().unwrap();
+    let chunk = shopcell::cells::moves::Chunk { first: true, rows, next: None };
+    let path = format!("/internal/v1/store-imports/{store}/rows?seq=0");
+    up.call_raw(hyper::Method::POST, &path, Body::Raw(shopcell::storage::codec::encode(&chunk).unwrap())).await.unwrap();
+    assert_eq!(dst.cell().state_of(store), Some(shopcell::storage::tables::StoreState::Incoming));
+    let owner = dst.client.post("/api/v1/auth/login", None, json!({"email": shop.owner.email, "password": PASSWORD})).await;
+    let token = owner.expect(200).body["accessToken"].as_str().unwrap().to_string();
+    dst.client.get(&format!("/api/v1/stores/{store}/products"), Some(&token)).await.expect(404);
+    // A chunk out of order is refused.
+    let again = up.call_raw(hyper::Method::POST, &path, Body::Raw(shopcell::storage::codec::encode(&chunk).unwrap())).await;
+    assert_eq!(again.unwrap_err().code, shopcell::error::Code::CONFLICT);
+
+    // The next start drops the copy; the same file then imports whole.
+    dst.stop().await;
+    let data = dst.dir.path().to_path_buf();
+    let restarted = spawn_app_in(&data).await;
+    holds_nothing_of(&restarted, store);
+    let report = client::import(&restarted.base, &restarted.service_key(), &file, None).await.expect("import");
+    assert_eq!(report.counts["products"], 1);
+    restarted.client.get(&format!("/api/v1/stores/{store}/products"), Some(&token)).await.expect(200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn split_roles_export_and_import_through_the_account_service() {
+    let (from, to) = (Routed::start().await, Routed::start().await);
+    let (c, d) = (HttpClient::new(&from.router.url), HttpClient::new(&to.router.url));
+    let owner = create_user(&c).await;
+    let store = create_store(&c, &owner).await;
+    let product = create_product(&c, &owner, &store, "Teapot", 2500).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("store.shopcell");
+    let key = |r: &Routed| std::fs::read_to_string(&r.service_key).unwrap().trim().to_string();
+    let id: Uuid = store.parse().unwrap();
+    client::export(&from.account.url, &key(&from), id, &file).await.expect("export relayed from the cell");
+    let there = register(&d, &owner.email).await;
+    let report = client::import(&to.account.url, &key(&to), &file, None).await.expect("import relayed to the cell");
+    assert_eq!(report.cell, "c1");
+    let pid = product["id"].as_str().unwrap();
+    let got = d.get(&format!("/api/v1/stores/{store}/products/{pid}"), Some(&there.token)).await.expect(200).body;
+    assert_eq!(got, product);
+}
