@@ -100,7 +100,7 @@ pub struct Node {
     /// The online backup under way, run by the account service.
     pub backups: crate::backup::state::Backups,
     /// The portable store imports under way (`portable::serve`).
-    pub imports: crate::portable::serve::Imports,
+    pub imports: crate::portable::state::Imports,
 }
 
 impl Node {

@@ -12,6 +12,7 @@
 pub mod client;
 pub mod file;
 pub mod serve;
+pub mod state;
 
 use std::collections::BTreeMap;
 

@@ -2,36 +2,16 @@
 //! runs both ends, relaying rows between the caller and the cell that holds (or receives) the
 //! store, in this process or another, one chunk per request.
 
-use std::collections::HashMap;
-
 use uuid::Uuid;
 
-use crate::account::portable::Mapping;
 use crate::cells::moves::{Chunk, Cursor};
 use crate::cells::portable::{Finished, Opened};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::node::Node;
+use crate::portable::state::{IMPORT_IDLE_MS, Run};
 use crate::portable::{BeginImport, ExportBegun, Header, ImportBegun, ImportReport, ReEnter};
 use crate::storage::FORMAT_VERSION;
 use crate::storage::codec::{decode, encode};
-
-/// An import no request has touched for this long may be started again (its caller died; the
-/// copy it left is replaced by the next attempt's first chunk, or dropped at the next start).
-pub const IMPORT_IDLE_MS: i64 = 60_000;
-
-/// The imports under way, by store id.
-#[derive(Default)]
-pub struct Imports(tokio::sync::Mutex<HashMap<Uuid, Run>>);
-
-struct Run {
-    header: Header,
-    cell: String,
-    mapping: Mapping,
-    /// The number the next chunk must carry.
-    seq: u64,
-    rows: u64,
-    last_used_ms: i64,
-}
 
 fn account(node: &Node) -> ApiResult<&crate::account::AccountService> {
     node.account.as_deref().ok_or_else(|| ApiError::msg(Code::NOT_FOUND, "portable stores are run by the account service"))
