@@ -94,6 +94,46 @@ pub async fn run(cmd: AdminCommand) -> Result<(), BoxError> {
             );
             Ok(())
         }
+        AdminCommand::ExportStore { url, store, to, service_key_file, data } => {
+            let key_file = service_key_file.unwrap_or_else(|| account_dir(&data).join("service.key"));
+            let key = read_service_key(&key_file).map_err(|e| format!("{}: {e}", key_file.display()))?;
+            let done = crate::portable::client::export(&url, &key, store, &to).await?;
+            let h = &done.header;
+            println!(
+                "store {} ({}) written to {}: {} rows, {} bytes",
+                h.store_id,
+                h.store_name,
+                to.display(),
+                done.rows,
+                done.bytes
+            );
+            println!("members: {} · publishable keys: {}", h.members.len(), h.publishable_keys.len());
+            for r in &h.to_reenter {
+                println!("to re-enter where it is imported ({}): {}", r.feature, r.what);
+            }
+            Ok(())
+        }
+        AdminCommand::ImportStore { file, url, owner, service_key_file, data } => {
+            let key_file = service_key_file.unwrap_or_else(|| account_dir(&data).join("service.key"));
+            let key = read_service_key(&key_file).map_err(|e| format!("{}: {e}", key_file.display()))?;
+            let r = crate::portable::client::import(&url, &key, &file, owner).await?;
+            let rows: u64 = r.counts.values().sum();
+            println!("store {} imported into cell {}: {rows} rows, owner {}", r.store_id, r.cell, r.owner);
+            for m in &r.members_joined {
+                println!("member joined: {} ({})", m.email, m.role);
+            }
+            for m in &r.members_not_found {
+                println!("member not found (no account with this email here; invite them again): {} ({})", m.email, m.role);
+            }
+            println!(
+                "publishable keys: {} (unchanged) · webhooks disabled with new secrets: {}",
+                r.publishable_keys, r.webhooks_disabled
+            );
+            for t in &r.to_reenter {
+                println!("to re-enter ({}): {}", t.feature, t.what);
+            }
+            Ok(())
+        }
         AdminCommand::Restore { from, data, replace } => {
             let started = std::time::Instant::now();
             let done = crate::backup::restore::restore(&from, &data, replace)?;

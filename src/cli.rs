@@ -492,6 +492,45 @@ pub enum AdminCommand {
         #[arg(long, env = "SHOPCELL_DATA", default_value = "./shopcell-data")]
         data: PathBuf,
     },
+    /// Writes one store of a running installation into FILE on this host, online: every record
+    /// of the store as one consistent image, members as emails and roles, publishable keys; no
+    /// password, session or secret. See docs/operations.md, "One store as a portable file".
+    ExportStore {
+        /// URL of the running `serve` process or account service.
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        url: String,
+        /// The store's id.
+        #[arg(long)]
+        store: uuid::Uuid,
+        /// The file to write (mode 0600), refused if it exists.
+        #[arg(long)]
+        to: PathBuf,
+        /// Service key file (default: `<data>/account/service.key`).
+        #[arg(long)]
+        service_key_file: Option<PathBuf>,
+        /// Data directory (where the default service key file is).
+        #[arg(long, env = "SHOPCELL_DATA", default_value = "./shopcell-data")]
+        data: PathBuf,
+    },
+    /// Imports a store file written by `export-store` into a running installation, keeping its
+    /// id: verified whole first, refused if the id is taken here, the owner has no account or
+    /// no room in their plan. Prints what was imported and what must be entered again.
+    ImportStore {
+        /// The file written by `admin export-store`.
+        file: PathBuf,
+        /// URL of the running `serve` process or account service.
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        url: String,
+        /// The owner's email here (default: the exported owner's email).
+        #[arg(long)]
+        owner: Option<String>,
+        /// Service key file (default: `<data>/account/service.key`).
+        #[arg(long)]
+        service_key_file: Option<PathBuf>,
+        /// Data directory (where the default service key file is).
+        #[arg(long, env = "SHOPCELL_DATA", default_value = "./shopcell-data")]
+        data: PathBuf,
+    },
     /// Restores a backup as a data directory, offline: verifies the manifest and every
     /// checksum first, then writes PATH and rebuilds search. Every role starts on it with the
     /// keys of the backup, so tokens issued before stay valid.

@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod node;
 pub mod outbound;
 pub mod payments;
+pub mod portable;
 pub mod private_files;
 pub mod run;
 pub mod search;

@@ -45,6 +45,12 @@ pub fn create_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     f.sync_all()
 }
 
+/// A new file `path` with mode 0600 (refused if it exists), to be written piece by piece (a
+/// portable store file); the caller syncs it and its directory when done.
+pub fn create_private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    open(path, true)
+}
+
 /// Makes the entries of `dir` durable (new and renamed files).
 pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()

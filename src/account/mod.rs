@@ -14,6 +14,7 @@ pub mod model;
 pub mod oidc;
 pub mod passwords;
 pub mod plans;
+pub mod portable;
 pub mod provisioning;
 pub mod publishable;
 pub mod sessions;

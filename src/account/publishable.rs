@@ -212,6 +212,19 @@ fn put_key(txn: &WriteTransaction, hash: &[u8; 32], k: &PublishableKey) -> ApiRe
     Ok(())
 }
 
+/// Writes the keys of a store imported from another installation, digests as they were, so
+/// the keys its storefronts embed admit to it here. A digest already known here is a 409 (the
+/// same key cannot admit to two stores).
+pub(crate) fn put_imported_keys(txn: &WriteTransaction, keys: &[([u8; 32], PublishableKey)]) -> ApiResult<()> {
+    for (hash, k) in keys {
+        if txn.open_table(PUBLISHABLE_KEYS)?.get(hash.as_slice())?.is_some() {
+            return Err(ApiError::msg(Code::CONFLICT, format!("publishable key {} is already in use here", k.masked())));
+        }
+        put_key(txn, hash, k)?;
+    }
+    Ok(())
+}
+
 /// The acting member must still be an owner or admin of a store that exists.
 fn require_admin(txn: &WriteTransaction, store: Uuid, actor: Uuid) -> ApiResult<()> {
     if txn.open_table(STORE_DIRECTORY)?.get(store.as_u128())?.is_none() {
@@ -270,6 +283,22 @@ impl AccountService {
             return Err(ApiError::not_found());
         }
         store_keys(&txn.open_table(STORE_PUBLISHABLE_KEYS)?, &txn.open_table(PUBLISHABLE_KEYS)?, store)
+    }
+
+    /// Every key of a store with its digest, revoked ones included (a portable export).
+    pub fn publishable_key_digests(&self, store: Uuid) -> ApiResult<Vec<([u8; 32], PublishableKey)>> {
+        let txn = self.db.begin_read()?;
+        let index = txn.open_table(STORE_PUBLISHABLE_KEYS)?;
+        let keys = txn.open_table(PUBLISHABLE_KEYS)?;
+        let mut out = Vec::new();
+        for item in index.range((store.as_u128(), 0)..=(store.as_u128(), u128::MAX))? {
+            let (_, hash) = item?;
+            let hash: [u8; 32] = hash.value().try_into().map_err(|_| ApiError::internal("a key digest is not 32 bytes"))?;
+            if let Some(v) = keys.get(hash.as_slice())? {
+                out.push((hash, decode(v.value())?));
+            }
+        }
+        Ok(out)
     }
 
     /// Revokes a key: it stops admitting shoppers at once here, within seconds in other cells.

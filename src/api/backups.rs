@@ -41,7 +41,7 @@ async fn begin(cx: Ctx) -> ApiResult<Json<Begun>> {
 }
 
 /// `?seq=N`: the chunk the caller expects, so a repeated or lost request is noticed.
-pub struct SeqQuery(u64);
+pub struct SeqQuery(pub u64);
 
 impl QueryParams for SeqQuery {
     fn params() -> Vec<Param> {

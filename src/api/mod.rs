@@ -20,6 +20,7 @@ pub mod members;
 pub mod orders;
 pub mod passwords;
 pub mod payments;
+pub mod portable;
 pub mod products;
 pub mod publishable_keys;
 pub mod search;
@@ -66,6 +67,7 @@ pub fn routes() -> Vec<Route> {
         ("Webhooks and events", webhooks::routes()),
         ("Internal", internal::routes()),
         ("Internal", backups::routes()),
+        ("Internal", portable::routes()),
     ];
     areas.into_iter().flat_map(|(tag, rows)| rows.into_iter().map(move |r| Route { tag, ..r })).collect()
 }

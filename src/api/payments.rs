@@ -36,7 +36,43 @@ pub fn routes() -> Vec<Route> {
         .errors(&[409])
         .id("confirmPaymentIntent")
         .body::<ConfirmBody>(),
+        Route::get(
+            "/stores/{storeId}/payment-settings",
+            Service::Cell,
+            Access::Admin,
+            handler!(settings),
+            "The store's payment provider and whether it takes payments (an imported store does not until they are entered)",
+        )
+        .id("getPaymentSettings"),
+        Route::put(
+            "/stores/{storeId}/payment-settings",
+            Service::Cell,
+            Access::Admin,
+            handler!(enter_settings),
+            "Enter the store's payment provider: the installation's own (per-store provider keys are not kept yet); lifts an import's hold",
+        )
+        .id("setPaymentSettings")
+        .body::<SettingsBody>(),
     ]
+}
+
+/// `PUT S/payment-settings`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SettingsBody {
+    /// `test` or `stripe`: must be the provider this installation sends payments to.
+    pub provider: String,
+}
+
+async fn settings(cx: Ctx) -> ApiResult<Json<payments::PaymentSettingsView>> {
+    let s = cx.scope()?;
+    Ok(Json(payments::payment_settings(&s.cell, s.id)?))
+}
+
+async fn enter_settings(cx: Ctx) -> ApiResult<Json<payments::PaymentSettingsView>> {
+    let s = cx.scope()?;
+    let body: SettingsBody = cx.json()?;
+    Ok(Json(payments::enter_payment_settings(&s.cell, s.id, &body.provider).await?))
 }
 
 /// `POST S/payment-intents/{paymentIntentId}/confirm`.

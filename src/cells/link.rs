@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::cells::moves::{self, Chunk, Cursor};
-use crate::cells::stores;
+use crate::cells::{portable, stores};
 use crate::domain::store::StoreSettings;
 use crate::error::{ApiError, ApiResult};
 use crate::http::upstream::{Body, Upstream};
@@ -115,6 +115,43 @@ pub async fn run_move_step(cell: &Cell, store: Uuid, step: &str, body: Option<Ve
         "finish" => moves::move_finish(cell, store).await.map(none),
         "abort" => moves::move_abort(cell, store).await.map(none),
         "discard" => moves::discard(cell, store).await.map(none),
+        _ => Err(ApiError::not_found()),
+    }
+}
+
+/// The steps of a cell's part in a portable export (`open`, `read`, `close`) or import
+/// (`finish`, `abandon`; the rows arrive as a move's `import` steps), as named on the
+/// internal routes.
+pub const PORTABLE_STEPS: &[&str] = &["open", "read", "close", "finish", "abandon"];
+
+impl CellLink {
+    /// One step of export `id` of `store` (an import's steps take the nil id): `open` answers
+    /// encoded [`portable::Opened`], `read` takes a [`Cursor`] and answers a [`Chunk`],
+    /// `finish` takes the owner's id and answers [`portable::Finished`].
+    pub async fn portable_step(&self, store: Uuid, id: Uuid, step: &str, body: Option<Vec<u8>>) -> ApiResult<Vec<u8>> {
+        match self {
+            CellLink::Local(c) => run_portable_step(c, store, id, step, body).await,
+            CellLink::Remote(u) => {
+                let body = body.map(Body::Raw).unwrap_or(Body::Empty);
+                let path = format!("/internal/v1/stores/{store}/portable/{id}/{step}");
+                Ok(u.call_raw(Method::POST, &path, body).await?.to_vec())
+            }
+        }
+    }
+}
+
+/// Runs a portable step on a cell of this process (also what the internal route calls).
+pub async fn run_portable_step(cell: &Cell, store: Uuid, id: Uuid, step: &str, body: Option<Vec<u8>>) -> ApiResult<Vec<u8>> {
+    let body = || body.clone().ok_or_else(|| ApiError::field("body", "this step takes a body"));
+    match step {
+        "open" => encode(&cell.exports.open(cell, id, store)?),
+        "read" => encode(&cell.exports.read(id, store, &decode(&body()?)?, cell.clock.now_ms())?),
+        "close" => {
+            cell.exports.close(id);
+            Ok(Vec::new())
+        }
+        "finish" => encode(&portable::finish_import(cell, store, decode(&body()?)?).await?),
+        "abandon" => portable::abandon_import(cell, store).await.map(|_| Vec::new()),
         _ => Err(ApiError::not_found()),
     }
 }

@@ -23,6 +23,7 @@ pub mod moves;
 pub mod order_mail;
 pub mod orders;
 pub mod payments;
+pub mod portable;
 pub mod pricing_version;
 pub mod product_search;
 pub mod products;
@@ -98,6 +99,8 @@ pub struct Cell {
     warm_hint: Mutex<Vec<crate::storage::list_orders::ListId>>,
     /// This cell's parts of online backups (see `backup`).
     pub backups: crate::backup::snapshot::Sessions,
+    /// The portable exports of its stores under way (see `portable`).
+    pub exports: portable::ExportSessions,
 }
 
 impl Cell {
@@ -173,6 +176,7 @@ impl Cell {
             dir: dir.to_path_buf(),
             warm_hint: Mutex::new(warm::read_hint(dir)),
             backups: Default::default(),
+            exports: Default::default(),
         })
     }
 

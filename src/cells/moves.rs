@@ -88,7 +88,13 @@ pub async fn move_begin(cell: &Cell, store: Uuid) -> ApiResult<()> {
 
 /// Step 2 (source): the store's rows from `from` on, about `from.bytes` of them.
 pub fn move_export(cell: &Cell, store: Uuid, from: &Cursor) -> ApiResult<Chunk> {
-    let txn = cell.read()?;
+    export_rows(&cell.read()?, store, from)
+}
+
+/// The store's rows from `from` on as `txn` sees them, about `from.bytes` of them: a move reads
+/// each chunk in a fresh transaction, a portable export every chunk in one
+/// (`cells::portable`).
+pub fn export_rows(txn: &redb::ReadTransaction, store: Uuid, from: &Cursor) -> ApiResult<Chunk> {
     let prefix = Key::store(store).into_vec();
     let mut rows = Vec::new();
     let mut size = 0usize;
@@ -184,10 +190,7 @@ pub async fn move_apply(cell: &Cell, store: Uuid, chunk: Chunk) -> ApiResult<()>
         .write(Some(store), move |tx| {
             apply_rows(tx, &rows)?;
             if last {
-                crate::jobs::release_leases(tx, store, now)?;
-                tx.raw().open_table(STORE_STATE)?.insert(store.as_u128(), StoreState::Active as u8)?;
-                // Searchable here from now on: the indexer picks every product up from the outbox.
-                crate::search::outbox_enqueue_store(tx, store)?;
+                serve_arrived(tx, store, now)?;
             }
             Ok(())
         })
@@ -199,6 +202,15 @@ pub async fn move_apply(cell: &Cell, store: Uuid, chunk: Chunk) -> ApiResult<()>
         cell.jobs.wake();
     }
     Ok(())
+}
+
+/// In the write that completes a copy (a move's last delta, a portable import): the jobs the
+/// source had claimed are released, the store is served, and every product is queued for the
+/// indexer, which builds its search documents here from the rows.
+pub(crate) fn serve_arrived(tx: &mut crate::storage::writer::Tx, store: Uuid, now: i64) -> ApiResult<()> {
+    crate::jobs::release_leases(tx, store, now)?;
+    tx.raw().open_table(STORE_STATE)?.insert(store.as_u128(), StoreState::Active as u8)?;
+    crate::search::outbox_enqueue_store(tx, store).map(|_| ())
 }
 
 /// Step 5 (source): the store now lives elsewhere; delete this copy.

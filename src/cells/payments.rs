@@ -12,7 +12,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::cells::Cell;
-use crate::cells::orders;
+use crate::cells::{orders, portable};
 use crate::domain::money::Money;
 use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, Code};
@@ -211,6 +211,53 @@ fn check_new(mut new: NewIntent) -> ApiResult<NewIntent> {
     Ok(new)
 }
 
+/// A store's payment settings as this build keeps them: the provider is the installation's
+/// (`--payment-provider`); a store imported from another installation holds its payments off
+/// until an owner or admin enters them here ([`enter_payment_settings`]).
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PaymentSettingsView {
+    /// `test` or `stripe`: where this installation sends payments.
+    pub provider: String,
+    /// Whether the store takes payments.
+    pub payments_enabled: bool,
+    /// Why it does not, and what to do.
+    pub held_because: Option<String>,
+}
+
+pub fn payment_settings(cell: &Cell, store: Uuid) -> ApiResult<PaymentSettingsView> {
+    let hold = portable::hold(&cell.read()?, store, portable::PAYMENTS)?;
+    Ok(PaymentSettingsView {
+        provider: cell.payments.default_provider().name().to_string(),
+        payments_enabled: hold.is_none(),
+        held_because: hold.map(|h| h.reason),
+    })
+}
+
+/// Confirms the store's payment provider on this installation, which lifts an import's hold. A
+/// provider other than the one this installation sends payments to is refused: a store's
+/// payments never move to another provider unasked.
+pub async fn enter_payment_settings(cell: &Cell, store: Uuid, provider: &str) -> ApiResult<PaymentSettingsView> {
+    let here = cell.payments.default_provider().name();
+    if provider != here {
+        return Err(ApiError::field(
+            "provider",
+            format!("this installation sends payments to the {here} provider (its operator's --payment-provider)"),
+        ));
+    }
+    cell.writer.write(Some(store), move |tx| portable::lift_hold(tx, store, portable::PAYMENTS)).await?;
+    payment_settings(cell, store)
+}
+
+/// Payments of a store whose settings must be entered again are refused, never sent to
+/// whatever provider this installation has.
+fn payments_on(cell: &Cell, store: Uuid) -> ApiResult<()> {
+    match portable::hold(&cell.read()?, store, portable::PAYMENTS)? {
+        Some(h) => Err(ApiError::msg(Code::BUSINESS_RULE, format!("payments are off for this store: {}", h.reason))),
+        None => Ok(()),
+    }
+}
+
 /// When a provider's answer is stored.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Save {
@@ -233,6 +280,7 @@ pub fn with_payments(mut cell: Cell, providers: Providers) -> Cell {
 /// PromptPay in a currency other than THB; 502 when the provider fails.
 pub async fn create_payment_intent(cell: &Cell, store: Uuid, new: NewIntent) -> ApiResult<(PaymentIntent, String)> {
     let new = check_new(new)?;
+    payments_on(cell, store)?;
     let provider = cell.payments.default_provider();
     let req = CreateIntent {
         id: cell.clock.new_id(),
@@ -297,6 +345,7 @@ pub async fn confirm_payment_intent(cell: &Cell, store: Uuid, id: Uuid, c: Confi
         (true, Some(secret)) => check_client_secret(cell, store, id, secret)?,
         (false, _) => payment_intent(cell, store, id)?,
     };
+    payments_on(cell, store)?;
     let token = match c.payment_method {
         Some(t) => check_token(t)?,
         None if intent.method == PaymentMethodKind::CreditCard => {

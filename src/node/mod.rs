@@ -99,6 +99,8 @@ pub struct Node {
     pub open_connections: Arc<OpenConnections>,
     /// The online backup under way, run by the account service.
     pub backups: crate::backup::state::Backups,
+    /// The portable store imports under way (`portable::serve`).
+    pub imports: crate::portable::state::Imports,
 }
 
 impl Node {
@@ -138,6 +140,7 @@ impl Node {
             connections: ConnectionLimits::default(),
             open_connections: Arc::default(),
             backups: Default::default(),
+            imports: Default::default(),
         })
     }
 

@@ -279,6 +279,12 @@ pub const FULFILLMENT_LIST: StoreTable = StoreTable::new(60, "fulfillment_list")
 /// each location (a location with any may not be deactivated).
 pub const LOCATION_WORK: StoreTable = StoreTable::new(61, "location_work");
 
+// ---- portability (see docs/operations.md, "One store as a portable file") ---------------------
+
+/// `store ‖ feature name → Hold`: a feature kept off until a member acts, e.g. `payments` of a
+/// store imported from another installation until its payment settings are entered again.
+pub const STORE_HOLDS: StoreTable = StoreTable::new(62, "store_holds");
+
 /// Every store-scoped table, in index order: exporting a store copies exactly these ranges.
 pub const STORE_TABLES: &[StoreTable] = &[
     STORES,
@@ -343,6 +349,7 @@ pub const STORE_TABLES: &[StoreTable] = &[
     FULFILLMENTS,
     FULFILLMENT_LIST,
     LOCATION_WORK,
+    STORE_HOLDS,
 ];
 
 /// Creates every table of the account directory.

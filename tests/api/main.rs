@@ -38,6 +38,7 @@ mod metrics;
 mod multiprocess;
 mod passwords;
 mod payments;
+mod portable;
 mod products;
 mod publishable_keys;
 mod readiness;
