@@ -210,7 +210,7 @@ pub async fn move_apply(cell: &Cell, store: Uuid, chunk: Chunk) -> ApiResult<()>
 pub(crate) fn serve_arrived(tx: &mut crate::storage::writer::Tx, store: Uuid, now: i64) -> ApiResult<()> {
     crate::jobs::release_leases(tx, store, now)?;
     tx.raw().open_table(STORE_STATE)?.insert(store.as_u128(), StoreState::Active as u8)?;
-    crate::search::outbox_enqueue_store(tx, store).map(|_| ())
+    crate::search::outbox_enqueue_store(tx, store)
 }
 
 /// Step 5 (source): the store now lives elsewhere; delete this copy.
