@@ -65,6 +65,9 @@ pub struct ServeArgs {
     /// create-user` and invitations (`closed`).
     #[arg(long, env = "SHOPCELL_SIGNUP", value_enum, default_value_t = Signup::Open)]
     pub signup: Signup,
+    /// How sessions rotate their tokens.
+    #[command(flatten)]
+    pub sessions: SessionArgs,
     /// On an empty or absent data directory: create a merchant (password printed once) and a
     /// demo store of a few hundred products. Refused on a directory that holds anything.
     #[arg(long)]
@@ -122,6 +125,9 @@ pub struct AccountArgs {
     /// create-user` and invitations (`closed`).
     #[arg(long, env = "SHOPCELL_SIGNUP", value_enum, default_value_t = Signup::Open)]
     pub signup: Signup,
+    /// How sessions rotate their tokens.
+    #[command(flatten)]
+    pub sessions: SessionArgs,
     /// Sign-in options: CORS origins, social providers, rate limits.
     #[command(flatten)]
     pub auth: AuthArgs,
@@ -204,6 +210,32 @@ pub struct RouterArgs {
     /// Connection limits (idle and body timeouts, caps) and the metrics listener.
     #[command(flatten)]
     pub connections: ConnectionArgs,
+}
+
+/// How the account service's sessions behave, shared by `serve` and `account`.
+#[derive(Args, Debug, Clone)]
+pub struct SessionArgs {
+    /// How long after a refresh the refresh token it spent still answers the same new pair
+    /// (browser tabs refreshing together), up to 60s; `0s` ends the session on any reuse. See
+    /// `docs/auth.md`, "Tokens".
+    #[arg(long, env = "SHOPCELL_REFRESH_GRACE", default_value = "10s", value_parser = parse_refresh_grace)]
+    pub refresh_grace: std::time::Duration,
+}
+
+impl Default for SessionArgs {
+    /// The flags' defaults, for processes built in code (tests, benchmarks).
+    fn default() -> Self {
+        SessionArgs { refresh_grace: crate::account::sessions::DEFAULT_REFRESH_GRACE }
+    }
+}
+
+fn parse_refresh_grace(s: &str) -> Result<std::time::Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| e.to_string())?;
+    let max = crate::account::sessions::MAX_REFRESH_GRACE;
+    if d > max {
+        return Err(format!("at most {}s: a longer window lets a stolen refresh token go unnoticed", max.as_secs()));
+    }
+    Ok(d)
 }
 
 /// Options of the identity side, shared by `serve`, `account` and `router`.
@@ -657,6 +689,7 @@ impl MailArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn answer_caches_are_on_unless_turned_off() {
@@ -728,6 +761,21 @@ mod tests {
         assert_eq!(url("account", "http://10.0.0.5:8081").as_deref(), Some("http://10.0.0.5:8081"));
         assert_eq!(url("serve", "ftp://shop.example"), None);
         assert_eq!(url("account", "shop.example"), None);
+    }
+
+    #[test]
+    fn the_refresh_grace_is_ten_seconds_unless_set_and_at_most_a_minute() {
+        let grace = |args: &[&str]| match Cli::try_parse_from(args).map(|c| c.command) {
+            Ok(Command::Serve(a)) => Ok(a.sessions.refresh_grace),
+            Ok(Command::Account(a)) => Ok(a.sessions.refresh_grace),
+            Ok(_) => unreachable!(),
+            Err(e) => Err(e.to_string()),
+        };
+        assert_eq!(grace(&["shopcell", "serve"]), Ok(Duration::from_secs(10)));
+        assert_eq!(grace(&["shopcell", "account", "--refresh-grace", "0s"]), Ok(Duration::ZERO));
+        assert_eq!(grace(&["shopcell", "serve", "--refresh-grace", "1m"]), Ok(Duration::from_secs(60)));
+        let long = grace(&["shopcell", "serve", "--refresh-grace", "61s"]).unwrap_err();
+        assert!(long.contains("at most 60s"), "{long}");
     }
 }
 

@@ -137,6 +137,7 @@ pub fn build_serve_with_clock(args: &ServeArgs, clock: Clock) -> Result<Node, Bo
         .with_plans(plans(args.plans.as_deref())?)
         .with_public_url(args.public_url.as_deref());
     account.signup = args.signup;
+    account.refresh_grace = args.sessions.refresh_grace;
     let account = Arc::new(account);
     let verifier = TokenVerifier::new(vec![account.key.public_key()], clock.clone());
     let cells = open_cells(&args.data, &args.cells, &cell_flags!(args, mailer), &shares.cell, &clock)?;
@@ -165,6 +166,7 @@ pub fn build_account(args: &AccountArgs) -> Result<Node, BoxError> {
         .with_plans(plans(args.plans.as_deref())?)
         .with_public_url(args.public_url.as_deref());
     account.signup = args.signup;
+    account.refresh_grace = args.sessions.refresh_grace;
     let account = Arc::new(account);
     account.start_jobs()?;
     let verifier = TokenVerifier::new(vec![account.key.public_key()], clock.clone());

@@ -143,6 +143,7 @@ async fn measure_server(answer_cache: bool) -> Vec<Figure> {
         public_url: None,
         cells: vec!["cell-1".into()],
         signup: Default::default(),
+        sessions: Default::default(),
         demo: false,
         plans: None,
         auth: Default::default(),

@@ -10,6 +10,7 @@ pub mod keys;
 pub mod links;
 pub mod members;
 pub mod mfa;
+mod migrations;
 pub mod model;
 pub mod oidc;
 pub mod passwords;
@@ -41,8 +42,8 @@ use crate::storage::tables::*;
 use crate::storage::writer::{Writer, WriterThread};
 use crate::storage::{self, DbKind};
 
-/// The account directory's database: its tables (no format step has changed it yet).
-pub const DATABASE: DbKind = DbKind { name: "account", steps: &[], tables: storage::tables::account_tables };
+/// The account directory's database: its tables and format steps.
+pub const DATABASE: DbKind = DbKind { name: "account", steps: migrations::STEPS, tables: storage::tables::account_tables };
 
 /// Refresh tokens live 30 days; each use rotates them.
 pub const REFRESH_TTL_SECS: i64 = 30 * 24 * 3600;
@@ -77,6 +78,8 @@ pub struct AccountService {
     public_url: OnceLock<String>,
     /// Whether anyone may create an account (`--signup`).
     pub signup: provisioning::Signup,
+    /// How long a spent refresh token still gets the pair its rotation issued (`--refresh-grace`).
+    pub refresh_grace: std::time::Duration,
 }
 
 impl AccountService {
@@ -120,6 +123,7 @@ impl AccountService {
             clock,
             public_url: OnceLock::new(),
             signup: provisioning::Signup::Open,
+            refresh_grace: sessions::DEFAULT_REFRESH_GRACE,
         })
     }
 
@@ -223,48 +227,14 @@ impl AccountService {
         self.complete_login(user, device).await
     }
 
-    /// Rotates a refresh token. Presenting one that was already rotated revokes the session:
-    /// a stolen token and its legitimate owner cannot both keep using it.
-    pub async fn refresh(&self, claims: Claims) -> ApiResult<(String, String)> {
-        let sid = parse_uuid(&claims.sid)?;
-        let jti = parse_uuid(&claims.jti)?;
-        let next_jti = self.clock.new_id();
-        let now = self.clock.now_ms();
-        let session = self
-            .writer
-            .write(None, move |tx| {
-                let txn = tx.raw();
-                let mut sessions = txn.open_table(SESSIONS)?;
-                let ended = || ApiError::msg(Code::INVALID_TOKEN, "the refresh token's session has ended; sign in again");
-                let mut s: Session = match sessions.get(sid.as_u128())? {
-                    Some(v) => decode(v.value())?,
-                    None => return Err(ended()),
-                };
-                if s.revoked_at.is_some() {
-                    return Err(ended());
-                }
-                if s.refresh_jti != jti {
-                    s.revoked_at = Some(now);
-                    sessions.insert(sid.as_u128(), encode(&s)?.as_slice())?;
-                    return Ok(None);
-                }
-                s.refresh_jti = next_jti;
-                s.last_active = now;
-                sessions.insert(sid.as_u128(), encode(&s)?.as_slice())?;
-                Ok(Some(s))
-            })
-            .await?;
-        match session {
-            Some(s) => {
-                self.note_touched(s.id, s.last_active);
-                self.issue(&s)
-            }
-            None => Err(ApiError::msg(Code::INVALID_TOKEN, "this refresh token was already used; the session is revoked")),
-        }
+    /// A new (access, refresh) pair of `s`, issued now.
+    fn issue(&self, s: &Session) -> ApiResult<(String, String)> {
+        self.sign_pair(s, self.clock.now_secs(), self.clock.new_id())
     }
 
-    fn issue(&self, s: &Session) -> ApiResult<(String, String)> {
-        let now = self.clock.now_secs();
+    /// The pair of `s` issued at `now` (Unix seconds) with the access token's `jti`: the same
+    /// arguments give the same two strings (see [`Rotation`]).
+    fn sign_pair(&self, s: &Session, now: i64, access_jti: Uuid) -> ApiResult<(String, String)> {
         let claims = |typ: &str, ttl: i64, jti: Uuid| Claims {
             iss: ISSUER.into(),
             aud: AUDIENCE.into(),
@@ -276,7 +246,7 @@ impl AccountService {
             jti: jti.to_string(),
             typ: typ.into(),
         };
-        let access = self.key.sign(&claims("access", ACCESS_TTL_SECS, self.clock.new_id())).map_err(ApiError::internal)?;
+        let access = self.key.sign(&claims("access", ACCESS_TTL_SECS, access_jti)).map_err(ApiError::internal)?;
         let refresh = self.key.sign(&claims("refresh", REFRESH_TTL_SECS, s.refresh_jti)).map_err(ApiError::internal)?;
         Ok((access, refresh))
     }
@@ -458,6 +428,7 @@ fn new_session(user_id: Uuid, device: String, clock: &Clock) -> Session {
         last_active: now,
         refresh_jti: clock.new_id(),
         revoked_at: None,
+        rotated: None,
     }
 }
 

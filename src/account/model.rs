@@ -29,6 +29,24 @@ pub struct Session {
     /// The `jti` of the one refresh token that may be used next (rotation).
     pub refresh_jti: Uuid,
     pub revoked_at: Option<i64>,
+    /// The last rotation, so a second refresh of the token it spent (another tab) within the
+    /// grace window gets the pair that rotation issued (format 9).
+    pub rotated: Option<Rotation>,
+}
+
+/// What a refresh issued, kept to issue it again: a token's bytes follow from its claims and
+/// the key alone (RS256 signatures are deterministic), so the claims that vary between pairs are
+/// kept instead of the tokens, and nothing secret is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rotation {
+    /// The `jti` of the refresh token that rotation spent.
+    pub spent_jti: Uuid,
+    /// When it happened (Unix ms): the grace window runs from here, and the pair's `iat` is its
+    /// second.
+    pub at: i64,
+    /// The `jti` of the access token it issued (the refresh token's is the session's
+    /// `refresh_jti` until the next rotation).
+    pub access_jti: Uuid,
 }
 
 /// A store in the directory: where it lives and who owns it.

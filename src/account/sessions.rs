@@ -1,13 +1,20 @@
 //! Sessions: one per sign-in, listed and revoked by their user. A revoked session's refresh
 //! token stops working at once; its access tokens are refused by `serve` at once (every request
 //! checks [`AccountService::session_active`]) and by separate cells within their access-cache TTL.
+//!
+//! Each refresh rotates the refresh token, and a spent one presented again revokes the session
+//! (a stolen token and its owner cannot both keep using it), with one exception: browser tabs
+//! sharing a token refresh together, so within [`DEFAULT_REFRESH_GRACE`] (`--refresh-grace`) of
+//! a rotation the token it spent gets the very pair it issued, and no second branch of the
+//! session appears.
 
 use redb::{ReadableDatabase, ReadableTable};
 use uuid::Uuid;
 
-use super::model::{Session, User};
-use super::{AccountService, new_session, put_session};
-use crate::error::{ApiError, ApiResult};
+use super::model::{Rotation, Session, User};
+use super::{AccountService, new_session, parse_uuid, put_session};
+use crate::error::{ApiError, ApiResult, Code};
+use crate::http::auth::Claims;
 use crate::storage::codec::{decode, encode};
 use crate::storage::tables::{SESSIONS, USER_SESSIONS};
 
@@ -16,6 +23,23 @@ use crate::storage::tables::{SESSIONS, USER_SESSIONS};
 pub const TOUCH_INTERVAL_MS: i64 = 60_000;
 /// Entries of the in-memory touch map before it is cleared (sessions are then written once more).
 const TOUCH_MAP_MAX: usize = 100_000;
+
+/// How long after a rotation the refresh token it spent still answers the pair it issued: long
+/// enough for tabs refreshing together, short enough that a stolen token replayed later still
+/// ends the session.
+pub const DEFAULT_REFRESH_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+/// The longest `--refresh-grace` accepted.
+pub const MAX_REFRESH_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// What presenting a refresh token led to, decided under the writer.
+enum Refreshed {
+    /// The session's current token: rotated now.
+    Rotated(Session),
+    /// The token the last rotation spent, within the grace window: that rotation's pair again.
+    Again(Session, Rotation),
+    /// A spent token past the window: the session is revoked.
+    Reused,
+}
 
 /// What a successful password (or social) check leads to.
 pub enum LoginOutcome {
@@ -43,6 +67,54 @@ impl AccountService {
         self.writer.write(None, move |tx| put_session(tx.raw(), &s)).await?;
         self.note_touched(session.id, session.last_active);
         self.issue(&session)
+    }
+
+    /// Rotates a refresh token (see the module's note on reuse and its grace window).
+    pub async fn refresh(&self, claims: Claims) -> ApiResult<(String, String)> {
+        let sid = parse_uuid(&claims.sid)?;
+        let jti = parse_uuid(&claims.jti)?;
+        let next_jti = self.clock.new_id();
+        let access_jti = self.clock.new_id();
+        let now = self.clock.now_ms();
+        let grace = i64::try_from(self.refresh_grace.as_millis()).unwrap_or(i64::MAX);
+        let outcome = self
+            .writer
+            .write(None, move |tx| {
+                let mut sessions = tx.raw().open_table(SESSIONS)?;
+                let ended = || ApiError::msg(Code::INVALID_TOKEN, "the refresh token's session has ended; sign in again");
+                let mut s: Session = match sessions.get(sid.as_u128())? {
+                    Some(v) => decode(v.value())?,
+                    None => return Err(ended()),
+                };
+                if s.revoked_at.is_some() {
+                    return Err(ended());
+                }
+                if s.refresh_jti == jti {
+                    s.refresh_jti = next_jti;
+                    s.last_active = now;
+                    s.rotated = Some(Rotation { spent_jti: jti, at: now, access_jti });
+                    sessions.insert(sid.as_u128(), encode(&s)?.as_slice())?;
+                    return Ok(Refreshed::Rotated(s));
+                }
+                // A clock stepped back counts as within the window: the tab is no less real.
+                if let Some(r) = s.rotated.filter(|r| r.spent_jti == jti && now.saturating_sub(r.at) < grace) {
+                    return Ok(Refreshed::Again(s, r));
+                }
+                s.revoked_at = Some(now);
+                sessions.insert(sid.as_u128(), encode(&s)?.as_slice())?;
+                Ok(Refreshed::Reused)
+            })
+            .await?;
+        match outcome {
+            Refreshed::Rotated(s) => {
+                self.note_touched(s.id, s.last_active);
+                self.sign_pair(&s, now.div_euclid(1000), access_jti)
+            }
+            Refreshed::Again(s, r) => self.sign_pair(&s, r.at.div_euclid(1000), r.access_jti),
+            Refreshed::Reused => {
+                Err(ApiError::msg(Code::INVALID_TOKEN, "this refresh token was already used; the session is revoked"))
+            }
+        }
     }
 
     /// The user's live sessions, most recently active first.

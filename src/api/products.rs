@@ -86,13 +86,13 @@ async fn list(cx: Ctx, mut q: ListOf<ProductSorts>) -> ApiResult<Rendered<Page<P
     let l = &q.query;
     let key = format!("{}|{:?}|{}|{}|{}|{}", s.id, l.filters, l.sort, l.desc, q.page, q.limit);
     let tag = (s.cell.writer.generations.get(s.id), 0);
-    if let Some(body) = s.cell.pages.get(&key, tag) {
-        return Ok(Rendered::new(body));
+    let coding = cx.accepted_coding();
+    if let Some(kept) = s.cell.pages.get(&key, tag, coding) {
+        return Ok(Rendered::answer(kept));
     }
     let listed = products::list_product_views(&s.cell, s.id, l).await?;
     let body = bytes::Bytes::from(page_body(&listed.items, listed.total, q.page, q.limit));
-    s.cell.pages.put(key, tag, body.clone());
-    Ok(Rendered::new(body))
+    Ok(Rendered::answer(s.cell.pages.put(key, tag, body, coding)))
 }
 
 async fn create(cx: Ctx) -> ApiResult<Rendered<ProductView<'static>, 201>> {

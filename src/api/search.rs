@@ -154,8 +154,9 @@ async fn search(cx: Ctx, sq: SearchQuery) -> ApiResult<Rendered<SearchPage<Produ
         second.unwrap_or(""),
     );
     let tag = product_search::search_tag(&s.cell, s.id);
-    if let Some(body) = s.cell.search.answers.get(&key, tag) {
-        return Ok(Rendered::new(body));
+    let coding = cx.accepted_coding();
+    if let Some(kept) = s.cell.search.answers.get(&key, tag, coding) {
+        return Ok(Rendered::answer(kept));
     }
     let mut terms = vec![(q.to_string(), by)];
     if let Some(t) = second {
@@ -184,6 +185,5 @@ async fn search(cx: Ctx, sq: SearchQuery) -> ApiResult<Rendered<SearchPage<Produ
             ("nextCursor", next_cursor.into()),
         ],
     ));
-    s.cell.search.answers.put(key, tag, body.clone());
-    Ok(Rendered::new(body))
+    Ok(Rendered::answer(s.cell.search.answers.put(key, tag, body, coding)))
 }

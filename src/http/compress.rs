@@ -3,11 +3,16 @@
 //! compressing a secret beside text an attacker can inject lets them read it from the sizes
 //! (BREACH). Answers that could be compressed carry `Vary: Accept-Encoding`, so a cache keeps
 //! each coding apart.
+//!
+//! Most answers are compressed here, on their way out ([`apply`]). Answers the cell keeps
+//! (`search::cache`) are compressed once with [`pack`] and kept so; a handler answers those
+//! already compressed ([`mark_coded`]), and [`apply`] leaves them as they are.
 
 use std::io::Write;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
+use hyper::HeaderMap;
 use hyper::header::{CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue, VARY};
 
 use crate::http::Resp;
@@ -89,6 +94,39 @@ pub fn encode(bytes: &[u8], coding: Coding) -> std::io::Result<Vec<u8>> {
     }
 }
 
+/// `bytes` in `coding` when that pays: `None` below [`THRESHOLD`] or when the coding is no
+/// smaller (the answer is then sent as it is).
+pub fn pack(bytes: &[u8], coding: Coding) -> Option<Bytes> {
+    if bytes.len() < THRESHOLD {
+        return None;
+    }
+    encode(bytes, coding).ok().filter(|packed| packed.len() < bytes.len()).map(Bytes::from)
+}
+
+/// An answer's body as it is sent: compressed in `coding` when there is one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub body: Bytes,
+    pub coding: Option<Coding>,
+}
+
+impl Answer {
+    /// `plain`, or what [`pack`] made of it in `coding`.
+    pub fn of(plain: &Bytes, coding: Coding, packed: &Option<Bytes>) -> Answer {
+        match packed {
+            Some(p) => Answer { body: p.clone(), coding: Some(coding) },
+            None => Answer { body: plain.clone(), coding: None },
+        }
+    }
+}
+
+/// Labels a body already in `coding`: what [`apply`] would have set compressing it.
+pub fn mark_coded(headers: &mut HeaderMap, coding: Coding) {
+    headers.append(VARY, HeaderValue::from_static("accept-encoding"));
+    headers.insert(CONTENT_ENCODING, HeaderValue::from_static(coding.name()));
+    headers.remove(CONTENT_LENGTH);
+}
+
 fn compressible(resp: &Resp) -> bool {
     let Some(ct) = resp.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()) else { return false };
     (ct.starts_with("application/json") || ct.starts_with("text/")) && !resp.headers().contains_key(CONTENT_ENCODING)
@@ -108,16 +146,13 @@ pub async fn apply(accept: Option<&HeaderValue>, mut resp: Resp) -> Resp {
         Some(Err(never)) => match never {},
         None => Bytes::new(),
     };
-    if bytes.len() < THRESHOLD {
-        return Resp::from_parts(parts, Full::new(bytes));
-    }
-    match encode(&bytes, coding) {
-        Ok(packed) if packed.len() < bytes.len() => {
+    match pack(&bytes, coding) {
+        Some(packed) => {
             parts.headers.insert(CONTENT_ENCODING, HeaderValue::from_static(coding.name()));
             parts.headers.remove(CONTENT_LENGTH);
-            Resp::from_parts(parts, Full::new(Bytes::from(packed)))
+            Resp::from_parts(parts, Full::new(packed))
         }
-        _ => Resp::from_parts(parts, Full::new(bytes)),
+        None => Resp::from_parts(parts, Full::new(bytes)),
     }
 }
 

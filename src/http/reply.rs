@@ -12,6 +12,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Serialize;
 
 use crate::error::{ApiError, ApiResult};
+use crate::http::compress::{Answer, Coding, mark_coded};
 use crate::http::{OffsetPage, Page, Resp, json, no_content, ok_raw};
 
 /// How a success answer is documented.
@@ -85,12 +86,19 @@ pub struct NoContent;
 /// are sent as they are, and documented as `T`.
 pub struct Rendered<T, const STATUS: u16 = 200> {
     pub bytes: Bytes,
+    /// The coding `bytes` are compressed in, if any (a kept answer, `search::cache`).
+    coding: Option<Coding>,
     _of: PhantomData<fn() -> T>,
 }
 
 impl<T, const STATUS: u16> Rendered<T, STATUS> {
     pub fn new(bytes: impl Into<Bytes>) -> Self {
-        Rendered { bytes: bytes.into(), _of: PhantomData }
+        Rendered { bytes: bytes.into(), coding: None, _of: PhantomData }
+    }
+
+    /// A kept answer, compressed or not, sent as it is.
+    pub fn answer(a: Answer) -> Self {
+        Rendered { bytes: a.body, coding: a.coding, _of: PhantomData }
     }
 }
 
@@ -247,6 +255,9 @@ impl<T: JsonSchema + 'static, const STATUS: u16> Reply for Rendered<T, STATUS> {
     fn into_resp(self) -> Resp {
         let mut r = ok_raw(self.bytes);
         *r.status_mut() = StatusCode::from_u16(STATUS).unwrap_or(StatusCode::OK);
+        if let Some(c) = self.coding {
+            mark_coded(r.headers_mut(), c);
+        }
         r
     }
     fn doc(g: &mut SchemaGenerator) -> Option<ReplyDoc> {

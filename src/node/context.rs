@@ -105,4 +105,10 @@ impl Ctx {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
+
+    /// The coding the answer may be compressed in (`Accept-Encoding`), for answers kept
+    /// compressed (`search::cache`).
+    pub fn accepted_coding(&self) -> Option<crate::http::compress::Coding> {
+        crate::http::compress::negotiate(self.header("accept-encoding"))
+    }
 }

@@ -12,9 +12,15 @@
 //! store unusable at once, and a product stays searchable within the indexer's delay. A list page
 //! depends on the rows alone and is tagged with the store's write generation only.
 //!
-//! The cache keeps within a budget of bytes, counting every entry's key, body and slot; when a
-//! new answer would pass it, it drops an arbitrary quarter of its entries (the map's own order),
-//! as often as needed, which keeps most of the often-repeated answers in place.
+//! An entry also keeps its body compressed, once per content coding (`http::compress`),
+//! computed on the first request that accepts the coding: repeats are served without compressing
+//! again. The compressed bytes live and die with the plain ones, under the same key and tag, so a
+//! write that retires an answer retires every coding of it.
+//!
+//! The cache keeps within a budget of bytes, counting every entry's key, bodies and slot; when a
+//! new answer (or a new coding of one) would pass it, it drops an arbitrary quarter of its
+//! entries (the map's own order), as often as needed, which keeps most of the often-repeated
+//! answers in place.
 
 use std::collections::HashMap;
 use std::mem::size_of;
@@ -23,6 +29,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 
+use crate::http::compress::{self, Answer, Coding};
 use crate::memory::{CacheStats, Meter};
 
 /// Bodies larger than this are never kept (a 250-hit page of big products), whatever the budget.
@@ -37,14 +44,31 @@ pub type Tag = (u64, u64);
 struct Entry {
     tag: Tag,
     body: Bytes,
+    /// The body in each coding (by [`slot`]): `None` until a request first accepts it, then what
+    /// [`compress::pack`] made of it (`None` inside when compressing does not pay).
+    coded: [Option<Option<Bytes>>; 2],
 }
 
-/// What an entry holds besides its key and body: the map's slot (the key's and the body's
+impl Entry {
+    /// Its body and every coding of it kept.
+    fn bytes(&self) -> usize {
+        self.body.len() + self.coded.iter().flatten().flatten().map(Bytes::len).sum::<usize>()
+    }
+}
+
+fn slot(coding: Coding) -> usize {
+    match coding {
+        Coding::Gzip => 0,
+        Coding::Brotli => 1,
+    }
+}
+
+/// What an entry holds besides its key and bodies: the map's slot (the key's and the bodies'
 /// handles, the tag, a control byte).
 const ENTRY_OVERHEAD: usize = size_of::<(String, Entry)>() + 1;
 
-fn cost(key: &str, body: &Bytes) -> usize {
-    key.len() + body.len() + ENTRY_OVERHEAD
+fn cost(key: &str, entry: &Entry) -> usize {
+    key.len() + entry.bytes() + ENTRY_OVERHEAD
 }
 
 #[derive(Default)]
@@ -57,7 +81,18 @@ struct Map {
 impl Map {
     fn remove(&mut self, key: &str) {
         if let Some((k, e)) = self.entries.remove_entry(key) {
-            self.bytes -= cost(&k, &e.body);
+            self.bytes -= cost(&k, &e);
+        }
+    }
+
+    /// Drops a quarter of the entries, as often as needed, until `more` bytes fit in `budget`.
+    fn shed(&mut self, budget: usize, more: usize) {
+        while self.bytes + more > budget && !self.entries.is_empty() {
+            let drop = self.entries.len().div_ceil(4);
+            let victims: Vec<String> = self.entries.keys().take(drop).cloned().collect();
+            for k in victims {
+                self.remove(&k);
+            }
         }
     }
 }
@@ -98,37 +133,67 @@ impl AnswerCache {
         }
     }
 
-    /// The kept answer of `key`, when it was computed at `tag`.
-    pub fn get(&self, key: &str, tag: Tag) -> Option<Bytes> {
+    /// The kept answer of `key`, when it was computed at `tag`, in `coding` when one is asked
+    /// for: the first request of a coding compresses the body (outside the lock) and keeps it.
+    pub fn get(&self, key: &str, tag: Tag, coding: Option<Coding>) -> Option<Answer> {
         if !self.enabled.load(Ordering::Relaxed) {
             return None;
         }
-        let map = self.map.lock().ok()?;
-        let found = map.entries.get(key).filter(|e| e.tag == tag).map(|e| e.body.clone());
-        match found {
-            Some(_) => self.meter.hit(),
-            None => self.meter.miss(),
-        }
-        found
+        let plain = {
+            let map = self.map.lock().ok()?;
+            let Some(e) = map.entries.get(key).filter(|e| e.tag == tag) else {
+                self.meter.miss();
+                return None;
+            };
+            self.meter.hit();
+            let Some(c) = coding else { return Some(Answer { body: e.body.clone(), coding: None }) };
+            if let Some(packed) = &e.coded[slot(c)] {
+                return Some(Answer::of(&e.body, c, packed));
+            }
+            e.body.clone()
+        };
+        let c = coding?;
+        let packed = compress::pack(&plain, c);
+        let answer = Answer::of(&plain, c, &packed);
+        self.keep_coded(key, tag, c, packed);
+        Some(answer)
     }
 
-    /// Keeps `body` as the answer of `key` at `tag`, replacing an older one.
-    pub fn put(&self, key: String, tag: Tag, body: Bytes) {
-        let size = cost(&key, &body);
-        if body.len() > self.max_body || size > self.budget || !self.enabled.load(Ordering::Relaxed) {
-            return;
-        }
-        let Ok(mut map) = self.map.lock() else { return };
-        map.remove(&key);
-        while map.bytes + size > self.budget && !map.entries.is_empty() {
-            let drop = map.entries.len().div_ceil(4);
-            let victims: Vec<String> = map.entries.keys().take(drop).cloned().collect();
-            for k in victims {
-                map.remove(&k);
+    /// Keeps `body` as the answer of `key` at `tag`, replacing an older one, and answers it in
+    /// `coding` when one is asked for (compressed now, and kept beside it).
+    pub fn put(&self, key: String, tag: Tag, body: Bytes, coding: Option<Coding>) -> Answer {
+        let mut entry = Entry { tag, body: body.clone(), coded: [None, None] };
+        let answer = match coding {
+            Some(c) => {
+                let packed = compress::pack(&body, c);
+                let answer = Answer::of(&body, c, &packed);
+                entry.coded[slot(c)] = Some(packed);
+                answer
             }
+            None => Answer { body, coding: None },
+        };
+        let size = cost(&key, &entry);
+        if entry.body.len() > self.max_body || size > self.budget || !self.enabled.load(Ordering::Relaxed) {
+            return answer;
         }
+        let Ok(mut map) = self.map.lock() else { return answer };
+        map.remove(&key);
+        map.shed(self.budget, size);
         map.bytes += size;
-        map.entries.insert(key, Entry { tag, body });
+        map.entries.insert(key, entry);
+        self.meter.holds(map.bytes as u64, map.entries.len() as u64);
+        answer
+    }
+
+    /// Keeps `packed`, the body of `key` at `tag` in `coding`, beside it: unless the entry was
+    /// replaced meanwhile (another tag) or another request kept the coding first.
+    fn keep_coded(&self, key: &str, tag: Tag, coding: Coding, packed: Option<Bytes>) {
+        let Ok(mut map) = self.map.lock() else { return };
+        let Some(e) = map.entries.get_mut(key).filter(|e| e.tag == tag && e.coded[slot(coding)].is_none()) else { return };
+        let more = packed.as_ref().map_or(0, Bytes::len);
+        e.coded[slot(coding)] = Some(packed);
+        map.bytes += more;
+        map.shed(self.budget, 0);
         self.meter.holds(map.bytes as u64, map.entries.len() as u64);
     }
 
@@ -149,19 +214,19 @@ mod tests {
     #[test]
     fn answers_are_served_only_at_their_tag() {
         let c = AnswerCache::new(1 << 20);
-        c.put("q".into(), (1, 1), Bytes::from_static(b"a"));
-        assert_eq!(c.get("q", (1, 1)).as_deref(), Some(&b"a"[..]));
-        assert!(c.get("q", (2, 1)).is_none(), "a write to the store");
-        assert!(c.get("q", (1, 2)).is_none(), "an index refresh");
-        assert!(c.get("other", (1, 1)).is_none());
-        c.put("q".into(), (2, 1), Bytes::from_static(b"b"));
-        assert_eq!(c.get("q", (2, 1)).as_deref(), Some(&b"b"[..]));
+        c.put("q".into(), (1, 1), Bytes::from_static(b"a"), None);
+        assert_eq!(c.get("q", (1, 1), None).map(|a| a.body).as_deref(), Some(&b"a"[..]));
+        assert!(c.get("q", (2, 1), None).is_none(), "a write to the store");
+        assert!(c.get("q", (1, 2), None).is_none(), "an index refresh");
+        assert!(c.get("other", (1, 1), None).is_none());
+        c.put("q".into(), (2, 1), Bytes::from_static(b"b"), None);
+        assert_eq!(c.get("q", (2, 1), None).map(|a| a.body).as_deref(), Some(&b"b"[..]));
         assert_eq!(c.len(), 1);
         let one = (1 + 1 + ENTRY_OVERHEAD) as u64;
         assert_eq!(c.stats(), CacheStats { budget: 1 << 20, bytes: one, entries: 1, hits: 2, misses: 3 });
         c.set_enabled(false);
-        assert!(c.is_empty() && c.get("q", (2, 1)).is_none());
-        c.put("q".into(), (2, 1), Bytes::from_static(b"b"));
+        assert!(c.is_empty() && c.get("q", (2, 1), None).is_none());
+        c.put("q".into(), (2, 1), Bytes::from_static(b"b"), None);
         assert!(c.is_empty());
         assert_eq!(c.stats(), CacheStats { budget: 1 << 20, bytes: 0, entries: 0, hits: 2, misses: 3 });
     }
@@ -174,22 +239,22 @@ mod tests {
         let each = "q000".len() + 100 + ENTRY_OVERHEAD;
         let fit = budget / each;
         for i in 0..fit {
-            c.put(format!("q{i:03}"), (0, 0), Bytes::from(vec![0u8; 100]));
+            c.put(format!("q{i:03}"), (0, 0), Bytes::from(vec![0u8; 100]), None);
         }
         assert_eq!(c.stats().entries, fit as u64, "nothing dropped before the budget is reached");
         assert_eq!(c.stats().bytes, (fit * each) as u64);
         // One more passes the budget: a quarter goes.
-        c.put("q999".into(), (0, 0), Bytes::from(vec![0u8; 100]));
+        c.put("q999".into(), (0, 0), Bytes::from(vec![0u8; 100]), None);
         let left = fit - fit.div_ceil(4) + 1;
         assert_eq!(c.stats().entries, left as u64);
         assert_eq!(c.stats().bytes, (left * each) as u64);
-        assert!(c.get("q999", (0, 0)).is_some());
+        assert!(c.get("q999", (0, 0), None).is_some());
         for i in 0..fit * 3 {
-            c.put(format!("r{i:03}"), (0, 0), Bytes::from(vec![0u8; 100 + i % 50]));
+            c.put(format!("r{i:03}"), (0, 0), Bytes::from(vec![0u8; 100 + i % 50]), None);
             assert!(c.stats().bytes <= budget as u64);
         }
         let map = c.map.lock().unwrap();
-        let held: usize = map.entries.iter().map(|(k, e)| cost(k, &e.body)).sum();
+        let held: usize = map.entries.iter().map(|(k, e)| cost(k, e)).sum();
         assert_eq!((map.bytes, map.entries.len() as u64), (held, c.stats().entries));
         assert_eq!(c.stats().bytes, held as u64);
     }
@@ -197,15 +262,81 @@ mod tests {
     #[test]
     fn bodies_past_a_64th_of_the_budget_are_not_kept() {
         let c = AnswerCache::new(64 << 10);
-        c.put("big".into(), (0, 0), Bytes::from(vec![0u8; (1 << 10) + 1]));
-        assert!(c.get("big", (0, 0)).is_none());
-        c.put("fits".into(), (0, 0), Bytes::from(vec![0u8; 1 << 10]));
-        assert!(c.get("fits", (0, 0)).is_some());
+        c.put("big".into(), (0, 0), Bytes::from(vec![0u8; (1 << 10) + 1]), None);
+        assert!(c.get("big", (0, 0), None).is_none());
+        c.put("fits".into(), (0, 0), Bytes::from(vec![0u8; 1 << 10]), None);
+        assert!(c.get("fits", (0, 0), None).is_some());
         assert_eq!(c.stats().entries, 1);
         // However large the budget, a body past 512 KiB is not kept.
         let large = AnswerCache::new(1 << 30);
-        large.put("big".into(), (0, 0), Bytes::from(vec![0u8; MAX_BODY + 1]));
-        large.put("fits".into(), (0, 0), Bytes::from(vec![0u8; MAX_BODY]));
+        large.put("big".into(), (0, 0), Bytes::from(vec![0u8; MAX_BODY + 1]), None);
+        large.put("fits".into(), (0, 0), Bytes::from(vec![0u8; MAX_BODY]), None);
         assert_eq!((large.len(), large.stats().bytes), (1, (4 + MAX_BODY + ENTRY_OVERHEAD) as u64));
+    }
+
+    /// A JSON page of about 16 KB, as a list page is.
+    fn page(word: &str) -> Bytes {
+        Bytes::from(serde_json::json!({"data": vec![format!("{word}: a product title, repeated"); 400]}).to_string())
+    }
+
+    #[test]
+    fn a_coding_is_compressed_once_counted_and_retired_with_its_answer() {
+        use std::io::Read;
+        let c = AnswerCache::new(1 << 20);
+        let plain = page("first");
+        // Kept plain by a request that accepts no coding.
+        assert_eq!(c.put("p".into(), (1, 0), plain.clone(), None), Answer { body: plain.clone(), coding: None });
+        let alone = c.stats().bytes;
+        // The first gzip request compresses it and keeps it; the next gets the very same bytes.
+        let gz = c.get("p", (1, 0), Some(Coding::Gzip)).unwrap();
+        assert_eq!(gz.coding, Some(Coding::Gzip));
+        assert!(gz.body.len() * 4 < plain.len());
+        let mut back = Vec::new();
+        flate2::read::GzDecoder::new(&gz.body[..]).read_to_end(&mut back).unwrap();
+        assert_eq!(back, plain);
+        assert_eq!(c.stats().bytes, alone + gz.body.len() as u64, "the compressed bytes count");
+        let again = c.get("p", (1, 0), Some(Coding::Gzip)).unwrap();
+        assert_eq!(again, gz);
+        assert_eq!(again.body.as_ptr(), gz.body.as_ptr(), "served as kept, not compressed again");
+        // Brotli is kept beside it; the plain body is still served plain.
+        let br = c.get("p", (1, 0), Some(Coding::Brotli)).unwrap();
+        assert_eq!(br.coding, Some(Coding::Brotli));
+        assert_eq!(c.stats().bytes, alone + (gz.body.len() + br.body.len()) as u64);
+        assert_eq!(c.get("p", (1, 0), None).unwrap(), Answer { body: plain.clone(), coding: None });
+
+        // A write moves the tag: no coding of the old answer is served, and the new one's replaces
+        // it whole.
+        assert!(c.get("p", (2, 0), Some(Coding::Gzip)).is_none());
+        let newer = page("second");
+        let fresh = c.put("p".into(), (2, 0), newer.clone(), Some(Coding::Gzip));
+        let mut back = Vec::new();
+        flate2::read::GzDecoder::new(&fresh.body[..]).read_to_end(&mut back).unwrap();
+        assert_eq!(back, newer);
+        assert_eq!(c.get("p", (2, 0), Some(Coding::Gzip)).unwrap(), fresh);
+        let one = ("p".len() + newer.len() + fresh.body.len() + ENTRY_OVERHEAD) as u64;
+        assert_eq!((c.stats().entries, c.stats().bytes), (1, one));
+
+        // A small answer is not worth compressing: served plain in every case, nothing more kept.
+        c.put("s".into(), (2, 0), Bytes::from_static(b"{}"), Some(Coding::Gzip));
+        assert_eq!(c.get("s", (2, 0), Some(Coding::Gzip)).unwrap(), Answer { body: Bytes::from_static(b"{}"), coding: None });
+        assert_eq!(c.stats().bytes, one + (1 + 2 + ENTRY_OVERHEAD) as u64);
+    }
+
+    #[test]
+    fn kept_codings_stay_within_the_budget() {
+        let plain = page("budget");
+        let budget = 64 * plain.len();
+        let c = AnswerCache::new(budget as u64);
+        for i in 0..200 {
+            let key = format!("p{i}");
+            c.put(key.clone(), (0, 0), plain.clone(), None);
+            c.get(&key, (0, 0), Some(Coding::Gzip)).unwrap();
+            c.get(&key, (0, 0), Some(Coding::Brotli)).unwrap();
+            assert!(c.stats().bytes <= budget as u64);
+        }
+        let map = c.map.lock().unwrap();
+        let held: usize = map.entries.iter().map(|(k, e)| cost(k, e)).sum();
+        assert_eq!((map.bytes as u64, map.entries.len() as u64), (held as u64, c.stats().entries));
+        assert!(map.entries.values().any(|e| e.coded.iter().all(Option::is_some)));
     }
 }

@@ -60,6 +60,7 @@ pub fn default_args(data: &std::path::Path) -> ServeArgs {
         public_url: None,
         cells: vec!["cell-1".to_string()],
         signup: Default::default(),
+        sessions: Default::default(),
         demo: false,
         plans: None,
         auth: Default::default(),

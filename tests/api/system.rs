@@ -401,6 +401,63 @@ async fn large_answers_are_compressed_as_accepted_and_secrets_never() {
 }
 
 #[tokio::test]
+async fn a_kept_page_is_served_compressed_as_kept_until_a_write_retires_it() {
+    use std::io::Read;
+    let app = spawn_app().await;
+    let c = &app.client;
+    let u = create_user(c).await;
+    let store = create_store(c, &u).await;
+    let mut first = Value::Null;
+    for i in 0..20 {
+        let p = create_product(c, &u, &store, &format!("Product number {i}"), 1000 + i).await;
+        if i == 0 {
+            first = p;
+        }
+    }
+    let page = format!("/api/v1/stores/{store}/products?limit=20&sortBy=price&sortOrder=asc");
+    let gzip =
+        || async { c.send(hyper::Method::GET, &page, Some(&u.token), &[("accept-encoding", "gzip")], None).await.expect(200) };
+    let gunzip = |raw: &[u8]| {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(raw).read_to_end(&mut out).unwrap();
+        serde_json::from_slice::<Value>(&out).unwrap()
+    };
+    // The first compressed request computes the page and keeps it with its gzip bytes; the
+    // second is served those bytes.
+    let one = gzip().await;
+    let two = gzip().await;
+    for a in [&one, &two] {
+        assert_eq!(
+            (a.headers["content-encoding"].to_str().unwrap(), a.headers["vary"].to_str().unwrap()),
+            ("gzip", "accept-encoding")
+        );
+    }
+    assert_eq!(one.raw, two.raw, "byte-equal: the kept bytes");
+    let plain = c.get(&page, Some(&u.token)).await.expect(200);
+    assert!(plain.headers.get("content-encoding").is_none());
+    assert_eq!(gunzip(&one.raw), plain.body);
+    assert_eq!(plain.body["data"][0]["title"], "Product number 0");
+    // Brotli is kept beside it and says the same.
+    let br = c.send(hyper::Method::GET, &page, Some(&u.token), &[("accept-encoding", "br")], None).await.expect(200);
+    assert_eq!(br.headers["content-encoding"], "br");
+    let mut out = Vec::new();
+    brotli::Decompressor::new(&br.raw[..], 4096).read_to_end(&mut out).unwrap();
+    assert_eq!(serde_json::from_slice::<Value>(&out).unwrap(), plain.body);
+
+    // A write to the store retires the page in every coding: the next gzip answer is the new page.
+    let id = first["id"].as_str().unwrap();
+    c.patch(&format!("/api/v1/stores/{store}/products/{id}"), Some(&u.token), json!({"title": "Renamed first product"}))
+        .await
+        .expect(200);
+    let after = gzip().await;
+    assert_ne!(after.raw, one.raw);
+    let fresh = gunzip(&after.raw);
+    assert_eq!(fresh["data"][0]["title"], "Renamed first product");
+    assert_eq!(fresh, c.get(&page, Some(&u.token)).await.expect(200).body);
+    assert_eq!(gzip().await.raw, after.raw);
+}
+
+#[tokio::test]
 async fn the_healthcheck_command_exits_by_readiness() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
