@@ -42,6 +42,12 @@ def main():
     # A second user to be a member (updateMember, removeMember) without touching the owner.
     member = call("POST", "/api/v1/auth/register",
                   {"email": "member@conformance.test", "password": PASSWORD, "name": "Conformance Member"})
+    # A third user, not yet a member: addMember's one success.
+    call("POST", "/api/v1/auth/register",
+         {"email": "invitee@conformance.test", "password": PASSWORD, "name": "Conformance Invitee"})
+    # A second session of the owner: refreshTokens rotates (and, reused, ends) this one alone.
+    spare_refresh = call("POST", "/api/v1/auth/login",
+                         {"email": "owner@conformance.test", "password": PASSWORD})["refreshToken"]
     # The pro plan: createStore may add stores during the run.
     call("POST", "/api/v1/subscriptions", {"planId": "pro"}, t)
     store = call("POST", "/api/v1/stores",
@@ -68,6 +74,10 @@ def main():
     rate = zone["rates"][0]["id"]
     doomed_zone = post("/shipping-zones", {"name": "CA", "countries": [{"code": "CA"}], "rates": [
         {"name": "Ground", "price": 900, "estimatedDelivery": {"minDays": 3, "maxDays": 6}}]})["id"]
+    # updateShippingZone changes its zone's rates: a zone no checkout ships by, so the payment
+    # due of the seeded checkouts stays what their payment sessions are given.
+    patched_zone = post("/shipping-zones", {"name": "MX", "countries": [{"code": "MX"}], "rates": [
+        {"name": "Ground", "price": 700, "estimatedDelivery": {"minDays": 3, "maxDays": 6}}]})["id"]
     tax = post("/tax-rates", {"country": "US", "rate": 500, "name": "Sales tax", "shipping": False})["id"]
     doomed_tax = post("/tax-rates", {"country": "CA", "rate": 500, "name": "GST", "shipping": True})["id"]
 
@@ -81,7 +91,8 @@ def main():
     comment = post(f"/discounts/{discount}/comments", {"body": "Launch on Monday"})["id"]
     doomed_comment = post(f"/discounts/{discount}/comments", {"body": "To delete"})["id"]
 
-    gift_card = post("/gift-cards", {"initialValue": {"amount": 5000, "currency": "USD"}})["id"]
+    gift_card = post("/gift-cards", {"initialValue": {"amount": 5000, "currency": "USD"},
+                                      "code": "CONF-GIFT-0001"})["id"]
     market = post("/markets", {"name": "US", "countries": ["US"]})["id"]
     doomed_market = post("/markets", {"name": "Canada", "countries": ["CA"]})["id"]
     catalog = post("/catalogs", {"name": "All", "marketId": market, "selection": "ALL"})["id"]
@@ -132,6 +143,13 @@ def main():
         co = ready_checkout()
         to_complete[op] = (co["id"], paid(co))
 
+    # Checkouts of their own for the operations that change a checkout's code or payment.
+    code_checkout = ready_checkout()["id"]
+    coded_checkout = ready_checkout()["id"]
+    post(f"/checkouts/{coded_checkout}/discount-codes", {"code": "TENOFF"})
+    session_checkouts = {op: ready_checkout() for op in
+                         ("createCheckoutPaymentSession", "createCheckoutPaymentSessionAlias")}
+
     order = ordered()
     fulfillment_orders = call("GET", s(f"/orders/{order['id']}/fulfillment-orders"), None, t)["data"]
     fo = fulfillment_orders[0]["id"]
@@ -146,6 +164,8 @@ def main():
     shipped_order, shipped_fo = fresh_fo()
     shipped = post(f"/orders/{shipped_order}/fulfillment-orders/{shipped_fo}/fulfill",
                    {"tracking": {"number": "1Z999AA10123456784", "company": "UPS"}})
+    held_order, held_fo = fresh_fo()
+    post(f"/orders/{held_order}/fulfillment-orders/{held_fo}/hold", {"reason": "OTHER"})
     fulfillment = shipped["fulfillment"]["id"]
     tracking = shipped["fulfillment"]["tracking"][0]["id"]
 
@@ -170,6 +190,7 @@ def main():
         "deleteDiscount": {"discountId": doomed_discount},
         "deleteDiscountComment": {"commentId": doomed_comment},
         "deleteShippingZone": {"zoneId": doomed_zone},
+        "updateShippingZone": {"zoneId": patched_zone},
         "deleteTaxRate": {"taxRateId": doomed_tax},
         "deleteMarket": {"marketId": doomed_market},
         "deleteCatalog": {"catalogId": doomed_catalog},
@@ -198,13 +219,40 @@ def main():
         "applyCheckoutCode": {"body.code": "TENOFF"},
         "applyCheckoutCodeAlias": {"body.code": "TENOFF"},
         "subscribe": {"body.planId": "pro"},
-        "addMember": {"body.email": "member@conformance.test"},
+        "addMember": {"body.email": "invitee@conformance.test", "body.role": "staff"},
+        "updateMember": {"body.role": "staff"},
+        "login": {"body.email": "owner@conformance.test", "body.password": PASSWORD},
+        "register": {"body.email": "newcomer@conformance.test", "body.password": PASSWORD, "body.name": "Newcomer"},
+        "refreshTokens": {"body.refreshToken": spare_refresh},
+        "createStore": {"body.name": "Second", "body.currency": "USD", "body.country": "US", "body.timezone": "UTC"},
+        "createProduct": {"body.title": "Generated", "body.price.amount": 1200, "body.price.currency": "USD"},
+        "createProductVariant": {"body.title": "Generated", "body.price.amount": 1200, "body.price.currency": "USD"},
+        "createMarket": {"body.name": "Germany", "body.countries.0": "DE"},
+        "createShippingZone": {"body.name": "France", "body.countries.0.code": "FR"},
+        "createTaxRate": {"body.country": "DE", "body.name": "VAT", "body.rate": 1900},
+        "createWebhook": {"body.url": "http://127.0.0.1:9/generated", "body.topics.0": "order.*"},
+        "updateCartItem": {"body.variantId": variant, "body.quantity": 1},
+        "validateDiscountCodes": {"body.codes.0": "TENOFF"},
+        "scheduleCollection": {"body.publishAt": "2030-01-31T09:00:00Z"},
+        "adjustInventoryLevel": {"body.variantId": variant, "body.locationId": location, "body.delta": 5},
+        "holdFulfillmentOrder": {"body.reason": "OTHER"},
+        "releaseFulfillmentOrderHold": {"orderId": held_order, "fulfillmentOrderId": held_fo},
+        "applyCheckoutCode": {"checkoutId": code_checkout, "body.code": "TENOFF"},
+        "removeCheckoutDiscountCode": {"checkoutId": coded_checkout},
+        "lookupCheckoutGiftCard": {"body.code": "CONF-GIFT-0001"},
+        "updateDiscount": {"body.title": "Ten off", "body.usageLimit": 100},
     }
+    own["addCartItem"]["body.quantity"] = 1
+    for op, co in session_checkouts.items():
+        due = co["paymentDue"]
+        own[op] = {"checkoutId": co["id"], "body.amount": due["amount"], "body.currency": due["currency"]}
+    # Request-context operations read the real User-Agent and Referer (API.md).
+    context = {"User-Agent": "Mozilla/5.0 (conformance)", "Referer": "https://shop.conformance.test/"}
     for op, (co, intent) in to_complete.items():
         own[op] = {"checkoutId": co, "body.paymentIntentId": intent, "body.paymentMethodId": "pm_card_visa"}
 
     with open(f"{OUT}/schemathesis.toml", "w") as f:
-        f.write(toml(shared, own))
+        f.write(toml(shared, own, {op: context for op in ("startStorefrontSession", "trackStorefrontEvent")}))
     with open(f"{OUT}/owner.token", "w") as f:
         f.write(t)
     with open(f"{OUT}/publishable.key", "w") as f:
@@ -212,14 +260,17 @@ def main():
     print(f"seed: store {store}, {len(shared)} shared ids, {len(own)} operations with their own")
 
 
-def toml(shared, own):
+def toml(shared, own, headers):
     def table(values):
         return ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in values.items())
 
     lines = ["[parameters]"] + [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in shared.items()]
-    for op, values in own.items():
-        lines += ["", "[[operations]]", f"include-operation-id = {json.dumps(op)}",
-                  f"parameters = {{ {table(values)} }}"]
+    for op in sorted(set(own) | set(headers)):
+        lines += ["", "[[operations]]", f"include-operation-id = {json.dumps(op)}"]
+        if op in own:
+            lines.append(f"parameters = {{ {table(own[op])} }}")
+        if op in headers:
+            lines.append(f"headers = {{ {table(headers[op])} }}")
     return "\n".join(lines) + "\n"
 
 
