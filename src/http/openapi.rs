@@ -118,7 +118,8 @@ fn operation<C>(r: &Route<C>, generator: &mut SchemaGenerator) -> Value {
             "in": "header",
             "required": false,
             "description": "a client-chosen key: a retry with the same key and body answers the first answer again",
-            "schema": {"type": "string", "minLength": 1, "maxLength": 255}
+            // Visible ASCII only, as `node::idempotency` checks it.
+            "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"}
         }));
     }
     if !params.is_empty() {

@@ -95,3 +95,27 @@ async fn comma_list_filters_are_documented_as_lists_of_their_values() {
     let a = c.get(&format!("/api/v1/stores/{s}/products?status=ACTIVE,SOLD"), t).await.expect(400);
     assert_eq!(a.body["error"]["fields"][0]["field"], "status", "{}", a.body);
 }
+
+#[tokio::test]
+async fn applying_codes_past_the_limit_is_a_documented_429_and_applies_nothing() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let u = create_user(c).await;
+    let s = create_store(c, &u).await;
+    let t = Some(u.token.as_str());
+    let product = create_product(c, &u, &s, "Mug", 1500).await;
+    let lines = json!([{"variantId": product["variants"][0]["id"], "quantity": 1}]);
+    let co = c.post(&format!("/api/v1/stores/{s}/checkouts"), t, json!({"lineItems": lines})).await.expect(201).body;
+    let path = format!("/api/v1/stores/{s}/checkouts/{}/discount-codes", co["id"].as_str().unwrap());
+
+    // Ten tries a minute per checkout; the client checks every answer against the document, so
+    // the 429 passes only because the operation now lists it.
+    for _ in 0..10 {
+        c.post(&path, t, json!({"code": "NOPE"})).await.expect(422);
+    }
+    let limited = c.post(&path, t, json!({"code": "NOPE"})).await.expect(429);
+    assert_eq!(limited.code(), "RATE_LIMITED");
+    assert!(limited.headers.contains_key("retry-after"), "{:?}", limited.headers);
+    let read = c.get(&format!("/api/v1/stores/{s}/checkouts/{}", co["id"].as_str().unwrap()), t).await.expect(200).body;
+    assert_eq!(read["discountCodes"], json!([]), "{read}");
+}
