@@ -205,17 +205,17 @@ def main():
         "addCartItem": {"body.variantId": variant, "body.cartId": cart},
         "updateCartItem": {"body.variantId": variant},
         "confirmPaymentIntent": {"body.paymentMethod": "pm_card_visa"},
-        "addCollectionProducts": {"body.productIds.0": main_product["id"]},
-        "removeCollectionProducts": {"body.productIds.0": main_product["id"]},
-        "reorderCollectionProducts": {"body.productIds.0": main_product["id"]},
-        "addCatalogProducts": {"body.productIds.0": main_product["id"]},
-        "removeCatalogProducts": {"body.productIds.0": main_product["id"]},
+        "addCollectionProducts": {"body.productIds": [main_product["id"]]},
+        "removeCollectionProducts": {"body.productIds": [main_product["id"]]},
+        "reorderCollectionProducts": {"body.productIds": [main_product["id"]]},
+        "addCatalogProducts": {"body.productIds": [main_product["id"]]},
+        "removeCatalogProducts": {"body.productIds": [main_product["id"]]},
         "adjustInventoryLevel": {"body.variantId": variant, "body.locationId": location},
         "setInventoryLevel": {"body.variantId": variant, "body.locationId": location},
         "createCatalog": {"body.marketId": market},
-        "createCheckout": {"body.cartId": cart, "body.lineItems.0.variantId": variant},
-        "createCheckoutAlias": {"body.cartId": cart, "body.lineItems.0.variantId": variant},
-        "calculate": {"body.lineItems.0.variantId": variant},
+        "createCheckout": {"body.lineItems": [{"variantId": variant, "quantity": 1}]},
+        "createCheckoutAlias": {"body.lineItems": [{"variantId": variant, "quantity": 1}]},
+        "calculate": {"body.lineItems": [{"variantId": variant, "quantity": 1}]},
         "applyCheckoutCode": {"body.code": "TENOFF"},
         "applyCheckoutCodeAlias": {"body.code": "TENOFF"},
         "subscribe": {"body.planId": "pro"},
@@ -227,12 +227,12 @@ def main():
         "createStore": {"body.name": "Second", "body.currency": "USD", "body.country": "US", "body.timezone": "UTC"},
         "createProduct": {"body.title": "Generated", "body.price.amount": 1200, "body.price.currency": "USD"},
         "createProductVariant": {"body.title": "Generated", "body.price.amount": 1200, "body.price.currency": "USD"},
-        "createMarket": {"body.name": "Germany", "body.countries.0": "DE"},
-        "createShippingZone": {"body.name": "France", "body.countries.0.code": "FR"},
+        "createMarket": {"body.name": "Germany", "body.countries": ["DE"]},
+        "createShippingZone": {"body.name": "France", "body.countries": [{"code": "FR"}]},
         "createTaxRate": {"body.country": "DE", "body.name": "VAT", "body.rate": 1900},
-        "createWebhook": {"body.url": "http://127.0.0.1:9/generated", "body.topics.0": "order.*"},
+        "createWebhook": {"body.url": "http://127.0.0.1:9/generated", "body.topics": ["order.*"]},
         "updateCartItem": {"body.variantId": variant, "body.quantity": 1},
-        "validateDiscountCodes": {"body.codes.0": "TENOFF"},
+        "validateDiscountCodes": {"body.codes": ["TENOFF"]},
         "scheduleCollection": {"body.publishAt": "2030-01-31T09:00:00Z"},
         "adjustInventoryLevel": {"body.variantId": variant, "body.locationId": location, "body.delta": 5},
         "holdFulfillmentOrder": {"body.reason": "OTHER"},
@@ -261,10 +261,17 @@ def main():
 
 
 def toml(shared, own, headers):
-    def table(values):
-        return ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in values.items())
+    def value(v):
+        if isinstance(v, dict):
+            return "{ " + table(v) + " }"
+        if isinstance(v, list):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        return json.dumps(v)
 
-    lines = ["[parameters]"] + [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in shared.items()]
+    def table(values):
+        return ", ".join(f"{json.dumps(k)} = {value(v)}" for k, v in values.items())
+
+    lines = ["[parameters]"] + [f"{json.dumps(k)} = {value(v)}" for k, v in shared.items()]
     for op in sorted(set(own) | set(headers)):
         lines += ["", "[[operations]]", f"include-operation-id = {json.dumps(op)}"]
         if op in own:
