@@ -104,7 +104,8 @@ pub fn routes() -> Vec<Route> {
                 handler!(add_code),
                 "Apply a discount code (422 when it does not apply) or a gift card's code",
             )
-            .errors(&[409])
+            // Code tries are limited per checkout and address (`spend_try`).
+            .errors(&[409, 429])
             .body::<CodeBody>()
             .id("applyCheckoutCode"),
             Route::delete(

@@ -1,7 +1,6 @@
 //! Field rules shared by every resource's validation.
 
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 
 use crate::error::Check;
 
@@ -25,19 +24,6 @@ fn check(c: &mut Check, field: &str, value: &str, max: usize, required: bool, al
         c.fail(field, format!("must be at most {max} characters"));
     } else if value.chars().any(|ch| ch.is_control() && !allowed(ch)) {
         c.fail(field, "must not contain control characters");
-    }
-}
-
-/// An optional field that must be a JSON object when present (`null` reads as absent). serde's
-/// derived structs also accept an array of their fields in order, which no client means:
-/// `"address": []` would blank an address.
-pub fn optional_object<'de, T: DeserializeOwned, D: serde::Deserializer<'de>>(d: D) -> Result<Option<T>, D::Error> {
-    use serde::de::{Error, Unexpected};
-    match serde_json::Value::deserialize(d)? {
-        serde_json::Value::Null => Ok(None),
-        v @ serde_json::Value::Object(_) => T::deserialize(v).map(Some).map_err(D::Error::custom),
-        serde_json::Value::Array(_) => Err(D::Error::invalid_type(Unexpected::Seq, &"an object")),
-        other => Err(D::Error::invalid_type(Unexpected::Other(&other.to_string()), &"an object")),
     }
 }
 

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::domain::Enumerated;
-use crate::domain::fields::{check_line, check_text, optional_object};
+use crate::domain::fields::{check_line, check_text};
 use crate::domain::product::MAX_STOCK;
 use crate::domain::store::StoreAddress;
 use crate::domain::time::rfc3339;
@@ -97,7 +97,6 @@ pub struct LocationView {
 pub struct CreateLocation {
     /// Unique in the store without regard to case; 1 to 100 characters.
     pub name: String,
-    #[serde(default, deserialize_with = "optional_object")]
     pub address: Option<StoreAddress>,
     /// Default true.
     pub active: Option<bool>,
@@ -112,7 +111,6 @@ pub struct CreateLocation {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateLocation {
     pub name: Option<String>,
-    #[serde(default, deserialize_with = "optional_object")]
     pub address: Option<StoreAddress>,
     pub active: Option<bool>,
     pub fulfills_online_orders: Option<bool>,

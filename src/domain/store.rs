@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::domain::fields::{check_line, optional_object};
+use crate::domain::fields::check_line;
 use crate::domain::money::Currency;
 use crate::domain::time::rfc3339;
 use crate::error::{ApiResult, Check};
@@ -75,8 +75,6 @@ fn utc() -> String {
 pub struct UpdateStore {
     pub name: Option<String>,
     pub timezone: Option<String>,
-    #[serde(default, deserialize_with = "optional_object")]
-    #[schemars(with = "Option<StoreAddress>")]
     pub address: Option<StoreAddress>,
     pub taxes_included: Option<bool>,
     pub weight_unit: Option<String>,

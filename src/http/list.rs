@@ -111,12 +111,12 @@ impl<R: Listable> QueryParams for OffsetListOf<R> {
     }
 }
 
-/// `sortBy`: one of the record's sortable fields (any case), else its default.
+/// `sortBy`: one of the record's sortable fields, spelled as listed, else its default.
 fn sort_of<R: Listable>(q: &Query) -> ApiResult<&'static str> {
     let list = &R::LIST;
     let Some(raw) = q.str("sortBy") else { return Ok(list.default_sort) };
     // Found without allocating: the names are listed only for the error.
-    list.sorts.iter().find(|s| s.name.eq_ignore_ascii_case(raw)).map(|s| s.name).ok_or_else(|| {
+    list.sorts.iter().find(|s| s.name == raw).map(|s| s.name).ok_or_else(|| {
         let names: Vec<&str> = list.sorts.iter().map(|s| s.name).collect();
         ApiError::field("sortBy", format!("must be one of: {}", names.join(", ")))
     })
@@ -149,10 +149,10 @@ fn params_of<R: Listable>(mut out: Vec<Param>) -> Vec<Param> {
             FilterKind::Hidden => format!("{} (true or false, default false)", f.doc),
             FilterKind::Code { .. } => format!("{} (comma-separated)", f.doc),
         };
-        out.push(Param { doc: Cow::Owned(doc.clone()), ..param(f.name, "string", "") });
-        if let Some(alias) = f.alias {
-            out.push(Param { doc: Cow::Owned(format!("the same as {}", f.name)), ..param(alias, "string", "") });
-        }
+        let listed = list_param(f.name, f.kind, doc);
+        let alias = f.alias.map(|a| Param { name: a, doc: Cow::Owned(format!("the same as {}", f.name)), ..listed.clone() });
+        out.push(listed);
+        out.extend(alias);
     }
     for r in list.ranges {
         out.push(param(r.from, "string", "RFC 3339 date-time, inclusive lower bound").format("date-time"));
@@ -162,6 +162,23 @@ fn params_of<R: Listable>(mut out: Vec<Param>) -> Vec<Param> {
         out.push(param("search", "string", s.doc));
     }
     out
+}
+
+/// One filter's parameter as the document gives it: a comma-separated list (`style: form`,
+/// `explode: false`) of the filter's values (any case: the description says so), of ids, or of
+/// codes; a hidden-records switch is a boolean.
+fn list_param(name: &'static str, kind: FilterKind, doc: String) -> Param {
+    let base = Param { doc: Cow::Owned(doc), ..param(name, "array", "") };
+    match kind {
+        FilterKind::Enum { values, any } | FilterKind::Timed { values, any, .. } => {
+            let mut all: Vec<&'static str> = values.to_vec();
+            all.extend(any);
+            Param { values: Cow::Owned(all), ..base }
+        }
+        FilterKind::Reference { none: None } => base.format("uuid"),
+        FilterKind::Reference { none: Some(_) } | FilterKind::Code { .. } => base,
+        FilterKind::Hidden => Param { kind: "boolean", ..base },
+    }
 }
 
 /// The list asked for: the window and sort already read, the filters, ranges and search here.

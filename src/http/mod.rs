@@ -8,6 +8,7 @@ pub mod cors;
 pub mod docs_page;
 pub mod forwarded;
 pub mod list;
+pub mod objects_only;
 pub mod openapi;
 pub mod parse;
 pub mod query;

@@ -100,7 +100,13 @@ fn operation<C>(r: &Route<C>, generator: &mut SchemaGenerator) -> Value {
         .map(|p| json!({"name": p, "in": "path", "required": true, "schema": path_param_schema(p)}))
         .collect();
     params.extend(r.query.iter().map(|q| {
-        let mut p = json!({"name": q.name, "in": "query", "required": q.required, "schema": query_param_schema(q)});
+        // An empty value (`?search=`, as forms send it) counts as absent everywhere.
+        let mut p = json!({"name": q.name, "in": "query", "required": q.required, "allowEmptyValue": true,
+                           "schema": query_param_schema(q)});
+        if q.kind == "array" {
+            p["style"] = "form".into();
+            p["explode"] = false.into();
+        }
         if !q.doc.is_empty() {
             p["description"] = q.doc.as_ref().into();
         }
@@ -112,7 +118,8 @@ fn operation<C>(r: &Route<C>, generator: &mut SchemaGenerator) -> Value {
             "in": "header",
             "required": false,
             "description": "a client-chosen key: a retry with the same key and body answers the first answer again",
-            "schema": {"type": "string", "minLength": 1, "maxLength": 255}
+            // Visible ASCII only, as `node::idempotency` checks it.
+            "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"}
         }));
     }
     if !params.is_empty() {
@@ -178,6 +185,11 @@ fn path_param_schema(name: &str) -> Value {
 }
 
 fn query_param_schema(q: &Param) -> Value {
+    if q.kind == "array" {
+        // A comma-separated list: its items carry the values and format.
+        let item = Param { kind: "string", ..q.clone() };
+        return json!({"type": "array", "minItems": 1, "items": query_param_schema(&item)});
+    }
     let mut s = json!({"type": q.kind});
     if !q.values.is_empty() {
         s["enum"] = q.values.iter().copied().collect::<Vec<_>>().into();

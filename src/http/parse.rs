@@ -4,6 +4,7 @@ use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
 use crate::error::{ApiError, ApiResult, Code};
+use crate::http::objects_only::Objects;
 
 pub fn parse_path_id(name: &str, raw: &str) -> ApiResult<Uuid> {
     Uuid::parse_str(raw).map_err(|_| ApiError::field(name, "must be a UUID"))
@@ -14,11 +15,11 @@ pub fn parse_path_id(name: &str, raw: &str) -> ApiResult<Uuid> {
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
     // Tracking the path costs on every value; it is needed only to name the field of an error,
     // so a body that parses is read without it and only a failed one is read again with it.
-    if let Ok(value) = serde_json::from_slice(bytes) {
+    if let Ok(value) = read_json(bytes) {
         return Ok(value);
     }
     let de = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(de).map_err(|e| {
+    serde_path_to_error::deserialize(Objects(de)).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         if inner.is_syntax() || inner.is_eof() {
@@ -35,6 +36,14 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
         let field = if path == "." { "body".to_string() } else { path };
         ApiError::field(field, plain_words(msg))
     })
+}
+
+/// The whole body as one `T`, its structs from objects only ([`Objects`]), nothing after it.
+fn read_json<T: DeserializeOwned>(bytes: &[u8]) -> serde_json::Result<T> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = T::deserialize(Objects(&mut de))?;
+    de.end()?;
+    Ok(value)
 }
 
 /// serde's message with the Rust names of what was expected put in JSON's words: `expected

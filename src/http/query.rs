@@ -51,12 +51,14 @@ impl Query {
         }
     }
 
-    /// One of `allowed` (matched without regard to case), `None` when absent.
+    /// One of `allowed`, spelled exactly as the document's enum lists it (`sortOrder=ASC` is
+    /// refused: a client generated from the document never sends it, and accepting what the
+    /// document refuses makes it untrue); `None` when absent.
     pub fn one_of(&self, name: &str, allowed: &[&'static str]) -> ApiResult<Option<&'static str>> {
         let Some(raw) = self.str(name) else { return Ok(None) };
         allowed
             .iter()
-            .find(|a| a.eq_ignore_ascii_case(raw))
+            .find(|a| **a == raw)
             .copied()
             .map(Some)
             .ok_or_else(|| ApiError::field(name, format!("must be one of: {}", allowed.join(", "))))
@@ -105,7 +107,11 @@ mod tests {
             assert_eq!(e.code.as_str(), "VALIDATION_FAILED", "{bad}");
             assert_eq!(e.fields.len(), 1, "{bad}");
         }
-        let p = Paging::from_query(&Query::parse(Some("page=3&limit=250&sortOrder=ASC")), &["x"], "x").unwrap();
+        let p = Paging::from_query(&Query::parse(Some("page=3&limit=250&sortOrder=asc")), &["x"], "x").unwrap();
         assert_eq!((p.page, p.limit, p.desc, p.offset()), (3, 250, false, 500));
+        for other_case in ["sortOrder=ASC", "sortOrder=Desc", "sortBy=X"] {
+            let e = Paging::from_query(&Query::parse(Some(other_case)), &["x"], "x").unwrap_err();
+            assert_eq!(e.fields[0].field, other_case.split('=').next().unwrap(), "{other_case}");
+        }
     }
 }

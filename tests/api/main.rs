@@ -23,6 +23,7 @@ mod crash;
 mod demo;
 mod discounts;
 mod docs;
+mod document_input;
 mod events;
 mod fake_stripe;
 mod format_fixtures;
