@@ -16,18 +16,15 @@ use crate::storage::{self};
 
 pub async fn run(cmd: AdminCommand) -> Result<(), BoxError> {
     match cmd {
-        AdminCommand::MoveStore { url, store, to, chunk_bytes, service_key_file, data } => {
-            let key_file = service_key_file.unwrap_or_else(|| account_dir(&data).join("service.key"));
-            let key = read_service_key(&key_file)?;
-            let up = Upstream::new(&url, &key);
+        AdminCommand::MoveStore { service, store, to, chunk_bytes } => {
+            let up = Upstream::new(&service.url, &read_service_key(&service.key_file())?);
             let body = Body::json(&serde_json::json!({ "storeId": store, "to": to, "chunkBytes": chunk_bytes }))?;
             let answer: serde_json::Value = up.call(Method::POST, "/internal/v1/moves", body).await?;
             println!("{answer}");
             Ok(())
         }
-        AdminCommand::ReopenStore { url, store, service_key_file, data } => {
-            let key_file = service_key_file.unwrap_or_else(|| account_dir(&data).join("service.key"));
-            let up = Upstream::new(&url, &read_service_key(&key_file)?);
+        AdminCommand::ReopenStore { service, store } => {
+            let up = Upstream::new(&service.url, &read_service_key(&service.key_file())?);
             let path = format!("/internal/v1/closed-stores/{store}/reopen");
             let answer: serde_json::Value = up.call(Method::POST, &path, Body::Empty).await?;
             println!("{answer}");
@@ -73,10 +70,9 @@ pub async fn run(cmd: AdminCommand) -> Result<(), BoxError> {
             }
             Ok(())
         }
-        AdminCommand::Backup { url, to, service_key_file, data } => {
-            let key_file = service_key_file.unwrap_or_else(|| account_dir(&data).join("service.key"));
-            let key = read_service_key(&key_file).map_err(|e| format!("{}: {e}", key_file.display()))?;
-            let report = crate::backup::client::backup(&url, &key, &to).await?;
+        AdminCommand::Backup { service, to } => {
+            let key = read_service_key(&service.key_file())?;
+            let report = crate::backup::client::backup(&service.url, &key, &to).await?;
             let m = &report.manifest;
             for entry in &m.files {
                 let rows: u64 = entry.tables.iter().flatten().map(|(_, n)| n).sum();
@@ -94,10 +90,9 @@ pub async fn run(cmd: AdminCommand) -> Result<(), BoxError> {
             );
             Ok(())
         }
-        AdminCommand::ExportStore { url, store, to, service_key_file, data } => {
-            let key_file = service_key_file.unwrap_or_else(|| account_dir(&data).join("service.key"));
-            let key = read_service_key(&key_file).map_err(|e| format!("{}: {e}", key_file.display()))?;
-            let done = crate::portable::client::export(&url, &key, store, &to).await?;
+        AdminCommand::ExportStore { service, store, to } => {
+            let key = read_service_key(&service.key_file())?;
+            let done = crate::portable::client::export(&service.url, &key, store, &to).await?;
             let h = &done.header;
             println!(
                 "store {} ({}) written to {}: {} rows, {} bytes",
@@ -113,10 +108,9 @@ pub async fn run(cmd: AdminCommand) -> Result<(), BoxError> {
             }
             Ok(())
         }
-        AdminCommand::ImportStore { file, url, owner, service_key_file, data } => {
-            let key_file = service_key_file.unwrap_or_else(|| account_dir(&data).join("service.key"));
-            let key = read_service_key(&key_file).map_err(|e| format!("{}: {e}", key_file.display()))?;
-            let r = crate::portable::client::import(&url, &key, &file, owner).await?;
+        AdminCommand::ImportStore { file, service, owner } => {
+            let key = read_service_key(&service.key_file())?;
+            let r = crate::portable::client::import(&service.url, &key, &file, owner).await?;
             let rows: u64 = r.counts.values().sum();
             println!("store {} imported into cell {}: {rows} rows, owner {}", r.store_id, r.cell, r.owner);
             for m in &r.members_joined {

@@ -419,13 +419,34 @@ impl Default for PaymentArgs {
     }
 }
 
+/// How an operator command reaches a running `serve` process or account service: its URL and
+/// the service key.
+#[derive(Args, Debug, Clone)]
+pub struct ServiceCall {
+    /// URL of the running `serve` process or account service.
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    pub url: String,
+    /// Service key file (default: `<data>/account/service.key`).
+    #[arg(long)]
+    pub service_key_file: Option<PathBuf>,
+    /// Data directory (where the default service key file is).
+    #[arg(long, env = "SHOPCELL_DATA", default_value = "./shopcell-data")]
+    pub data: PathBuf,
+}
+
+impl ServiceCall {
+    /// The service key file: the one named, else the data directory's.
+    pub fn key_file(&self) -> PathBuf {
+        self.service_key_file.clone().unwrap_or_else(|| self.data.join("account").join("service.key"))
+    }
+}
+
 #[derive(Subcommand, Debug)]
 pub enum AdminCommand {
     /// Moves a store to another cell, through a running `serve` or account service.
     MoveStore {
-        /// URL of the running `serve` process or account service.
-        #[arg(long, default_value = "http://127.0.0.1:8080")]
-        url: String,
+        #[command(flatten)]
+        service: ServiceCall,
         /// The store's id.
         #[arg(long)]
         store: uuid::Uuid,
@@ -435,28 +456,15 @@ pub enum AdminCommand {
         /// Row bytes per chunk copied between the cells (default 4 MiB, at most 32 MiB).
         #[arg(long)]
         chunk_bytes: Option<u32>,
-        /// Service key file (default: `<data>/account/service.key`).
-        #[arg(long)]
-        service_key_file: Option<PathBuf>,
-        /// Data directory (where the default service key file is, or the databases offline).
-        #[arg(long, env = "SHOPCELL_DATA", default_value = "./shopcell-data")]
-        data: PathBuf,
     },
     /// Reopens a store its owner closed, within the grace period, through a running `serve` or
     /// account service: members, keys and data as they were.
     ReopenStore {
-        /// URL of the running `serve` process or account service.
-        #[arg(long, default_value = "http://127.0.0.1:8080")]
-        url: String,
+        #[command(flatten)]
+        service: ServiceCall,
         /// The closed store's id.
         #[arg(long)]
         store: uuid::Uuid,
-        /// Service key file (default: `<data>/account/service.key`).
-        #[arg(long)]
-        service_key_file: Option<PathBuf>,
-        /// Data directory (where the default service key file is, or the databases offline).
-        #[arg(long, env = "SHOPCELL_DATA", default_value = "./shopcell-data")]
-        data: PathBuf,
     },
     /// Ends every session of a user and prints a one-use password reset link, or sets the
     /// password read from stdin (`--password-stdin`). Through a running `serve` or account
@@ -511,38 +519,24 @@ pub enum AdminCommand {
     /// the account database and every cell, the signing and service keys and the taxonomy,
     /// and `manifest.json` last (no manifest, no backup). See docs/operations.md, "Backup".
     Backup {
-        /// URL of the running `serve` process or account service.
-        #[arg(long, default_value = "http://127.0.0.1:8080")]
-        url: String,
+        #[command(flatten)]
+        service: ServiceCall,
         /// The directory to write: created with mode 0700, refused unless absent or empty.
         #[arg(long)]
         to: PathBuf,
-        /// Service key file (default: `<data>/account/service.key`).
-        #[arg(long)]
-        service_key_file: Option<PathBuf>,
-        /// Data directory (where the default service key file is).
-        #[arg(long, env = "SHOPCELL_DATA", default_value = "./shopcell-data")]
-        data: PathBuf,
     },
     /// Writes one store of a running installation into FILE on this host, online: every record
     /// of the store as one consistent image, members as emails and roles, publishable keys; no
     /// password, session or secret. See docs/operations.md, "One store as a portable file".
     ExportStore {
-        /// URL of the running `serve` process or account service.
-        #[arg(long, default_value = "http://127.0.0.1:8080")]
-        url: String,
+        #[command(flatten)]
+        service: ServiceCall,
         /// The store's id.
         #[arg(long)]
         store: uuid::Uuid,
         /// The file to write (mode 0600), refused if it exists.
         #[arg(long)]
         to: PathBuf,
-        /// Service key file (default: `<data>/account/service.key`).
-        #[arg(long)]
-        service_key_file: Option<PathBuf>,
-        /// Data directory (where the default service key file is).
-        #[arg(long, env = "SHOPCELL_DATA", default_value = "./shopcell-data")]
-        data: PathBuf,
     },
     /// Imports a store file written by `export-store` into a running installation, keeping its
     /// id: verified whole first, refused if the id is taken here, the owner has no account or
@@ -550,18 +544,11 @@ pub enum AdminCommand {
     ImportStore {
         /// The file written by `admin export-store`.
         file: PathBuf,
-        /// URL of the running `serve` process or account service.
-        #[arg(long, default_value = "http://127.0.0.1:8080")]
-        url: String,
+        #[command(flatten)]
+        service: ServiceCall,
         /// The owner's email here (default: the exported owner's email).
         #[arg(long)]
         owner: Option<String>,
-        /// Service key file (default: `<data>/account/service.key`).
-        #[arg(long)]
-        service_key_file: Option<PathBuf>,
-        /// Data directory (where the default service key file is).
-        #[arg(long, env = "SHOPCELL_DATA", default_value = "./shopcell-data")]
-        data: PathBuf,
     },
     /// Restores a backup as a data directory, offline: verifies the manifest and every
     /// checksum first, then writes PATH and rebuilds search. Every role starts on it with the

@@ -52,6 +52,7 @@ pub fn routes() -> Vec<Route> {
             "Enter the store's payment provider: the installation's own (per-store provider keys are not kept yet); lifts an import's hold",
         )
         .id("setPaymentSettings")
+        .errors(&[409])
         .body::<SettingsBody>(),
     ]
 }
@@ -60,8 +61,25 @@ pub fn routes() -> Vec<Route> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SettingsBody {
-    /// `test` or `stripe`: must be the provider this installation sends payments to.
-    pub provider: String,
+    /// Must be the provider this installation sends payments to (409 otherwise).
+    pub provider: ProviderName,
+}
+
+/// A payment provider, as the settings name it.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderName {
+    Test,
+    Stripe,
+}
+
+impl ProviderName {
+    fn name(self) -> &'static str {
+        match self {
+            ProviderName::Test => "test",
+            ProviderName::Stripe => "stripe",
+        }
+    }
 }
 
 async fn settings(cx: Ctx) -> ApiResult<Json<payments::PaymentSettingsView>> {
@@ -72,7 +90,7 @@ async fn settings(cx: Ctx) -> ApiResult<Json<payments::PaymentSettingsView>> {
 async fn enter_settings(cx: Ctx) -> ApiResult<Json<payments::PaymentSettingsView>> {
     let s = cx.scope()?;
     let body: SettingsBody = cx.json()?;
-    Ok(Json(payments::enter_payment_settings(&s.cell, s.id, &body.provider).await?))
+    Ok(Json(payments::enter_payment_settings(&s.cell, s.id, body.provider.name()).await?))
 }
 
 /// `POST S/payment-intents/{paymentIntentId}/confirm`.

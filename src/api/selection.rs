@@ -88,7 +88,7 @@ impl QueryParams for SelectionQuery {
     fn parse(q: &Query) -> ApiResult<Self> {
         let limit = q.int("limit", LIMIT_DEFAULT.into(), 1, LIMIT_MAX.into())? as usize;
         let offset = q.int("offset", 0, 0, (MAX_OFFSET - limit) as i64)? as usize;
-        let status = q.one_of("status", Status::NAMES)?.and_then(Status::parse);
+        let status = q.one_of_any_case("status", Status::NAMES)?.and_then(Status::parse);
         let product_type = match q.str("productType").map(str::trim) {
             Some(t) if t.chars().count() > 255 => return Err(ApiError::field("productType", "must be at most 255 characters")),
             t => t.filter(|t| !t.is_empty()).map(str::to_string),

@@ -240,10 +240,12 @@ pub fn payment_settings(cell: &Cell, store: Uuid) -> ApiResult<PaymentSettingsVi
 pub async fn enter_payment_settings(cell: &Cell, store: Uuid, provider: &str) -> ApiResult<PaymentSettingsView> {
     let here = cell.payments.default_provider().name();
     if provider != here {
+        // Not a malformed request: the installation is configured otherwise.
         return Err(ApiError::field(
             "provider",
             format!("this installation sends payments to the {here} provider (its operator's --payment-provider)"),
-        ));
+        )
+        .with_code(Code::CONFLICT));
     }
     cell.writer.write(Some(store), move |tx| portable::lift_hold(tx, store, portable::PAYMENTS)).await?;
     payment_settings(cell, store)

@@ -55,10 +55,20 @@ impl Query {
     /// refused: a client generated from the document never sends it, and accepting what the
     /// document refuses makes it untrue); `None` when absent.
     pub fn one_of(&self, name: &str, allowed: &[&'static str]) -> ApiResult<Option<&'static str>> {
+        self.pick(name, allowed, |a, raw| a == raw)
+    }
+
+    /// One of `allowed` without regard to case: for the parameters the route table says take
+    /// any case (a product's `status`, as the product list's filter takes it).
+    pub fn one_of_any_case(&self, name: &str, allowed: &[&'static str]) -> ApiResult<Option<&'static str>> {
+        self.pick(name, allowed, |a, raw| a.eq_ignore_ascii_case(raw))
+    }
+
+    fn pick(&self, name: &str, allowed: &[&'static str], eq: fn(&str, &str) -> bool) -> ApiResult<Option<&'static str>> {
         let Some(raw) = self.str(name) else { return Ok(None) };
         allowed
             .iter()
-            .find(|a| **a == raw)
+            .find(|a| eq(a, raw))
             .copied()
             .map(Some)
             .ok_or_else(|| ApiError::field(name, format!("must be one of: {}", allowed.join(", "))))

@@ -7,7 +7,7 @@ use std::time::Duration;
 use hyper::Method;
 use serde_json::{Value, json};
 use shopcell::admin;
-use shopcell::cli::AdminCommand;
+use shopcell::cli::{AdminCommand, ServiceCall};
 
 use crate::support::*;
 
@@ -76,10 +76,8 @@ async fn a_closed_store_is_gone_for_everyone_at_once_and_reopens_as_it_was() {
 
     // An operator reopens it within the grace period: members, data and key as they were.
     let reopen = AdminCommand::ReopenStore {
-        url: app.base.clone(),
+        service: ServiceCall { url: app.base.clone(), service_key_file: None, data: app.dir.path().to_path_buf() },
         store: s.store.parse().unwrap(),
-        service_key_file: None,
-        data: app.dir.path().to_path_buf(),
     };
     admin::run(reopen).await.expect("reopened");
     assert_eq!(c.get(&product, Some(&s.owner.token)).await.expect(200).body["title"], "Mug");
@@ -90,10 +88,8 @@ async fn a_closed_store_is_gone_for_everyone_at_once_and_reopens_as_it_was() {
     assert!(store_ids(&mine).contains(&second["id"].as_str().unwrap()));
     // Reopening an open store is refused.
     let again = AdminCommand::ReopenStore {
-        url: app.base.clone(),
+        service: ServiceCall { url: app.base.clone(), service_key_file: None, data: app.dir.path().to_path_buf() },
         store: s.store.parse().unwrap(),
-        service_key_file: None,
-        data: app.dir.path().to_path_buf(),
     };
     assert!(admin::run(again).await.is_err());
 }
@@ -136,8 +132,10 @@ async fn after_the_grace_period_a_closed_store_is_removed_for_good() {
     let validated = c.post("/api/v1/auth/publishable-keys/validate", None, json!({"key": s.key})).await.expect(200);
     assert_eq!(validated.body["valid"], false);
     // Nothing is left to reopen, and a second sweep finds nothing.
-    let reopen =
-        AdminCommand::ReopenStore { url: app.base.clone(), store, service_key_file: None, data: app.dir.path().to_path_buf() };
+    let reopen = AdminCommand::ReopenStore {
+        service: ServiceCall { url: app.base.clone(), service_key_file: None, data: app.dir.path().to_path_buf() },
+        store,
+    };
     assert!(admin::run(reopen).await.is_err());
     assert!(shopcell::node::closing::sweep(&node, app.clock.now_ms()).await.unwrap().is_empty());
 }
@@ -161,10 +159,12 @@ async fn closing_and_reopening_work_across_processes() {
     assert!(c.get("/api/v1/stores", Some(&s.owner.token)).await.expect(200).body.as_array().unwrap().is_empty());
 
     let reopen = AdminCommand::ReopenStore {
-        url: routed.account.url.clone(),
+        service: ServiceCall {
+            url: routed.account.url.clone(),
+            service_key_file: Some(routed.service_key.clone()),
+            data: std::path::PathBuf::from("unused"),
+        },
         store: s.store.parse().unwrap(),
-        service_key_file: Some(routed.service_key.clone()),
-        data: std::path::PathBuf::from("unused"),
     };
     admin::run(reopen).await.expect("reopened");
     assert_eq!(c.get(&product, Some(&s.owner.token)).await.expect(200).body["title"], "Mug");

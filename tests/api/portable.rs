@@ -184,8 +184,13 @@ async fn a_store_exported_from_one_installation_runs_in_another_without_its_secr
     assert_eq!(d.get(&path("/orders"), to).await.expect(200).body["total"], 1);
     let settings = d.get(&path("/payment-settings"), to).await.expect(200).body;
     assert_eq!((settings["provider"].as_str(), settings["paymentsEnabled"].as_bool()), (Some("test"), Some(false)));
-    let wrong = d.put(&path("/payment-settings"), to, json!({"provider": "stripe"})).await.expect(400);
+    // Another provider than the installation's is a conflict with its configuration; no
+    // provider at all is a bad request. Neither lifts the hold.
+    let wrong = d.put(&path("/payment-settings"), to, json!({"provider": "stripe"})).await.expect(409);
     assert_eq!(wrong.body["error"]["fields"][0]["field"], "provider");
+    let empty = d.put(&path("/payment-settings"), to, json!({"provider": ""})).await.expect(400);
+    assert_eq!(empty.body["error"]["fields"][0]["field"], "provider");
+    assert_eq!(d.get(&path("/payment-settings"), to).await.expect(200).body["paymentsEnabled"], false);
     d.put(&path("/payment-settings"), Some(&admin_there.token), json!({"provider": "test"})).await.expect(200);
     assert_eq!(d.get(&path("/payment-settings"), to).await.expect(200).body["paymentsEnabled"], true);
     d.post(&session, to, due).await.expect(201);
