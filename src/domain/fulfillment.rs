@@ -358,11 +358,28 @@ pub struct TrackingInput {
 }
 
 /// One tracking number or several.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, JsonSchema)]
 #[serde(untagged)]
 pub enum OneOrMany<T> {
     One(T),
     Many(Vec<T>),
+}
+
+/// Read by hand, not derived: serde's untagged enums buffer their input and read it again past
+/// the body's objects-only check, so `[["1Z999", "UPS"]]` would read as a tracking entry by
+/// position. Here an entry must be an object, alone or in a list.
+impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for OneOrMany<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let one = |v: serde_json::Value| match v {
+            v @ serde_json::Value::Object(_) => serde_json::from_value::<T>(v).map_err(D::Error::custom),
+            _ => Err(D::Error::custom("each entry must be an object")),
+        };
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::Array(items) => items.into_iter().map(one).collect::<Result<_, _>>().map(OneOrMany::Many),
+            v => one(v).map(OneOrMany::One),
+        }
+    }
 }
 
 /// A line to fulfill and how many of its units.

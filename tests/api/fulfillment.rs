@@ -177,6 +177,14 @@ async fn an_order_is_held_moved_and_shipped_in_parts_with_tracking_and_mail() {
         (fo_state(&second["fulfillmentOrder"]), second["fulfillment"]["tracking"].as_array().map(Vec::len)),
         (("CLOSED", 0), Some(0))
     );
+    // A tracking entry given as a list of its fields is refused, alone or in a list; nothing ships.
+    let before = fos(c, &shop, &oid).await;
+    for tracking in [json!(["A1", "Acme Freight"]), json!([["A1", "Acme Freight"]])] {
+        let bad = act(c, &shop, &oid, &in_shed, "fulfill", json!({"tracking": tracking})).await.expect(400);
+        let field = bad.body["error"]["fields"][0]["field"].as_str().unwrap_or_default().to_string();
+        assert!(field.starts_with("tracking"), "{}", bad.body);
+    }
+    assert_eq!(fos(c, &shop, &oid).await, before);
     let third = act(
         c,
         &shop,
