@@ -121,7 +121,7 @@ pub fn routes() -> Vec<Route> {
         .secret()
         .errors(&[401, 429])
         .id("refreshTokens")
-        .body::<Refresh>()
+        .optional_body::<Refresh>()
         .answers::<Json<TokenPair>>(),
         Route::post("/auth/exchange", Account, Member, handler!(exchange), "Set a refresh-token cookie for a new session here")
             .secret()

@@ -23,7 +23,8 @@ pub fn routes() -> Vec<Route> {
     use Access::Storefront;
     use Service::Cell;
     vec![
-        Route::post("/stores/{storeId}/carts", Cell, Storefront, handler!(create), "Create an empty cart").body::<NewCart>(),
+        Route::post("/stores/{storeId}/carts", Cell, Storefront, handler!(create), "Create an empty cart")
+            .optional_body::<NewCart>(),
         Route::get("/stores/{storeId}/carts/{cartId}", Cell, Storefront, handler!(get), "A cart with its computed totals"),
         Route::post(
             "/stores/{storeId}/carts/items",

@@ -67,7 +67,7 @@ pub fn routes() -> Vec<Route> {
         )
         .id("fulfillFulfillmentOrder")
         .errors(&[409, 422])
-        .body::<FulfillInput>(),
+        .optional_body::<FulfillInput>(),
         Route::get(
             "/stores/{storeId}/orders/{orderId}/fulfillments",
             Cell,

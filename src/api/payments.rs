@@ -35,7 +35,7 @@ pub fn routes() -> Vec<Route> {
         )
         .errors(&[409])
         .id("confirmPaymentIntent")
-        .body::<ConfirmBody>(),
+        .optional_body::<ConfirmBody>(),
         Route::get(
             "/stores/{storeId}/payment-settings",
             Service::Cell,

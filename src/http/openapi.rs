@@ -127,7 +127,7 @@ fn operation<C>(r: &Route<C>, generator: &mut SchemaGenerator) -> Value {
     }
     if let Some(schema) = r.body {
         let s = schema(generator);
-        op.insert("requestBody".into(), json!({"required": true, "content": {"application/json": {"schema": s}}}));
+        op.insert("requestBody".into(), json!({"required": !r.body_optional, "content": {"application/json": {"schema": s}}}));
     }
     match r.access {
         Access::Member | Access::Admin => {

@@ -195,6 +195,8 @@ pub struct Route<C> {
     /// success answer or several (a cart created or changed: 201 or 200).
     pub answers: Vec<ReplyFn>,
     pub body: Option<SchemaFn>,
+    /// The body may be left out (the handler reads none as the type's default).
+    pub body_optional: bool,
     pub body_limit: usize,
     /// The body is not JSON (uploads, internal transfers): no content-type check.
     pub raw_body: bool,
@@ -236,6 +238,7 @@ impl<C> Route<C> {
             reply: endpoint.reply,
             answers: Vec::new(),
             body: None,
+            body_optional: false,
             body_limit: JSON_BODY_LIMIT,
             raw_body: false,
             tag: "",
@@ -285,6 +288,13 @@ impl<C> Route<C> {
     pub fn body<T: JsonSchema>(mut self) -> Self {
         self.body = Some(schema_of::<T>);
         self
+    }
+
+    /// Declares a JSON body that may be left out: its handler reads it with
+    /// `json_or_default`, so a request without one means the type's default.
+    pub fn optional_body<T: JsonSchema>(mut self) -> Self {
+        self.body_optional = true;
+        self.body::<T>()
     }
 
     /// Names the operation (`getJwks`) where the derived id would not read well.
