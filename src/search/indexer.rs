@@ -17,7 +17,7 @@ use crate::domain::product::Product;
 use crate::error::BoxError;
 use crate::search::{Search, StoreWalk, TICK, active_stores, fill_from, outbox_store, schema};
 use crate::storage::codec::decode;
-use crate::storage::keys::{Key, prefix_range, trailing_id};
+use crate::storage::keys::{Key, bounds_after, prefix_range, trailing_id};
 use crate::storage::tables::{OUTBOX, PRODUCTS};
 use crate::storage::writer::Writer;
 
@@ -198,22 +198,11 @@ fn products_after(
     after: Option<Uuid>,
     limit: usize,
 ) -> Result<Vec<Uuid>, BoxError> {
-    let start = match after {
-        // The key right after `after`'s: the same bytes with a zero appended.
-        Some(id) => {
-            let mut k = Key::store(store).id(id).bytes().to_vec();
-            k.push(0);
-            k
-        }
-        None => Key::store(store).bytes().to_vec(),
-    };
-    let (_, end) = prefix_range(Key::store(store).bytes());
-    let range = match &end {
-        Some(end) => table.range(start.as_slice()..end.as_slice())?,
-        None => table.range(start.as_slice()..)?,
-    };
+    let range = prefix_range(Key::store(store).bytes());
+    let after = after.map(|id| Key::store(store).id(id).bytes().to_vec());
+    let rows = table.range::<&[u8]>(bounds_after(&range, after.as_deref()))?;
     let mut ids = Vec::with_capacity(limit.min(1024));
-    for item in range.take(limit) {
+    for item in rows.take(limit) {
         let (k, _) = item?;
         ids.extend(trailing_id(k.value()));
     }
