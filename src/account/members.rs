@@ -44,9 +44,15 @@ pub struct MemberView {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AddMember {
     /// An email: a registered user is added at once; any other is invited by mail.
+    #[schemars(length(max = 254), pattern(crate::domain::fields::EMAIL))]
     pub email: String,
     /// `admin` or `staff`.
+    #[schemars(schema_with = "role_schema")]
     pub role: String,
+}
+
+fn role_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    crate::domain::fields::one_of(&["admin", "staff"], "ownership moves by transfer-ownership alone")
 }
 
 /// `PATCH S/members/{userId}`.
@@ -54,6 +60,7 @@ pub struct AddMember {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ChangeRole {
     /// `admin` or `staff`.
+    #[schemars(schema_with = "role_schema")]
     pub role: String,
 }
 

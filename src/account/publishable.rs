@@ -129,7 +129,12 @@ pub struct CreatedKey {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateKey {
     /// `live` or `test`.
+    #[schemars(schema_with = "environment_schema")]
     pub environment: String,
+}
+
+fn environment_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    crate::domain::fields::one_of(&["live", "test"], "as `Environment::parse` reads it")
 }
 
 /// `POST /auth/publishable-keys/validate`.

@@ -301,8 +301,13 @@ async fn mfa_disable(cx: Ctx) -> ApiResult<Json<MfaDisabled>> {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Native {
     /// `google` or `apple`.
+    #[schemars(schema_with = "native_provider_schema")]
     pub provider: String,
     pub id_token: String,
+}
+
+fn native_provider_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    crate::domain::fields::one_of(&["apple", "google"], "the identity provider that signed `idToken`")
 }
 
 /// `POST /auth/social-accounts/exchange`.

@@ -2,8 +2,9 @@
 //! writes (discount usage is read, never consumed).
 
 use crate::cells::calculate::{self, CalcRequest, CalculateBody};
+use crate::domain::checkout::check_address;
 use crate::domain::pricing::calc::Calculation;
-use crate::error::{ApiError, ApiResult, Code};
+use crate::error::{ApiError, ApiResult, Check, Code};
 use crate::handler;
 use crate::http::reply::Rendered;
 use crate::http::route::{Access, Service};
@@ -38,6 +39,12 @@ async fn calculate(cx: Ctx) -> ApiResult<Rendered<Calculation>> {
         if body.customer_id.is_some() {
             return Err(ApiError::msg(Code::FORBIDDEN, "customerId needs a signed-in store member"));
         }
+    }
+    if let Some(a) = &body.shipping_address {
+        // The address type's rules, as every other body carrying one is held to them.
+        let mut c = Check::new();
+        check_address(&mut c, "shippingAddress", a);
+        c.finish()?;
     }
     let priced = calculate::price(&s.cell, s.id, &CalcRequest::from_body(body, shopper), cx.node.clock.now_ms())?;
     // Sized for the usual answer (about 700 bytes a line), so the buffer is not grown and copied

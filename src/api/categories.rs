@@ -22,7 +22,7 @@ const LIST_PARAMS: &[Param] = &[
     param("page", "integer", "1-based page, default 1").range(1, u32::MAX as i64),
     param("limit", "integer", "page size, 1..100, default 50").range(1, 100),
     param("search", "string", "case-insensitive part of the name"),
-    param("level", "integer", "hierarchy level, 0 is the root level"),
+    param("level", "integer", "hierarchy level, 0 is the root level").range(0, MAX_LEVEL as i64),
     param("parentId", "string", "a category id, or null for root categories; absent means any"),
 ];
 

@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use uuid::Uuid;
 
+use crate::domain::fields;
 use crate::cells::checkouts::{self, Caller, CheckoutView};
 use crate::domain::checkout::{CreateCheckout, UpdateCheckout, check_address, normalize_address};
 use crate::domain::pricing::shipping::{Address, ShippingRate};
@@ -51,6 +52,7 @@ struct RatesBody {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct CodeBody {
     /// A discount code, or a gift card's code.
+    #[schemars(length(min = 1, max = 255), pattern(fields::NOT_BLANK))]
     code: String,
     session_token: Option<String>,
 }

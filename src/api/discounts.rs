@@ -5,6 +5,7 @@ use hyper::header::{HeaderName, HeaderValue};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::domain::fields;
 use crate::cells::calculate::{self, CalcRequest, CartContext, CodeResult, Eligible};
 use crate::cells::carts;
 use crate::cells::discount_comments::{self, CommentInput, CommentView, DiscountComment};
@@ -104,6 +105,7 @@ pub fn routes() -> Vec<Route> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ValidateBody {
+    #[schemars(length(min = 1, max = 255), pattern(fields::NOT_BLANK))]
     pub code: String,
     pub cart: CartContext,
 }
@@ -113,6 +115,7 @@ pub struct ValidateBody {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ValidateManyBody {
     /// 1 to 10 codes, tried in this order.
+    #[schemars(length(min = 1, max = MAX_CODES_PER_REQUEST), inner(length(min = 1, max = 255), pattern(fields::NOT_BLANK)))]
     pub codes: Vec<String>,
     pub cart: CartContext,
 }
@@ -160,7 +163,7 @@ async fn validate(cx: Ctx) -> ApiResult<Json<CodeResult>> {
     let s = cx.scope()?;
     let body: ValidateBody = cx.json()?;
     let code = body.code.trim();
-    if code.is_empty() || code.len() > 255 {
+    if code.is_empty() || code.chars().count() > 255 {
         return Err(ApiError::field("code", "must be 1 to 255 characters"));
     }
     let now = cx.node.clock.now_ms();
@@ -187,7 +190,7 @@ async fn validate_many(cx: Ctx) -> ApiResult<Json<ValidateManyAnswer>> {
     if body.codes.is_empty() || body.codes.len() > MAX_CODES_PER_REQUEST {
         return Err(ApiError::field("codes", format!("must hold 1 to {MAX_CODES_PER_REQUEST} codes")));
     }
-    if let Some(i) = body.codes.iter().position(|c| c.trim().is_empty() || c.trim().len() > 255) {
+    if let Some(i) = body.codes.iter().position(|c| c.trim().is_empty() || c.trim().chars().count() > 255) {
         return Err(ApiError::field(format!("codes[{i}]"), "must be 1 to 255 characters"));
     }
     let n = body.codes.len();

@@ -76,11 +76,12 @@ pub fn page_of<T: Serialize>(items: Vec<T>, paging: &Paging) -> Page<T> {
 }
 
 /// The parameters of an in-memory list's paging; `sort_doc` names its sortable fields.
-pub fn paging_params(sort_doc: &'static str) -> Vec<Param> {
+/// The paging parameters of a list sorted by one of `sorts` (as `Paging::from_query` reads them).
+pub fn paging_params(sort_doc: &'static str, sorts: &'static [&'static str]) -> Vec<Param> {
     vec![
         param("page", "integer", "1-based page, default 1").range(1, u32::MAX as i64),
         param("limit", "integer", "page size, 1..250, default 20").range(1, 250),
-        param("sortBy", "string", sort_doc),
+        param("sortBy", "string", sort_doc).one_of(sorts),
         param("sortOrder", "string", "asc or desc (default)").one_of(&["asc", "desc"]),
     ]
 }
@@ -90,7 +91,7 @@ pub struct MemberList(Paging);
 
 impl QueryParams for MemberList {
     fn params() -> Vec<Param> {
-        paging_params("added_at (default) or email")
+        paging_params("added_at (default) or email", SORT_FIELDS)
     }
     fn parse(q: &Query) -> ApiResult<Self> {
         Paging::from_query(q, SORT_FIELDS, "added_at").map(MemberList)

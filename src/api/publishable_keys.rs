@@ -65,12 +65,15 @@ pub fn routes() -> Vec<Route> {
 /// The key list's query: paging, sorted by `created_at`.
 pub struct KeyList(Paging);
 
+/// What the key list sorts by.
+const KEY_SORTS: &[&str] = &["created_at"];
+
 impl QueryParams for KeyList {
     fn params() -> Vec<Param> {
-        paging_params("created_at (default)")
+        paging_params("created_at (default)", KEY_SORTS)
     }
     fn parse(q: &Query) -> ApiResult<Self> {
-        Paging::from_query(q, &["created_at"], "created_at").map(KeyList)
+        Paging::from_query(q, KEY_SORTS, "created_at").map(KeyList)
     }
 }
 

@@ -16,6 +16,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use uuid::Uuid;
 
+use crate::domain::fields;
 use crate::cells::Cell;
 use crate::cells::checkouts::{self, Caller, PricedCheckout, ensure_open};
 use crate::cells::discounts::{consume_usage, customer_key};
@@ -50,6 +51,7 @@ use crate::storage::writer::{Tx, read_u64};
 pub struct CompleteCheckout {
     /// The payment method used: a provider token (`pm_card_visa`), or `gift_card` when gift
     /// cards cover the whole total. Never card data.
+    #[schemars(length(min = 1), pattern(fields::NOT_BLANK))]
     pub payment_method_id: String,
     /// The checkout's payment intent (from the payment session); required unless gift cards
     /// cover the total.
@@ -63,13 +65,18 @@ pub struct CompleteCheckout {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PaymentSession {
     /// Minor units; must equal the checkout's `paymentDue`.
+    #[schemars(range(min = 0))]
     pub amount: i64,
     /// ISO 4217; must be the checkout's currency.
+    #[schemars(with = "Currency")]
     pub currency: String,
     /// credit_card (default), promptpay or bank_transfer.
     pub payment_method: Option<PaymentMethodKind>,
+    #[schemars(length(max = 254), pattern(fields::EMAIL))]
     pub customer_email: Option<String>,
     /// An object of scalar values, passed to the provider.
+    #[serde(default)]
+    #[schemars(schema_with = "payments::metadata_schema")]
     pub metadata: Option<serde_json::Value>,
     /// Required for a guest's checkout.
     pub session_token: Option<String>,

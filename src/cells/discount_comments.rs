@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::cells::Cell;
+use crate::domain::fields;
 use crate::domain::pricing::discount::Discount;
 use crate::domain::role::Role;
 use crate::domain::time::rfc3339;
@@ -55,6 +56,7 @@ impl Record for DiscountComment {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CommentInput {
     /// 1 to 5000 characters.
+    #[schemars(length(min = 1, max = MAX_COMMENT_CHARS), pattern(fields::NOT_BLANK))]
     pub body: String,
 }
 

@@ -67,7 +67,11 @@ impl Record for GiftCard {
                 search_matches,
                 "the last characters of the code (up to 4), or a whole code",
             )
-            .normalised(normalise_search, "must be 1 to 20 letters or digits (spaces and dashes are ignored)"),
+            .normalised(
+                normalise_search,
+                "must be 1 to 20 letters or digits (spaces and dashes are ignored)",
+                "^[ -]*([A-Za-z0-9][ -]*){1,20}$",
+            ),
         ),
     };
 

@@ -168,6 +168,18 @@ fn same_hash(a: &[u8; 32], b: &[u8; 32]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// An intent's metadata in the document, as [`check_new`] reads it: at most
+/// [`MAX_METADATA_KEYS`] keys of 1 to [`MAX_METADATA_KEY_CHARS`] characters without `[` or `]`,
+/// each a string, number or boolean of at most [`MAX_METADATA_VALUE_CHARS`] characters.
+pub fn metadata_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": ["object", "null"],
+        "maxProperties": MAX_METADATA_KEYS,
+        "propertyNames": {"minLength": 1, "maxLength": MAX_METADATA_KEY_CHARS, "pattern": "^[^\\[\\]]*$"},
+        "additionalProperties": {"type": ["string", "number", "boolean", "null"], "maxLength": MAX_METADATA_VALUE_CHARS}
+    })
+}
+
 /// Checks a new intent; answers it with a trimmed email and metadata as an object.
 fn check_new(mut new: NewIntent) -> ApiResult<NewIntent> {
     if new.amount.amount <= 0 {

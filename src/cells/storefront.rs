@@ -54,12 +54,17 @@ pub struct StorefrontSession {
 pub struct StorefrontEvent {
     /// page_view, product_view, collection_view, search, add_to_cart or checkout_started.
     #[serde(rename = "type")]
+    #[schemars(schema_with = "event_type_schema")]
     pub kind: String,
     pub session_token: Option<String>,
     /// The page's path, e.g. `/products/red-shirt`.
     pub path: Option<String>,
     pub product_id: Option<Uuid>,
     pub variant_id: Option<Uuid>,
+}
+
+fn event_type_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    crate::domain::fields::one_of(EVENT_TYPES, "what the shopper did")
 }
 
 /// A new random token: `sst_` and 43 characters of base64url (256 bits).

@@ -34,6 +34,7 @@ impl Record for TaxRate {
             "country",
             country_code,
             "must be a two-letter country code",
+            "^[A-Za-z]{2}$",
             |r: &TaxRate| Some(FilterValue::Code(r.country.to_ascii_uppercase())),
             "only the rates of this two-letter country",
         )],

@@ -44,8 +44,11 @@ pub struct AddItem {
     pub cart_id: Option<Uuid>,
     pub variant_id: Uuid,
     /// 1 to 100; added to the quantity already in the cart.
+    #[schemars(range(min = 1, max = MAX_QUANTITY))]
     pub quantity: i64,
     /// An object of scalar values.
+    #[serde(default)]
+    #[schemars(schema_with = "attributes_schema")]
     pub custom_attributes: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
@@ -55,9 +58,24 @@ pub struct AddItem {
 pub struct UpdateItem {
     pub variant_id: Uuid,
     /// 1 to 100: the line's new quantity.
+    #[schemars(range(min = 1, max = MAX_QUANTITY))]
     pub quantity: i64,
     /// Replaces the line's attributes when given.
+    #[serde(default)]
+    #[schemars(schema_with = "attributes_schema")]
     pub custom_attributes: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// A line's attributes in the document, as [`check_attributes`] reads them: at most
+/// [`MAX_ATTRIBUTES`] names of 1 to [`MAX_ATTRIBUTE_CHARS`] characters (trimmed), each a string,
+/// number or boolean (`null` drops it), a string of at most as many characters.
+pub fn attributes_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": ["object", "null"],
+        "maxProperties": MAX_ATTRIBUTES,
+        "propertyNames": {"maxLength": MAX_ATTRIBUTE_CHARS, "pattern": crate::domain::fields::NOT_BLANK},
+        "additionalProperties": {"type": ["string", "number", "boolean", "null"], "maxLength": MAX_ATTRIBUTE_CHARS}
+    })
 }
 
 /// A line quantity from a request: 1 to 100.

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::domain::collection::wire_enum;
-use crate::domain::fields::{check_line, double_option};
+use crate::domain::fields::{LINE, check_line, double_option};
 use crate::domain::money::{Money, round_div};
 use crate::domain::product::MAX_AMOUNT;
 use crate::domain::time::rfc3339;
@@ -74,9 +74,14 @@ pub struct Catalog {
 /// `priceAdjustment` in requests.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("oneOf" = [
+    {"properties": {"type": {"enum": ["percentage"]}, "value": {"minimum": MIN_BASIS_POINTS, "maximum": MAX_BASIS_POINTS}}},
+    {"properties": {"type": {"enum": ["fixed"]}, "value": {"minimum": -MAX_AMOUNT, "maximum": MAX_AMOUNT}}}
+]))]
 pub struct PriceAdjustmentInput {
     /// percentage or fixed.
     #[serde(rename = "type")]
+    #[schemars(schema_with = "AdjustmentType::schema")]
     pub kind: String,
     /// percentage: basis points (-1000 = 10 % off); fixed: minor units of the store currency.
     pub value: i64,
@@ -86,12 +91,17 @@ pub struct PriceAdjustmentInput {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateCatalog {
+    #[schemars(length(min = 1, max = 255), pattern(LINE))]
     pub name: String,
     /// A market of the store.
     pub market_id: Uuid,
     /// ALL or SPECIFIC (default).
+    #[serde(default)]
+    #[schemars(schema_with = "Selection::optional_schema")]
     pub selection: Option<String>,
     /// active, inactive or draft (default).
+    #[serde(default)]
+    #[schemars(schema_with = "CatalogStatus::optional_schema")]
     pub status: Option<String>,
     pub price_adjustment: Option<PriceAdjustmentInput>,
 }
@@ -101,9 +111,14 @@ pub struct CreateCatalog {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateCatalog {
+    #[schemars(length(min = 1, max = 255), pattern(LINE))]
     pub name: Option<String>,
     pub market_id: Option<Uuid>,
+    #[serde(default)]
+    #[schemars(schema_with = "Selection::optional_schema")]
     pub selection: Option<String>,
+    #[serde(default)]
+    #[schemars(schema_with = "CatalogStatus::optional_schema")]
     pub status: Option<String>,
     #[serde(default, deserialize_with = "double_option")]
     #[schemars(with = "Option<PriceAdjustmentInput>")]

@@ -6,8 +6,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::domain::cart::{Attributes, check_attributes, check_quantity};
-use crate::domain::fields::{check_line, check_text, double_option};
+use crate::domain::cart::{Attributes, attributes_schema, check_attributes, check_quantity};
+use crate::domain::fields::{self, check_line, check_text, double_option};
 use crate::domain::money::Currency;
 use crate::domain::pricing::calc::MAX_LINES;
 use crate::domain::pricing::shipping::{Address, valid_country};
@@ -92,12 +92,16 @@ pub struct CheckoutLineInput {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateCheckout {
     pub cart_id: Option<Uuid>,
+    #[schemars(length(min = 1, max = MAX_LINES))]
     pub line_items: Option<Vec<CheckoutLineInput>>,
+    #[schemars(length(max = 254), pattern(fields::EMAIL))]
     pub email: Option<String>,
     /// Store members only.
     pub customer_id: Option<Uuid>,
+    #[schemars(length(max = MAX_NOTE_CHARS), pattern(fields::TEXT_OR_EMPTY))]
     pub note: Option<String>,
     /// The customer's display currency; the store's currency (no conversion is configured).
+    #[schemars(with = "Option<Currency>")]
     pub presentment_currency: Option<String>,
     /// A storefront session's token (`POST S/storefront/sessions`) to bind the checkout to;
     /// a new token is issued when absent.
@@ -109,8 +113,10 @@ pub struct CreateCheckout {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateCheckout {
     #[serde(default, deserialize_with = "double_option")]
+    #[schemars(length(max = 254), pattern(fields::EMAIL))]
     pub email: Option<Option<String>>,
     #[serde(default, deserialize_with = "double_option")]
+    #[schemars(pattern(PHONE))]
     pub phone: Option<Option<String>>,
     pub accepts_email_marketing: Option<bool>,
     pub accepts_sms_marketing: Option<bool>,
@@ -120,15 +126,19 @@ pub struct UpdateCheckout {
     pub billing_address: Option<Option<Address>>,
     /// Exactly as returned by the shipping-rates operation.
     #[serde(default, deserialize_with = "double_option")]
+    #[schemars(length(min = 1, max = 255), pattern(fields::LINE))]
     pub shipping_method_id: Option<Option<String>>,
     #[serde(default, deserialize_with = "double_option")]
+    #[schemars(length(max = MAX_NOTE_CHARS), pattern(fields::TEXT_OR_EMPTY))]
     pub note: Option<Option<String>>,
     /// ≥ 0, in minor units of the checkout's currency.
+    #[schemars(range(min = 0, max = MAX_TIP))]
     pub tip_amount: Option<i64>,
     /// Required for a guest's checkout.
     pub session_token: Option<String>,
     /// Display data only: card numbers, security codes and the like are refused.
     #[serde(default, deserialize_with = "double_option")]
+    #[schemars(schema_with = "attributes_schema")]
     pub payment_method: Option<Option<serde_json::Map<String, serde_json::Value>>>,
 }
 
@@ -180,6 +190,9 @@ pub fn check_email(c: &mut Check, field: &str, email: &str) -> String {
     c.ensure(valid, field, "must be an email address");
     e.to_string()
 }
+
+/// [`check_phone`] in the document: 5 to 20 digits among spaces and `+ - ( ) .`.
+const PHONE: &str = r"^\s*[ +().-]*([0-9][ +().-]*){5,20}\s*$";
 
 fn check_phone(c: &mut Check, field: &str, phone: &str) -> String {
     let p = phone.trim();

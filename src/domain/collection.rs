@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::domain::fields::{check_line, check_text, double_option};
+use crate::domain::fields::{self, check_line, check_text, double_option};
 use crate::domain::money::Money;
-use crate::domain::product::{MAX_AMOUNT, Product, valid_handle};
+use crate::domain::product::{HANDLE, MAX_AMOUNT, Product, valid_handle};
 use crate::domain::time::{parse_rfc3339, rfc3339};
 use crate::error::{ApiResult, Check};
 
@@ -37,6 +37,19 @@ macro_rules! wire_enum {
             /// The wire name.
             pub fn name(self) -> &'static str {
                 Self::NAMES[self as usize]
+            }
+
+            /// The document's schema of a request field read with [`Self::parse`]:
+            /// `#[schemars(schema_with = "…::schema")]` beside a `String` field.
+            #[allow(dead_code)]
+            pub fn schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                $crate::domain::fields::one_of(Self::NAMES, "read in any case")
+            }
+
+            /// [`Self::schema`] of an optional field.
+            #[allow(dead_code)]
+            pub fn optional_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                $crate::domain::fields::or_null(Self::schema(g))
             }
         }
 
@@ -209,12 +222,17 @@ pub struct RuleInput {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateCollection {
+    #[schemars(length(min = 1, max = 255), pattern(fields::LINE))]
     pub title: String,
     /// Generated from the title when omitted.
+    #[schemars(length(max = 255), pattern(HANDLE))]
     pub handle: Option<String>,
     #[serde(default)]
+    #[schemars(length(max = 65535), pattern(fields::TEXT_OR_EMPTY))]
     pub description: String,
     /// MANUAL (default) or SMART.
+    #[serde(default)]
+    #[schemars(schema_with = "CollectionType::optional_schema")]
     pub collection_type: Option<String>,
     /// SMART only, at least one.
     #[serde(default)]
@@ -223,13 +241,19 @@ pub struct CreateCollection {
     #[serde(default)]
     pub disjunctive: bool,
     /// published, draft (default) or scheduled (needs `publishAt`).
+    #[serde(default)]
+    #[schemars(schema_with = "CollectionStatus::optional_schema")]
     pub status: Option<String>,
     /// RFC 3339, in the future; implies status scheduled.
+    #[schemars(extend("format" = "date-time"))]
     pub publish_at: Option<String>,
     pub parent_id: Option<Uuid>,
     /// Default: after every existing collection.
+    #[schemars(range(min = 0, max = MAX_POSITION))]
     pub position: Option<i64>,
     /// manual (default), alpha-asc, alpha-desc, price-asc, price-desc, created, created-desc.
+    #[serde(default)]
+    #[schemars(schema_with = "ProductOrder::optional_schema")]
     pub sort_order: Option<String>,
 }
 
@@ -237,21 +261,31 @@ pub struct CreateCollection {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateCollection {
+    #[schemars(length(min = 1, max = 255), pattern(fields::LINE))]
     pub title: Option<String>,
+    #[schemars(length(max = 255), pattern(HANDLE))]
     pub handle: Option<String>,
+    #[schemars(length(max = 65535), pattern(fields::TEXT_OR_EMPTY))]
     pub description: Option<String>,
     /// Cannot be changed; accepted only when equal to the current type.
+    #[serde(default)]
+    #[schemars(schema_with = "CollectionType::optional_schema")]
     pub collection_type: Option<String>,
     pub rules: Option<Vec<RuleInput>>,
     pub disjunctive: Option<bool>,
+    #[serde(default)]
+    #[schemars(schema_with = "CollectionStatus::optional_schema")]
     pub status: Option<String>,
     #[serde(default, deserialize_with = "double_option")]
-    #[schemars(with = "Option<String>")]
+    #[schemars(with = "Option<String>", extend("format" = "date-time"))]
     pub publish_at: Option<Option<String>>,
     #[serde(default, deserialize_with = "double_option")]
     #[schemars(with = "Option<Uuid>")]
     pub parent_id: Option<Option<Uuid>>,
+    #[schemars(range(min = 0, max = MAX_POSITION))]
     pub position: Option<i64>,
+    #[serde(default)]
+    #[schemars(schema_with = "ProductOrder::optional_schema")]
     pub sort_order: Option<String>,
 }
 
@@ -259,6 +293,8 @@ pub struct UpdateCollection {
 #[derive(Debug, Default, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProductIds {
+    /// Each once; at most 1000 in an add or remove (a reorder lists every member).
+    #[schemars(length(min = 1), extend("uniqueItems" = true))]
     pub product_ids: Vec<Uuid>,
 }
 
@@ -270,6 +306,7 @@ pub const MAX_PRODUCT_IDS: usize = 1000;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Schedule {
     /// RFC 3339, in the future.
+    #[schemars(extend("format" = "date-time"))]
     pub publish_at: String,
 }
 

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::domain::Enumerated;
-use crate::domain::fields::{check_line, check_text};
+use crate::domain::fields::{self, check_line, check_text};
 use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, Check, Code};
 
@@ -243,9 +243,15 @@ pub struct FoLineView {
 pub struct HoldInput {
     /// AWAITING_PAYMENT, HIGH_RISK_OF_FRAUD, INCORRECT_ADDRESS, INVENTORY_OUT_OF_STOCK,
     /// UNKNOWN_DELIVERY_DATE or OTHER, any case.
+    #[schemars(schema_with = "hold_reason_schema")]
     pub reason: String,
     /// Up to 1,000 characters.
+    #[schemars(length(max = 1000), pattern(fields::TEXT_OR_EMPTY))]
     pub notes: Option<String>,
+}
+
+fn hold_reason_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    fields::one_of(HoldReason::NAMES, "why the work is held (read in any case)")
 }
 
 impl HoldInput {
@@ -349,6 +355,7 @@ pub struct FulfillmentView {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TrackingInput {
     /// 1 to 100 characters.
+    #[schemars(length(min = 1, max = 100), pattern(fields::LINE))]
     pub number: String,
     /// The carrier (UPS, USPS, FedEx, DHL Express, Canada Post, Royal Mail, Australia Post,
     /// Thailand Post … give a tracking link without `url`).
@@ -388,6 +395,7 @@ impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for OneOrMany<T> {
 pub struct FulfillLineInput {
     pub line_item_id: Uuid,
     /// At least 1, at most what remains of the line in this fulfillment order.
+    #[schemars(range(min = 1))]
     pub quantity: u32,
 }
 
@@ -396,6 +404,7 @@ pub struct FulfillLineInput {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FulfillInput {
     /// Absent: every unit that remains.
+    #[schemars(length(min = 1))]
     pub line_items: Option<Vec<FulfillLineInput>>,
     pub tracking: Option<OneOrMany<TrackingInput>>,
     /// Mail the shipping confirmation to the customer (default true).
@@ -406,6 +415,8 @@ pub struct FulfillInput {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TrackingUpdate {
+    /// 1 to 100 characters.
+    #[schemars(length(min = 1, max = 100), pattern(fields::LINE))]
     pub number: String,
     pub company: Option<String>,
     pub url: Option<String>,

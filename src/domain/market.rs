@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::domain::fields::check_line;
+use crate::domain::fields::{LINE, check_line, or_null};
 use crate::domain::money::Currency;
 use crate::domain::time::rfc3339;
 use crate::error::{ApiResult, Check};
@@ -27,6 +27,20 @@ pub fn is_country(code: &str) -> bool {
     code.len() == 2 && COUNTRIES.split(' ').any(|c| c == code)
 }
 
+/// A market's country list in the document, as `parse_countries` checks it: 1 to
+/// [`MAX_COUNTRIES`] assigned codes (read in any case, stated in upper case), none twice.
+fn countries_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let codes: Vec<&str> = COUNTRIES.split(' ').collect();
+    schemars::json_schema!({
+        "type": "array", "minItems": 1, "maxItems": MAX_COUNTRIES, "uniqueItems": true,
+        "items": {"type": "string", "enum": codes}
+    })
+}
+
+fn optional_countries_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    or_null(countries_schema(g))
+}
+
 /// A stored market.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Market {
@@ -43,8 +57,10 @@ pub struct Market {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateMarket {
+    #[schemars(length(min = 1, max = 255), pattern(LINE))]
     pub name: String,
     /// ISO 3166-1 alpha-2 codes (any case), each in no other market of the store.
+    #[schemars(schema_with = "countries_schema")]
     pub countries: Vec<String>,
     /// ISO 4217; the store currency when omitted.
     pub currency: Option<Currency>,
@@ -54,8 +70,11 @@ pub struct CreateMarket {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateMarket {
+    #[schemars(length(min = 1, max = 255), pattern(LINE))]
     pub name: Option<String>,
     /// Replaces the whole list.
+    #[serde(default)]
+    #[schemars(schema_with = "optional_countries_schema")]
     pub countries: Option<Vec<String>>,
     pub currency: Option<Currency>,
 }

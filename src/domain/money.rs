@@ -239,7 +239,9 @@ impl JsonSchema for Currency {
         "Currency".into()
     }
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({"type": "string", "pattern": "^[A-Za-z]{3}$", "description": "ISO 4217 code"})
+        // The codes this service knows, as it writes them (it reads any case).
+        let codes: Vec<&str> = CURRENCIES.iter().map(|(c, _)| *c).collect();
+        schemars::json_schema!({"type": "string", "enum": codes, "description": "ISO 4217 code"})
     }
 }
 

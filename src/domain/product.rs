@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::domain::fields::{check_line, check_text, double_option};
+use crate::domain::fields::{self, check_line, check_text, double_option};
 use crate::domain::money::{Currency, Money};
 use crate::domain::time::rfc3339;
 use crate::error::{ApiResult, Check};
@@ -58,7 +58,9 @@ impl crate::domain::Enumerated for Status {
 /// A product option such as Size with its values.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProductOption {
+    #[schemars(length(min = 1, max = 255), pattern(fields::LINE))]
     pub name: String,
+    #[schemars(length(min = 1))]
     pub values: Vec<String>,
 }
 
@@ -115,22 +117,31 @@ impl Product {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateProduct {
+    #[schemars(length(min = 1, max = 255), pattern(fields::LINE))]
     pub title: String,
     /// The price of the default variant (when `variants` is empty).
     pub price: Option<Money>,
     /// DRAFT (default), ACTIVE or ARCHIVED, any case.
+    #[serde(default)]
+    #[schemars(schema_with = "status_schema")]
     pub status: Option<String>,
     #[serde(default)]
+    #[schemars(length(max = 65535), pattern(fields::TEXT_OR_EMPTY))]
     pub description: String,
     #[serde(default)]
+    #[schemars(length(max = 255), pattern(fields::LINE_OR_EMPTY))]
     pub vendor: String,
     #[serde(default)]
+    #[schemars(length(max = 255), pattern(fields::LINE_OR_EMPTY))]
     pub product_type: String,
     #[serde(default)]
+    #[schemars(length(max = 250), inner(length(min = 1, max = 255), pattern(fields::LINE)))]
     pub tags: Vec<String>,
+    #[schemars(length(max = 255), pattern(HANDLE))]
     pub handle: Option<String>,
     pub category_id: Option<String>,
     #[serde(default)]
+    #[schemars(length(max = MAX_OPTIONS))]
     pub options: Vec<ProductOption>,
     #[serde(default)]
     pub variants: Vec<VariantInput>,
@@ -140,14 +151,22 @@ pub struct CreateProduct {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateProduct {
+    #[schemars(length(min = 1, max = 255), pattern(fields::LINE))]
     pub title: Option<String>,
     /// Sets the price of a single-variant product.
     pub price: Option<Money>,
+    #[serde(default)]
+    #[schemars(schema_with = "status_schema")]
     pub status: Option<String>,
+    #[schemars(length(max = 65535), pattern(fields::TEXT_OR_EMPTY))]
     pub description: Option<String>,
+    #[schemars(length(max = 255), pattern(fields::LINE_OR_EMPTY))]
     pub vendor: Option<String>,
+    #[schemars(length(max = 255), pattern(fields::LINE_OR_EMPTY))]
     pub product_type: Option<String>,
+    #[schemars(length(max = 250), inner(length(min = 1, max = 255), pattern(fields::LINE)))]
     pub tags: Option<Vec<String>>,
+    #[schemars(length(max = 255), pattern(HANDLE))]
     pub handle: Option<String>,
     /// `null` clears the category.
     #[serde(default, deserialize_with = "double_option")]
@@ -159,8 +178,11 @@ pub struct UpdateProduct {
 #[derive(Debug, Default, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct VariantInput {
+    #[schemars(length(max = 255), pattern(fields::LINE_OR_EMPTY))]
     pub title: Option<String>,
+    #[schemars(length(max = 255), pattern(fields::LINE_OR_EMPTY))]
     pub sku: Option<String>,
+    #[schemars(length(max = 255), pattern(fields::LINE_OR_EMPTY))]
     pub barcode: Option<String>,
     pub price: Option<Money>,
     pub compare_at_price: Option<Money>,
@@ -170,6 +192,7 @@ pub struct VariantInput {
     #[serde(default)]
     pub inventory_tracked: bool,
     #[serde(default)]
+    #[schemars(range(min = 0, max = MAX_STOCK))]
     pub inventory_quantity: i64,
 }
 
@@ -177,8 +200,11 @@ pub struct VariantInput {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateVariant {
+    #[schemars(length(min = 1, max = 255), pattern(fields::LINE))]
     pub title: Option<String>,
+    #[schemars(length(max = 255), pattern(fields::LINE_OR_EMPTY))]
     pub sku: Option<String>,
+    #[schemars(length(max = 255), pattern(fields::LINE_OR_EMPTY))]
     pub barcode: Option<String>,
     pub price: Option<Money>,
     #[serde(default, deserialize_with = "double_option")]
@@ -187,7 +213,13 @@ pub struct UpdateVariant {
     pub weight_grams: Option<u32>,
     pub option_values: Option<Vec<String>>,
     pub inventory_tracked: Option<bool>,
+    #[schemars(range(min = 0, max = MAX_STOCK))]
     pub inventory_quantity: Option<i64>,
+}
+
+/// The document's schema of a product `status` field ([`Status::parse`], any case).
+fn status_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    fields::or_null(fields::one_of(Status::NAMES, "read in any case"))
 }
 
 fn check_money(c: &mut Check, field: &str, m: &Money, currency: Currency) {
@@ -205,6 +237,9 @@ fn check_tags(c: &mut Check, tags: &[String]) {
         check_line(c, &format!("tags[{i}]"), t, 255, true);
     }
 }
+
+/// [`valid_handle`] in the document (with at most 255 characters).
+pub const HANDLE: &str = "^[a-z0-9]+(-[a-z0-9]+)*$";
 
 /// A handle is a URL slug: lower-case letters, digits and single dashes.
 pub fn valid_handle(h: &str) -> bool {

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::domain::Enumerated;
-use crate::domain::fields::{check_line, check_text};
+use crate::domain::fields::{self, check_line, check_text};
 use crate::domain::product::MAX_STOCK;
 use crate::domain::store::StoreAddress;
 use crate::domain::time::rfc3339;
@@ -96,6 +96,7 @@ pub struct LocationView {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateLocation {
     /// Unique in the store without regard to case; 1 to 100 characters.
+    #[schemars(length(min = 1, max = MAX_NAME_CHARS), pattern(fields::LINE))]
     pub name: String,
     pub address: Option<StoreAddress>,
     /// Default true.
@@ -110,6 +111,7 @@ pub struct CreateLocation {
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateLocation {
+    #[schemars(length(min = 1, max = MAX_NAME_CHARS), pattern(fields::LINE))]
     pub name: Option<String>,
     pub address: Option<StoreAddress>,
     pub active: Option<bool>,
@@ -371,10 +373,14 @@ pub struct Adjust {
     pub variant_id: Uuid,
     pub location_id: Uuid,
     /// Units, positive or negative; not 0.
+    #[schemars(range(min = -MAX_STOCK, max = MAX_STOCK), extend("not" = {"const": 0}))]
     pub delta: i64,
     /// correction (default), cycle_count, received, damaged, shrinkage, restock or other.
+    #[serde(default)]
+    #[schemars(schema_with = "manual_reason_schema")]
     pub reason: Option<String>,
     /// Up to 500 characters, kept in the history.
+    #[schemars(length(max = 500), pattern(fields::TEXT_OR_EMPTY))]
     pub note: Option<String>,
 }
 
@@ -385,13 +391,23 @@ pub struct SetLevel {
     pub variant_id: Uuid,
     pub location_id: Uuid,
     /// 0 to 1,000,000,000.
+    #[schemars(range(min = 0, max = MAX_STOCK))]
     pub available: i64,
     /// correction (default), cycle_count, received, damaged, shrinkage, restock or other.
+    #[serde(default)]
+    #[schemars(schema_with = "manual_reason_schema")]
     pub reason: Option<String>,
     /// When given, the set happens only if available is still this (409 otherwise): a count
     /// taken while orders came in is not applied over them.
+    #[schemars(range(min = 0, max = MAX_STOCK))]
     pub compare_quantity: Option<i64>,
+    #[schemars(length(max = 500), pattern(fields::TEXT_OR_EMPTY))]
     pub note: Option<String>,
+}
+
+/// A merchant's reason in the document, as [`Reason::manual`] reads it.
+fn manual_reason_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    fields::or_null(fields::one_of(Reason::MANUAL, "correction when absent (read in any case)"))
 }
 
 /// Checks a note of a change.

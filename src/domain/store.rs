@@ -4,30 +4,39 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::domain::fields::check_line;
+use crate::domain::fields::{self, check_line};
 use crate::domain::money::Currency;
 use crate::domain::time::rfc3339;
 use crate::error::{ApiResult, Check};
 
 pub const WEIGHT_UNITS: &[&str] = &["g", "kg", "lb", "oz"];
 
-/// A postal address of the store.
+/// A postal address of the store, or of a location. The document states the rules both checks
+/// hold it to; a location's are tighter on lengths (`stock::check_address`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StoreAddress {
     #[serde(default)]
+    #[schemars(length(max = 255), pattern(fields::LINE_OR_EMPTY))]
     pub address1: String,
     #[serde(default)]
+    #[schemars(length(max = 255), pattern(fields::LINE_OR_EMPTY))]
     pub address2: String,
     #[serde(default)]
+    #[schemars(pattern(fields::LINE_OR_EMPTY))]
     pub city: String,
     #[serde(default)]
+    #[schemars(pattern(fields::LINE_OR_EMPTY))]
     pub province: String,
+    /// Two upper-case letters, or empty.
     #[serde(default)]
+    #[schemars(pattern(fields::COUNTRY_OR_EMPTY))]
     pub country: String,
     #[serde(default)]
+    #[schemars(pattern(fields::LINE_OR_EMPTY))]
     pub postal_code: String,
     #[serde(default)]
+    #[schemars(pattern(fields::LINE_OR_EMPTY))]
     pub phone: String,
 }
 
@@ -58,10 +67,14 @@ pub struct StoreSettings {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateStore {
+    #[schemars(length(min = 1, max = 100), pattern(fields::LINE))]
     pub name: String,
+    #[schemars(with = "Currency")]
     pub currency: String,
+    #[schemars(pattern(fields::COUNTRY))]
     pub country: String,
     #[serde(default = "utc")]
+    #[schemars(length(max = 64), pattern(TIMEZONE))]
     pub timezone: String,
 }
 
@@ -73,17 +86,27 @@ fn utc() -> String {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateStore {
+    #[schemars(length(min = 1, max = 100), pattern(fields::LINE))]
     pub name: Option<String>,
+    #[schemars(length(max = 64), pattern(TIMEZONE))]
     pub timezone: Option<String>,
     pub address: Option<StoreAddress>,
     pub taxes_included: Option<bool>,
+    #[serde(default)]
+    #[schemars(schema_with = "weight_unit_schema")]
     pub weight_unit: Option<String>,
     /// The shop's address (http or https); `""` removes it.
     pub storefront_url: Option<String>,
     /// The address store mail comes from; `""` removes it.
+    #[schemars(length(max = 254), pattern(fields::EMAIL_OR_EMPTY))]
     pub email_from: Option<String>,
     /// Where replies to store mail go; `""` removes it.
+    #[schemars(length(max = 254), pattern(fields::EMAIL_OR_EMPTY))]
     pub reply_to: Option<String>,
+}
+
+fn weight_unit_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    fields::or_null(fields::one_of(WEIGHT_UNITS, "the unit weights are shown in"))
 }
 
 /// A URL a store shows shoppers: http(s), at most 2,048 characters, with a host.
@@ -108,6 +131,9 @@ fn check_optional_email(c: &mut Check, field: &str, value: &str) -> Option<Strin
 fn valid_country(c: &str) -> bool {
     c.len() == 2 && c.bytes().all(|b| b.is_ascii_uppercase())
 }
+
+/// The shape [`valid_timezone`] checks, for the document (with at most 64 characters).
+const TIMEZONE: &str = "^(UTC|[A-Za-z0-9_+-]+(/[A-Za-z0-9_+-]+)+)$";
 
 /// IANA zone names look like `Area/City` (or `UTC`); the set is open, so the shape is checked.
 fn valid_timezone(tz: &str) -> bool {

@@ -39,6 +39,7 @@ pub const ANSWER_KEPT: usize = 1024;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateWebhook {
     /// Topics to deliver: names (`order.created`), a prefix with `.*` (`order.*`), or `*`.
+    #[schemars(schema_with = "topics_schema")]
     pub topics: Vec<String>,
     /// Where deliveries are POSTed: https (plain http only for a host the operator allows).
     pub url: String,
@@ -48,11 +49,55 @@ pub struct CreateWebhook {
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateWebhook {
+    #[serde(default)]
+    #[schemars(schema_with = "optional_topics_schema")]
     pub topics: Option<Vec<String>>,
     pub url: Option<String>,
     /// `true` re-enables a disabled subscription: every kept event of its topics not yet
     /// delivered is sent, in order.
     pub enabled: Option<bool>,
+}
+
+/// Every event topic's name (`cells::events::TOPICS` lists them in this order; a test there keeps
+/// them in step).
+pub const TOPIC_NAMES: &[&str] = &[
+    "product.created",
+    "product.updated",
+    "product.deleted",
+    "inventory.updated",
+    "checkout.created",
+    "checkout.abandoned",
+    "order.created",
+    "order.paid",
+    "order.partially_fulfilled",
+    "order.fulfilled",
+    "location.created",
+    "location.updated",
+    "fulfillment_order.held",
+    "fulfillment_order.released",
+    "fulfillment_order.moved",
+    "fulfillment_order.cancelled",
+    "fulfillment_order.opened",
+    "fulfillment.created",
+    "fulfillment.updated",
+];
+
+/// A subscription's topics in the document, as [`check_topics`] reads them against
+/// [`TOPIC_NAMES`]: 1 to [`MAX_TOPICS`] of a name, a prefix with `.*`, or `*` (read in any case).
+fn topics_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut names: Vec<String> = vec!["*".into()];
+    for t in TOPIC_NAMES {
+        let prefix = format!("{}.*", t.split('.').next().unwrap_or(t));
+        if !names.contains(&prefix) {
+            names.push(prefix);
+        }
+    }
+    names.extend(TOPIC_NAMES.iter().map(|t| t.to_string()));
+    schemars::json_schema!({"type": "array", "minItems": 1, "maxItems": MAX_TOPICS, "items": {"type": "string", "enum": names}})
+}
+
+fn optional_topics_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    crate::domain::fields::or_null(topics_schema(g))
 }
 
 /// The topics of a subscription, checked against `known` (every topic there is) and put in one

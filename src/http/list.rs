@@ -159,7 +159,11 @@ fn params_of<R: Listable>(mut out: Vec<Param>) -> Vec<Param> {
         out.push(param(r.to, "string", "RFC 3339 date-time, inclusive upper bound").format("date-time"));
     }
     if let Some(s) = &list.search {
-        out.push(param("search", "string", s.doc));
+        let search = param("search", "string", s.doc);
+        out.push(match s.pattern {
+            Some(p) => search.pattern(p),
+            None => search,
+        });
     }
     out
 }
@@ -176,7 +180,8 @@ fn list_param(name: &'static str, kind: FilterKind, doc: String) -> Param {
             Param { values: Cow::Owned(all), ..base }
         }
         FilterKind::Reference { none: None } => base.format("uuid"),
-        FilterKind::Reference { none: Some(_) } | FilterKind::Code { .. } => base,
+        FilterKind::Reference { none: Some(_) } => base,
+        FilterKind::Code { pattern, .. } => base.pattern(pattern),
         FilterKind::Hidden => Param { kind: "boolean", ..base },
     }
 }
@@ -247,7 +252,7 @@ fn filter_values(name: &str, kind: FilterKind, raw: &str) -> ApiResult<Option<Ve
                 out.push(id.as_bytes().to_vec());
             }
             FilterKind::Hidden => {}
-            FilterKind::Code { normalise, invalid } => {
+            FilterKind::Code { normalise, invalid, .. } => {
                 out.push(normalise(part).ok_or_else(|| ApiError::field(name, invalid))?.into_bytes());
             }
         }

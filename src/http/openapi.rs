@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 
 use schemars::generate::SchemaSettings;
+use schemars::transform::RecursiveTransform;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -31,7 +32,31 @@ pub fn generator() -> SchemaGenerator {
     SchemaGenerator::new(SchemaSettings::draft2020_12().with(|s| {
         s.definitions_path = "/components/schemas".into();
         s.meta_schema = None;
+        s.transforms.push(Box::new(RecursiveTransform(bound_integer_formats)));
     }))
+}
+
+/// States the bounds of a Rust integer type where no attribute gave tighter ones: schemars
+/// names the type in `format` (`uint32`), which validators ignore, so a larger number looked
+/// valid and serde refused it with a 400.
+fn bound_integer_formats(schema: &mut Schema) {
+    let (min, max): (Value, Value) = match schema.get("format").and_then(Value::as_str) {
+        Some("uint8") => (0.into(), u8::MAX.into()),
+        Some("uint16") => (0.into(), u16::MAX.into()),
+        Some("uint32") => (0.into(), u32::MAX.into()),
+        Some("uint64" | "uint") => (0.into(), u64::MAX.into()),
+        Some("int8") => (i8::MIN.into(), i8::MAX.into()),
+        Some("int16") => (i16::MIN.into(), i16::MAX.into()),
+        Some("int32") => (i32::MIN.into(), i32::MAX.into()),
+        Some("int64" | "int") => (i64::MIN.into(), i64::MAX.into()),
+        _ => return,
+    };
+    if schema.get("minimum").is_none() && schema.get("exclusiveMinimum").is_none() {
+        schema.insert("minimum".into(), min);
+    }
+    if schema.get("maximum").is_none() && schema.get("exclusiveMaximum").is_none() {
+        schema.insert("maximum".into(), max);
+    }
 }
 
 /// The JSON Schema dialect every schema of the document is written in.
@@ -187,7 +212,11 @@ fn path_param_schema(name: &str) -> Value {
 fn query_param_schema(q: &Param) -> Value {
     if q.kind == "array" {
         // A comma-separated list: its items carry the values and format.
-        let item = Param { kind: "string", ..q.clone() };
+        let mut item = Param { kind: "string", ..q.clone() };
+        if item.values.is_empty() && item.format.is_none() && item.pattern.is_none() {
+            // The list is split at commas and each value trimmed; an empty one is refused.
+            item.pattern = Some(LIST_VALUE);
+        }
         return json!({"type": "array", "minItems": 1, "items": query_param_schema(&item)});
     }
     let mut s = json!({"type": q.kind});
@@ -201,8 +230,14 @@ fn query_param_schema(q: &Param) -> Value {
     if let Some(f) = q.format {
         s["format"] = f.into();
     }
+    if let Some(p) = q.pattern {
+        s["pattern"] = p.into();
+    }
     s
 }
+
+/// A value of a comma-separated list: no comma, something besides white space.
+const LIST_VALUE: &str = r"^[^,]*[^,\s][^,]*$";
 
 /// The one error shape of every error answer.
 fn error_schema() -> Value {

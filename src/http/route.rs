@@ -142,11 +142,13 @@ pub struct Param {
     pub range: Option<(i64, i64)>,
     /// A string's format (`uuid`, `date-time`).
     pub format: Option<&'static str>,
+    /// A pattern a string (or each value of a list) matches: the rule its check holds it to.
+    pub pattern: Option<&'static str>,
 }
 
 /// Shorthand for [`Param`] rows: `param("limit", "integer", "page size, 1..250")`.
 pub const fn param(name: &'static str, kind: &'static str, doc: &'static str) -> Param {
-    Param { name, kind, required: false, doc: Cow::Borrowed(doc), values: Cow::Borrowed(&[]), range: None, format: None }
+    Param { name, kind, required: false, doc: Cow::Borrowed(doc), values: Cow::Borrowed(&[]), range: None, format: None, pattern: None }
 }
 
 pub const fn required(name: &'static str, kind: &'static str, doc: &'static str) -> Param {
@@ -165,6 +167,12 @@ impl Param {
     /// One of `values`.
     pub fn one_of(mut self, values: &'static [&'static str]) -> Param {
         self.values = Cow::Borrowed(values);
+        self
+    }
+
+    /// A string matching `pattern`.
+    pub const fn pattern(mut self, pattern: &'static str) -> Param {
+        self.pattern = Some(pattern);
         self
     }
 

@@ -112,15 +112,17 @@ impl<R> Filter<R> {
         Filter { name, alias: None, kind: FilterKind::Hidden, value, doc }
     }
 
-    /// A short code put in its one written form by `normalise` (refused with `invalid`).
+    /// A short code put in its one written form by `normalise` (refused with `invalid`); the
+    /// values it accepts match `pattern`.
     pub const fn code(
         name: &'static str,
         normalise: fn(&str) -> Option<String>,
         invalid: &'static str,
+        pattern: &'static str,
         value: fn(&R) -> Option<FilterValue>,
         doc: &'static str,
     ) -> Self {
-        Filter { name, alias: None, kind: FilterKind::Code { normalise, invalid }, value, doc }
+        Filter { name, alias: None, kind: FilterKind::Code { normalise, invalid, pattern }, value, doc }
     }
 
     /// A state that changes with time alone: `value` gives the stored times
@@ -178,7 +180,8 @@ pub enum FilterKind {
     Reference { none: Option<&'static str> },
     /// A short code (a country), put in its one written form by `normalise`; a value it refuses
     /// is a 400 with `invalid` as the message.
-    Code { normalise: fn(&str) -> Option<String>, invalid: &'static str },
+    /// `pattern` states in the document the values `normalise` accepts.
+    Code { normalise: fn(&str) -> Option<String>, invalid: &'static str, pattern: &'static str },
     /// One of fixed names, each a state of the record's stored times at the list's moment;
     /// `any` as for [`FilterKind::Enum`].
     Timed { values: &'static [&'static str], any: Option<&'static str>, state: fn(&[i64], i64) -> &'static str },
@@ -254,6 +257,8 @@ pub struct Search<R> {
     /// The query as `matches` takes it; `None` refuses it with a 400 saying `invalid`.
     pub normalise: fn(&str) -> Option<String>,
     pub invalid: &'static str,
+    /// The queries `normalise` accepts, as the document states them; `None` when it takes any.
+    pub pattern: Option<&'static str>,
     pub doc: &'static str,
 }
 
@@ -261,14 +266,15 @@ impl<R> Search<R> {
     /// A search over text that is compared lower-cased: `text` is lower-cased as it is kept and
     /// the query as it is read.
     pub const fn new(text: fn(&R) -> String, matches: fn(&str, &str, Uuid) -> bool, doc: &'static str) -> Self {
-        Search { text, matches, normalise: lower, invalid: "", doc }
+        Search { text, matches, normalise: lower, invalid: "", pattern: None, doc }
     }
 
     /// A search whose query `normalise` puts in its form (refused with `invalid`); the record's
-    /// text is kept as `text` gives it.
-    pub const fn normalised(mut self, normalise: fn(&str) -> Option<String>, invalid: &'static str) -> Self {
+    /// text is kept as `text` gives it. `pattern` states the queries `normalise` accepts.
+    pub const fn normalised(mut self, normalise: fn(&str) -> Option<String>, invalid: &'static str, pattern: &'static str) -> Self {
         self.normalise = normalise;
         self.invalid = invalid;
+        self.pattern = Some(pattern);
         self
     }
 }

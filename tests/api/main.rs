@@ -24,6 +24,7 @@ mod demo;
 mod discounts;
 mod docs;
 mod document_input;
+mod document_rules;
 mod events;
 mod fake_stripe;
 mod format_fixtures;

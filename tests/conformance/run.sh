@@ -55,6 +55,8 @@ cat "$here/schemathesis.toml" "$work/schemathesis.toml" >"$work/config.toml"
 # entries it did not reproduce (a hole since fixed) dropped.
 baseline=(--baseline "$here/baseline.json")
 if [ "${CONFORMANCE_BASELINE_UPDATE:-}" = 1 ]; then baseline+=(--baseline-update --baseline-prune); fi
+# hooks.py makes each valid Idempotency-Key unique (why: its docstring).
+export SCHEMATHESIS_HOOKS="$here/hooks.py"
 status=0
 timeout 600 "$venv/bin/st" --config-file "$work/config.toml" run "$base/api/v1/openapi.json" \
   --url "$base" --report ndjson --report-ndjson-path "$work/report.ndjson" --no-color "${baseline[@]}" \

@@ -10,6 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::domain::fields;
 use crate::domain::money::Currency;
 use crate::domain::product::{MAX_AMOUNT, slugify};
 use crate::domain::time::rfc3339;
@@ -35,19 +36,31 @@ pub struct Destination {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Address {
+    #[schemars(length(max = 255), pattern(fields::LINE_OR_EMPTY))]
     pub first_name: Option<String>,
+    #[schemars(length(max = 255), pattern(fields::LINE_OR_EMPTY))]
     pub last_name: Option<String>,
+    #[schemars(length(max = 255), pattern(fields::LINE_OR_EMPTY))]
     pub company: Option<String>,
+    #[schemars(length(max = 255), pattern(fields::LINE_OR_EMPTY))]
     pub phone: Option<String>,
+    #[schemars(length(max = 255), pattern(fields::LINE_OR_EMPTY))]
     pub address1: Option<String>,
+    #[schemars(length(max = 255), pattern(fields::LINE_OR_EMPTY))]
     pub address2: Option<String>,
+    #[schemars(length(max = 255), pattern(fields::LINE_OR_EMPTY))]
     pub city: Option<String>,
     /// A province or state code (`BC`, `NY`).
+    #[schemars(length(max = 255), pattern(fields::LINE_OR_EMPTY))]
     pub province: Option<String>,
     /// Two-letter country code, any case.
+    #[schemars(pattern(r"^\s*[A-Za-z]{2}\s*$"))]
     pub country: String,
+    #[schemars(length(max = 255), pattern(fields::LINE_OR_EMPTY))]
     pub postal_code: Option<String>,
+    #[schemars(range(min = -90, max = 90))]
     pub latitude: Option<f64>,
+    #[schemars(range(min = -180, max = 180))]
     pub longitude: Option<f64>,
 }
 

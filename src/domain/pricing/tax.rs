@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use super::allocation::{BASIS, allocate, included_tax, percent_of};
 use super::shipping::{Destination, valid_country, valid_province};
+use crate::domain::fields;
 use crate::domain::money::Money;
 use crate::domain::time::rfc3339;
 use crate::error::{ApiResult, Check};
@@ -25,11 +26,15 @@ use crate::error::{ApiResult, Check};
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TaxRateInput {
     /// Two-letter country code in upper case.
+    #[schemars(pattern(fields::COUNTRY))]
     pub country: String,
     /// A province or state code; the rate applies to the whole country when absent.
+    #[schemars(pattern(fields::PROVINCE))]
     pub province: Option<String>,
     /// Basis points: 825 = 8.25 %.
+    #[schemars(range(max = 10000))]
     pub rate: u32,
+    #[schemars(length(min = 1, max = 255), pattern(fields::NOT_BLANK))]
     pub name: String,
     /// Whether shipping is taxed at this rate too.
     #[serde(default)]
