@@ -55,6 +55,7 @@ pub struct CalculateBody {
     pub order_discounts: Vec<ManualDiscount>,
     /// At most 10, applied in this order after the automatic discounts.
     #[serde(default)]
+    #[schemars(length(max = MAX_CODES_PER_REQUEST), inner(length(min = 1, max = 255), pattern(crate::domain::fields::NOT_BLANK)))]
     pub discount_codes: Vec<String>,
     /// No tax without it.
     pub shipping_address: Option<Address>,

@@ -266,7 +266,7 @@ pub fn validate(input: &CalcInput) -> ApiResult<()> {
         || format!("at most {MAX_CODES_PER_REQUEST} codes per request"),
     );
     for (i, code) in input.codes.iter().enumerate() {
-        let len = code.code.trim().len();
+        let len = code.code.trim().chars().count();
         ensure(&mut c, (1..=255).contains(&len), || format!("discountCodes[{i}]"), || "must be 1 to 255 characters".into());
     }
     if let Some(rate) = &input.shipping_rate {
