@@ -9,9 +9,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use uuid::Uuid;
 
-use crate::domain::fields;
 use crate::cells::checkouts::{self, Caller, CheckoutView};
 use crate::domain::checkout::{CreateCheckout, UpdateCheckout, check_address, normalize_address};
+use crate::domain::fields;
 use crate::domain::pricing::shipping::{Address, ShippingRate};
 use crate::error::{ApiResult, Check};
 use crate::handler;

@@ -5,11 +5,11 @@ use hyper::header::{HeaderName, HeaderValue};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::domain::fields;
 use crate::cells::calculate::{self, CalcRequest, CartContext, CodeResult, Eligible};
 use crate::cells::carts;
 use crate::cells::discount_comments::{self, CommentInput, CommentView, DiscountComment};
 use crate::cells::discounts;
+use crate::domain::fields;
 use crate::domain::pricing::discount::{Discount, DiscountInput, DiscountView, MAX_CODES_PER_REQUEST};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handler;

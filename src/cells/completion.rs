@@ -16,7 +16,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use uuid::Uuid;
 
-use crate::domain::fields;
 use crate::cells::Cell;
 use crate::cells::checkouts::{self, Caller, PricedCheckout, ensure_open};
 use crate::cells::discounts::{consume_usage, customer_key};
@@ -31,6 +30,7 @@ use crate::cells::shipping::all_zones;
 use crate::cells::stores;
 use crate::clock::Clock;
 use crate::domain::checkout::{Checkout, CheckoutStatus, check_email};
+use crate::domain::fields;
 use crate::domain::money::{Currency, Money};
 use crate::domain::order::{
     FIRST_NUMBER, FulfillmentStatus, Order, OrderDiscount, OrderGiftCard, OrderLine, OrderPayment, OrderStatus, ShippingLine,

@@ -107,4 +107,5 @@ pub const NOT_BLANK: &str = r"\S";
 pub const COUNTRY_OR_EMPTY: &str = "^([A-Z]{2})?$";
 
 /// [`EMAIL`], or empty or white space alone (which removes an optional address).
-pub const EMAIL_OR_EMPTY: &str = r"^\s*$|^[^\s@\x00-\x1f\x7f-\x9f]{1,64}@[^\s@.\x00-\x1f\x7f-\x9f]+(\.[^\s@.\x00-\x1f\x7f-\x9f]+)+$";
+pub const EMAIL_OR_EMPTY: &str =
+    r"^\s*$|^[^\s@\x00-\x1f\x7f-\x9f]{1,64}@[^\s@.\x00-\x1f\x7f-\x9f]+(\.[^\s@.\x00-\x1f\x7f-\x9f]+)+$";

@@ -148,7 +148,16 @@ pub struct Param {
 
 /// Shorthand for [`Param`] rows: `param("limit", "integer", "page size, 1..250")`.
 pub const fn param(name: &'static str, kind: &'static str, doc: &'static str) -> Param {
-    Param { name, kind, required: false, doc: Cow::Borrowed(doc), values: Cow::Borrowed(&[]), range: None, format: None, pattern: None }
+    Param {
+        name,
+        kind,
+        required: false,
+        doc: Cow::Borrowed(doc),
+        values: Cow::Borrowed(&[]),
+        range: None,
+        format: None,
+        pattern: None,
+    }
 }
 
 pub const fn required(name: &'static str, kind: &'static str, doc: &'static str) -> Param {

@@ -271,7 +271,12 @@ impl<R> Search<R> {
 
     /// A search whose query `normalise` puts in its form (refused with `invalid`); the record's
     /// text is kept as `text` gives it. `pattern` states the queries `normalise` accepts.
-    pub const fn normalised(mut self, normalise: fn(&str) -> Option<String>, invalid: &'static str, pattern: &'static str) -> Self {
+    pub const fn normalised(
+        mut self,
+        normalise: fn(&str) -> Option<String>,
+        invalid: &'static str,
+        pattern: &'static str,
+    ) -> Self {
         self.normalise = normalise;
         self.invalid = invalid;
         self.pattern = Some(pattern);
