@@ -40,6 +40,7 @@ use crate::storage::tables::{
 pub struct CalcLineInput {
     pub variant_id: Uuid,
     /// 1 to 100.
+    #[schemars(range(min = 1, max = MAX_QUANTITY))]
     pub quantity: u32,
     /// A manual line-level discount (store members only).
     pub discount: Option<ManualDiscount>,
@@ -72,6 +73,7 @@ pub struct CalculateBody {
 pub struct CartLineInput {
     pub variant_id: Uuid,
     /// 1 to 100.
+    #[schemars(range(min = 1, max = MAX_QUANTITY))]
     pub quantity: u32,
 }
 

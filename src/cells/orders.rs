@@ -6,7 +6,7 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::cells::Cell;
-use crate::domain::fields::{check_line, check_text, double_option};
+use crate::domain::fields::{self, check_line, check_text, double_option};
 use crate::domain::order::{FulfillmentStatus, MAX_TAG_CHARS, MAX_TAGS, Order, OrderStatus};
 use crate::error::{ApiResult, Check};
 use crate::payments::FinancialStatus;
@@ -80,8 +80,10 @@ pub fn mark_paid(tx: &mut Tx, store: Uuid, id: Uuid, now: i64) -> ApiResult<()> 
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateOrder {
     #[serde(default, deserialize_with = "double_option")]
+    #[schemars(length(max = 5000), pattern(fields::TEXT_OR_EMPTY))]
     pub note: Option<Option<String>>,
     /// Replaces the tags (trimmed, duplicates dropped without regard to case).
+    #[schemars(length(max = MAX_TAGS), inner(length(min = 1, max = MAX_TAG_CHARS), pattern(fields::LINE)))]
     pub tags: Option<Vec<String>>,
 }
 

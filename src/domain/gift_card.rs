@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use time::macros::format_description;
 use uuid::Uuid;
 
-use crate::domain::fields::{check_text, double_option};
+use crate::domain::fields::{self, check_text, double_option};
 use crate::domain::money::{Currency, Money};
 use crate::domain::time::{parse_rfc3339, rfc3339};
 use crate::error::{ApiError, ApiResult, Check, Code};
@@ -181,6 +181,7 @@ pub struct IssueGiftCard {
     pub code: Option<String>,
     /// RFC 3339 date (the card is valid through that day, UTC) or date-time, in the future.
     pub expires_on: Option<String>,
+    #[schemars(length(max = MAX_NOTE_CHARS), pattern(fields::TEXT_OR_EMPTY))]
     pub note: Option<String>,
     pub customer_id: Option<Uuid>,
 }
@@ -193,7 +194,7 @@ pub struct UpdateGiftCard {
     /// `true` disables the card for good; `false` on a disabled card is refused (422).
     pub disabled: Option<bool>,
     #[serde(default, deserialize_with = "double_option")]
-    #[schemars(with = "Option<String>")]
+    #[schemars(with = "Option<String>", length(max = MAX_NOTE_CHARS), pattern(fields::TEXT_OR_EMPTY))]
     pub note: Option<Option<String>>,
     #[serde(default, deserialize_with = "double_option")]
     #[schemars(with = "Option<String>")]

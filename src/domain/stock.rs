@@ -119,6 +119,7 @@ pub struct UpdateLocation {
     pub priority: Option<i32>,
     /// `true` makes this the store's default location (the former one stays as it is); `false`
     /// is refused: another location becomes the default instead.
+    #[schemars(extend("enum" = [true, null]))]
     pub default: Option<bool>,
 }
 

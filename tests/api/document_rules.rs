@@ -67,6 +67,9 @@ async fn the_rules_the_handlers_check_are_stated_on_their_types() {
     assert_eq!((topics["minItems"].as_u64(), topics["maxItems"].as_u64()), (Some(1), Some(50)), "{topics}");
     assert!(lists(&topics["items"], "order.*") && lists(&topics["items"], "order.created") && lists(&topics["items"], "*"));
     assert_eq!(schema(&doc, "ProductIds")["properties"]["productIds"]["minItems"], 1);
+    assert_eq!(schema(&doc, "UpdateLocation")["properties"]["default"]["enum"], json!([true, null]));
+    assert_eq!(schema(&doc, "UpdateOrder")["properties"]["tags"]["items"]["pattern"], line);
+    assert_eq!(schema(&doc, "CalcLineInput")["properties"]["quantity"]["maximum"], 100);
 
     // Query parameters: a level's range, a list's sort keys, a code's shape, a list's values.
     assert_eq!(query(&doc, "/api/v1/categories", "level")["maximum"], 15);
