@@ -104,7 +104,12 @@ impl Source for DatabaseUsage {
                 &labels,
                 pages,
             );
-            out.gauge("shopcell_database_data_bytes", "Bytes of keys and values stored, at the last hourly count.", &labels, data);
+            out.gauge(
+                "shopcell_database_data_bytes",
+                "Bytes of keys and values stored, at the last hourly count.",
+                &labels,
+                data,
+            );
         }
     }
 }
