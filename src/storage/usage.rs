@@ -122,12 +122,15 @@ mod tests {
 
     const T: TableDefinition<u64, &[u8]> = TableDefinition::new("t");
 
+    /// What a test does to the table in one write transaction.
+    type Change<'a> = &'a dyn Fn(&mut redb::Table<u64, &[u8]>);
+
     #[test]
     fn deleted_rows_leave_the_file_its_size_and_the_count_shows_what_is_used() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.redb");
         let db = Database::create(&path).unwrap();
-        let write = |f: &dyn Fn(&mut redb::Table<u64, &[u8]>)| {
+        let write = |f: Change| {
             let txn = db.begin_write().unwrap();
             f(&mut txn.open_table(T).unwrap());
             txn.commit().unwrap();
