@@ -180,10 +180,15 @@ impl Cell {
         })
     }
 
+    /// The cell's database file (`cell.redb`).
+    pub fn file(&self) -> PathBuf {
+        self.dir.join("cell.redb")
+    }
+
     /// Every cache of the cell with its share and what it holds, for `/metrics`.
     pub fn caches(&self) -> Vec<(&'static str, CacheStats)> {
         vec![
-            ("redb", crate::memory::redb_stats(&self.dir.join("cell.redb"), self.memory.redb)),
+            ("redb", crate::memory::redb_stats(&self.file(), self.memory.redb)),
             ("rows", self.writer.rows.meter.stats()),
             ("lists", self.writer.orders.meter.stats()),
             ("pricing", self.pricing.meter.stats()),

@@ -13,6 +13,7 @@ use crate::memory::CacheStats;
 use crate::metrics::process::ProcessSource;
 use crate::metrics::{Exposition, Source};
 use crate::node::Node;
+use crate::storage::usage::DatabaseUsage;
 use crate::storage::writer::WriterStats;
 
 /// Registers every source of `node`.
@@ -23,9 +24,12 @@ pub fn register(node: &Node) {
     r.register(Arc::new(crate::logs::DroppedLines));
     if let Some(a) = &node.account {
         r.register(Arc::new(AccountSource(a.clone())));
+        let file = a.dir().join("account.redb");
+        r.register(DatabaseUsage::start(ACCOUNT, file, Arc::downgrade(&a.db), node.clock.clone()));
     }
     for (name, cell) in &node.cells {
         r.register(Arc::new(CellSource { name: name.clone(), cell: cell.clone() }));
+        r.register(DatabaseUsage::start(name, cell.file(), Arc::downgrade(&cell.db), node.clock.clone()));
     }
     r.register(Arc::new(ProcessSource::new(node.clock.clone(), node.memory.as_ref().map(|b| b.bytes))));
 }

@@ -12,6 +12,7 @@ pub mod read;
 pub mod record;
 pub mod row_cache;
 pub mod tables;
+pub mod usage;
 pub mod writer;
 
 use std::path::Path;

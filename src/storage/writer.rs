@@ -51,6 +51,8 @@ struct HoldJob {
     release: mpsc::Receiver<()>,
     /// Set when [`MAX_HOLD`] ended the hold before its release.
     lapsed: Arc<std::sync::atomic::AtomicBool>,
+    /// How long the hold may last: [`MAX_HOLD`] outside tests.
+    limit: std::time::Duration,
 }
 
 /// A writer held at a barrier: nothing commits until this is released or dropped. Writes sent
@@ -296,10 +298,16 @@ impl Writer {
     /// the [`Hold`] is released nothing commits (a consistent cut across databases is read
     /// while each of their writers is held). Jobs queue meanwhile; none is refused.
     pub async fn hold(&self) -> ApiResult<Hold> {
+        self.hold_at_most(MAX_HOLD).await
+    }
+
+    /// [`Writer::hold`] ending by itself after `limit` (a timeout, measured on the monotonic
+    /// clock as every timeout is, so its test waits the short limit it sets).
+    async fn hold_at_most(&self, limit: std::time::Duration) -> ApiResult<Hold> {
         let (held, answer) = oneshot::channel();
         let (release, wait) = mpsc::channel();
         let lapsed = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let job = HoldJob { held, release: wait, lapsed: lapsed.clone() };
+        let job = HoldJob { held, release: wait, lapsed: lapsed.clone(), limit };
         self.sender.send(Msg::Hold(job)).map_err(|_| ApiError::msg(Code::UNAVAILABLE, "the service is shutting down"))?;
         answer.await.map_err(|_| ApiError::msg(Code::UNAVAILABLE, "the service is shutting down"))?;
         Ok(Hold { release: Some(release), lapsed })
@@ -372,9 +380,9 @@ fn wait_held(h: HoldJob) {
     if h.held.send(()).is_err() {
         return; // the holder gave up before the hold began
     }
-    if let Err(mpsc::RecvTimeoutError::Timeout) = h.release.recv_timeout(MAX_HOLD) {
+    if let Err(mpsc::RecvTimeoutError::Timeout) = h.release.recv_timeout(h.limit) {
         h.lapsed.store(true, Ordering::Release);
-        tracing::warn!(after_s = MAX_HOLD.as_secs(), "a writer hold was not released in time; writes go on");
+        tracing::warn!(after_ms = h.limit.as_millis() as u64, "a writer hold was not released in time; writes go on");
     }
 }
 
@@ -768,7 +776,7 @@ mod tests {
     use redb::ReadableDatabase;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_hold_waits_for_earlier_writes_and_queues_later_ones_until_released() {
+    async fn a_hold_waits_for_earlier_writes_queues_later_ones_and_lapses_when_forgotten() {
         let dir = tempfile::tempdir().unwrap();
         let db =
             Arc::new(open(&dir.path().join("cell.redb"), crate::storage::tests::CELL, crate::storage::ONE_OFF_CACHE).unwrap());
@@ -801,6 +809,14 @@ mod tests {
         // A dropped hold releases too.
         drop(writer.hold().await.unwrap());
         put(3).await.unwrap();
+        // A hold its holder forgets ends by itself: the queued write commits, and the late
+        // release says the cut may no longer hold.
+        let forgotten = writer.hold_at_most(std::time::Duration::from_millis(50)).await.unwrap();
+        let started = std::time::Instant::now();
+        put(4).await.unwrap();
+        assert!(started.elapsed() >= std::time::Duration::from_millis(50), "the write waited for the limit");
+        assert_eq!(seen(4), 1);
+        assert!(!forgotten.release(), "released after the hold had lapsed");
         writer.stop();
         thread.join();
     }

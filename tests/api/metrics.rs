@@ -203,3 +203,36 @@ async fn every_role_keeps_its_own_figures_behind_the_service_key() {
     assert!(value(&account, "shopcell_writer_batch_size_count{owner=\"account\"}").unwrap() >= 2.0);
     assert!(!account.contains(&store) && !cell.contains(&store) && !router.contains(&store), "no store id is a label");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_database_shows_its_file_size_beside_what_its_tables_use() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let u = create_user(c).await;
+    let store = create_store(c, &u).await;
+    for i in 0..20 {
+        create_product(c, &u, &store, &format!("Lamp {i}"), 1000).await;
+    }
+    let before = app.metrics().await;
+    let file = |text: &str, owner: &str| value(text, &format!("shopcell_database_file_bytes{{owner=\"{owner}\"}}"));
+    let used = |text: &str, owner: &str| value(text, &format!("shopcell_database_used_bytes{{owner=\"{owner}\"}}"));
+    let data = |text: &str, owner: &str| value(text, &format!("shopcell_database_data_bytes{{owner=\"{owner}\"}}"));
+    assert!(file(&before, "cell-1").unwrap() > 0.0, "{before}");
+    // The tables are counted in the background a minute after start, never on a scrape.
+    assert_eq!(used(&before, "cell-1"), None, "{before}");
+    app.clock.advance(std::time::Duration::from_secs(61));
+    let mut after = app.metrics().await;
+    for _ in 0..500 {
+        if used(&after, "cell-1").is_some() && used(&after, "account").is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        after = app.metrics().await;
+    }
+    for owner in ["cell-1", "account"] {
+        let (f, u, d) = (file(&after, owner).unwrap(), used(&after, owner).unwrap(), data(&after, owner).unwrap());
+        assert!(d > 0.0 && d <= u && u <= f, "{owner}: data {d}, used {u}, file {f}");
+    }
+    // Twenty products with their lists and history are more than a few kilobytes of rows.
+    assert!(data(&after, "cell-1").unwrap() > 20_000.0, "{after}");
+}

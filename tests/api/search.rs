@@ -17,8 +17,10 @@ use uuid::Uuid;
 
 use crate::support::*;
 
-/// How long a write may take to become searchable.
-const SEARCHABLE_WITHIN: Duration = Duration::from_secs(1);
+/// How long a test waits for a write to become searchable. The indexer's lag is a figure of
+/// `benches/catalog.rs` ("search index complete … after the last create"), not a timed
+/// assertion here: a loaded machine must not fail a test whose answers are right.
+const SEARCHABLE_WITHIN: Duration = Duration::from_secs(10);
 
 fn usd(amount: i64) -> Value {
     json!({"amount": amount, "currency": "USD"})
