@@ -10,6 +10,7 @@ mod v5;
 mod v6;
 mod v7;
 mod v8;
+mod v10;
 
 /// Every step, in order: each file names what its version changed.
 pub const STEPS: &[Step] = &[
@@ -20,6 +21,8 @@ pub const STEPS: &[Step] = &[
     Step { from: 5, run: v6::product_sorts_apart },
     Step { from: 6, run: v7::events_jobs_and_store_mail },
     Step { from: 7, run: v8::stock_per_location },
+    // 9 changed the account directory alone.
+    Step { from: 9, run: v10::levels_by_variant },
 ];
 
 /// What the steps' tests share: a cell written at an older format, opened through the steps.
