@@ -133,7 +133,15 @@ pub struct CellShares {
 
 impl CellShares {
     pub fn total(&self) -> u64 {
-        self.redb + self.rows + self.locations + self.lists + self.words + self.columns + 2 * self.answers + self.pricing + self.search_writer
+        self.redb
+            + self.rows
+            + self.locations
+            + self.lists
+            + self.words
+            + self.columns
+            + 2 * self.answers
+            + self.pricing
+            + self.search_writer
     }
 }
 

@@ -251,7 +251,12 @@ impl Writer {
 
     /// [`Writer::start`] whose [`Tx::commit_id`]s sort after `floor` (the latest such id the
     /// database holds, which a clock running behind would not pass).
-    pub fn start_after(db: Arc<Database>, name: &str, budgets: Budgets, floor: Option<Uuid>) -> std::io::Result<(Writer, WriterThread)> {
+    pub fn start_after(
+        db: Arc<Database>,
+        name: &str,
+        budgets: Budgets,
+        floor: Option<Uuid>,
+    ) -> std::io::Result<(Writer, WriterThread)> {
         let (sender, receiver) = mpsc::channel::<Msg>();
         let gate = Arc::new(MoveGate::default());
         let thread_gate = gate.clone();

@@ -645,7 +645,14 @@ async fn a_format_9_data_directory_lists_its_levels_as_before_through_the_format
             assert_eq!(now[field], answer[field], "{field} of GET inventory-levels{query}");
         }
         let from = (now["page"].as_u64().unwrap() - 1) * now["limit"].as_u64().unwrap();
-        let slice: Vec<Value> = whole["data"].as_array().unwrap().iter().skip(from as usize).take(now["limit"].as_u64().unwrap() as usize).cloned().collect();
+        let slice: Vec<Value> = whole["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .skip(from as usize)
+            .take(now["limit"].as_u64().unwrap() as usize)
+            .cloned()
+            .collect();
         assert_eq!(now["data"].as_array().unwrap(), &slice, "GET inventory-levels{query} is a page of the whole list");
     }
     assert_eq!(sorted(&whole), sorted(&before["?limit=100"]), "the same levels");
@@ -655,8 +662,12 @@ async fn a_format_9_data_directory_lists_its_levels_as_before_through_the_format
     let shed = c.post(&s("/inventory-levels/adjust"), t, body).await.expect(200).body;
     assert_eq!((shed["available"].as_i64(), shed["onHand"].as_i64()), (Some(4), Some(4)));
     let green = c.get(&s(&format!("/inventory-levels?variantId={LAMP_GREEN}")), t).await.expect(200).body;
-    let rows: Vec<(&str, i64)> =
-        green["data"].as_array().unwrap().iter().map(|l| (l["locationId"].as_str().unwrap(), l["available"].as_i64().unwrap())).collect();
+    let rows: Vec<(&str, i64)> = green["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["locationId"].as_str().unwrap(), l["available"].as_i64().unwrap()))
+        .collect();
     assert_eq!(rows, [(HOME_9, 3), (SHED, 4)]);
     let lamp = c.get(&s(&format!("/products/{LAMP}")), t).await.expect(200).body;
     assert_eq!(lamp["variants"][1]["inventoryQuantity"], 7, "the green lamp sells 3 at home and 4 in the shed");

@@ -3,6 +3,7 @@
 
 use crate::storage::migrations::Step;
 
+mod v10;
 mod v2;
 mod v3;
 mod v4;
@@ -10,7 +11,6 @@ mod v5;
 mod v6;
 mod v7;
 mod v8;
-mod v10;
 
 /// Every step, in order: each file names what its version changed.
 pub const STEPS: &[Step] = &[

@@ -9,8 +9,8 @@ use crate::cells::stock::levels;
 use crate::domain::stock::{CreateLocation, Location, MAX_LOCATIONS, UpdateLocation};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::keys::{Key, trailing_id};
-use crate::storage::row_cache::Cached;
 use crate::storage::record::{self, Claim, Filter, FilterValue, List, Record, Search, Sort, partition_prefix};
+use crate::storage::row_cache::Cached;
 use crate::storage::tables::{LOCATION_KEYS, LOCATION_ORDER, LOCATION_WORK, LOCATIONS, StoreTable};
 use crate::storage::writer::Tx;
 
