@@ -11,7 +11,13 @@
 //!
 //! `cargo bench --bench stock`. Environment: `BENCH_CHECKOUTS` (default 4,000 per store),
 //! `BENCH_BACKGROUND_RATE` (completions per second during the reads, default 200),
-//! `BENCH_SECONDS` (the read scenario).
+//! `BENCH_SECONDS` (the read scenario), `BENCH_SCENARIOS=reads` (scenario 3 alone),
+//! `BENCH_SHOPCELL` (the binary to serve, e.g. an earlier build's, for a before/after in one
+//! session; default this build's).
+//!
+//! Scenario 3 also prints the server's CPU time per level read (from `/proc/PID/stat`, the
+//! background completions' own CPU, measured alone just before, taken off): what to compare
+//! between builds on a machine shared with other work, where throughput moves by several times.
 
 mod common;
 
@@ -56,6 +62,11 @@ fn main() -> ExitCode {
 
 type Row = (&'static str, f64, f64);
 
+const LEVELS_ROW: &str = "GET inventory-levels?variantId= (50 locations, completions running) / bare hyper";
+
+/// How long the background completions run alone before the reads, to measure their own CPU.
+const BACKGROUND_ALONE: Duration = Duration::from_secs(3);
+
 fn bench() -> Result<Vec<Row>, BoxError> {
     let count: usize = env_or("BENCH_CHECKOUTS", 4000)?;
     let background: u64 = env_or("BENCH_BACKGROUND_RATE", 200)?;
@@ -63,9 +74,16 @@ fn bench() -> Result<Vec<Row>, BoxError> {
     let load = common::runtime("load-gen")?;
     // The job runner paused: the scenarios time what the writes and reads cost, not the mail
     // each order and shipment sends afterwards (the offline mailer makes a file per message).
-    let server = ServerProcess::spawn_with(env!("CARGO_BIN_EXE_shopcell"), &["--answer-cache", "false", "--jobs-paused"])?;
+    let binary = std::env::var("BENCH_SHOPCELL").unwrap_or_else(|_| env!("CARGO_BIN_EXE_shopcell").to_string());
+    let reads_alone = std::env::var("BENCH_SCENARIOS").is_ok_and(|v| v == "reads");
+    let server = ServerProcess::spawn_with(&binary, &["--answer-cache", "false", "--jobs-paused"])?;
     let result = (|| -> Result<(Vec<Row>, String, Vec<String>), BoxError> {
         let endpoint = Endpoint::new(server.addr);
+        if reads_alone {
+            let (bare, levels, store, variants) = read_levels(&load, &server, &settings, count, background)?;
+            let ratio = levels.requests_per_second() / bare.requests_per_second();
+            return Ok((vec![(LEVELS_ROW, ratio, 0.4)], store, variants));
+        }
         // 1. Completions: one location against five, the same lines in both stores.
         let (single, single_lines) = load.block_on(completion_store(&endpoint, "Single", 1, count))?;
         let (split, split_lines) = load.block_on(completion_store(&endpoint, "Five", PRODUCTS, count))?;
@@ -96,16 +114,12 @@ fn bench() -> Result<Vec<Row>, BoxError> {
         println!("measured fulfills with tracking: {fulfills:.0}/s ({:.1}× the fsync baseline)", fulfills / fsync.per_second());
 
         // 3. Level reads over 50 locations with completions running.
-        let (bare, levels, store, variants) = read_levels(&load, &endpoint, &settings, count, background)?;
+        let (bare, levels, store, variants) = read_levels(&load, &server, &settings, count, background)?;
 
         let rows = vec![
             ("completions: five locations, 40 % split / default location alone", five / alone, 0.5),
             ("fulfills with tracking / one fsync per transaction", fulfills / fsync.per_second(), 2.0),
-            (
-                "GET inventory-levels?variantId= (50 locations, completions running) / bare hyper",
-                levels.requests_per_second() / bare.requests_per_second(),
-                0.4,
-            ),
+            (LEVELS_ROW, levels.requests_per_second() / bare.requests_per_second(), 0.4),
         ];
         Ok((rows, store, variants))
     })();
@@ -269,12 +283,13 @@ async fn fulfill(shop: &Shop, orders: &[Value], fos: Vec<Vec<String>>) -> Result
 /// `background` per second in the same store.
 fn read_levels(
     load: &tokio::runtime::Runtime,
-    endpoint: &Endpoint,
+    server: &ServerProcess,
     settings: &Settings,
     count: usize,
     background: u64,
 ) -> Result<(LoadReport, LoadReport, String, Vec<String>), BoxError> {
-    let window = settings.warmup + settings.duration + Duration::from_secs(1);
+    let endpoint = &Endpoint::new(server.addr);
+    let window = BACKGROUND_ALONE + settings.warmup + settings.duration + Duration::from_secs(1);
     let needed = (background as f64 * window.as_secs_f64()).ceil() as usize;
     let shop = load.block_on(Shop::open(endpoint, "Fifty"))?;
     let variants = load.block_on(async {
@@ -326,14 +341,31 @@ fn read_levels(
             }
         })
     };
+    // The completions alone first: their CPU per second, taken off the reads' below.
+    let alone_from = server.cpu()?;
+    std::thread::sleep(BACKGROUND_ALONE);
+    let background_cpu = (server.cpu()? - alone_from).as_secs_f64() / BACKGROUND_ALONE.as_secs_f64();
     let variants_read = variants.clone();
     let (reader, base, seed) = (shop.owner.clone(), shop.base.clone(), 0x9E37_79B9_7F4A_7C15u64);
+    let sent = Arc::new(AtomicU64::new(0));
+    let counted = sent.clone();
+    let (cpu_from, from) = (server.cpu()?, std::time::Instant::now());
     let report = load.block_on(run_load(endpoint.addr, settings, move |n| {
+        counted.fetch_add(1, Ordering::Relaxed);
         // A multiplicative hash of the counter: every client reads scattered variants.
         let i = (n.wrapping_mul(seed) >> 40) as usize % READ_VARIANTS;
         reader.get(&format!("{base}/inventory-levels?variantId={}&limit=50", variants[i]))
     }));
+    let (cpu, elapsed) = ((server.cpu()? - cpu_from).as_secs_f64(), from.elapsed().as_secs_f64());
     pacer.abort();
+    // Every request sent counts, the warm-up's too: the CPU was read across all of them.
+    let reads = sent.load(Ordering::Relaxed).max(1) as f64;
+    println!(
+        "server CPU per level read: {:.1} µs ({:.1} µs with the completions' {:.0} % of a core left in; {reads:.0} reads in {elapsed:.1} s)",
+        (cpu - background_cpu * elapsed).max(0.0) * 1e6 / reads,
+        cpu * 1e6 / reads,
+        background_cpu * 100.0
+    );
     let during = completed.load(Ordering::Relaxed);
     println!(
         "measured GET inventory-levels?variantId=: {:.0} req/s, p99 {} ({} errors; {during} completions meanwhile)",

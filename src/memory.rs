@@ -115,6 +115,8 @@ pub struct CellShares {
     pub redb: u64,
     /// Rendered product views (`storage::row_cache`).
     pub rows: u64,
+    /// Each store's active locations (`cells::stock::locations`, in a `storage::row_cache`).
+    pub locations: u64,
     /// List orders (`storage::list_orders`).
     pub lists: u64,
     /// Search word lists (`search::words`).
@@ -131,7 +133,15 @@ pub struct CellShares {
 
 impl CellShares {
     pub fn total(&self) -> u64 {
-        self.redb + self.rows + self.lists + self.words + self.columns + 2 * self.answers + self.pricing + self.search_writer
+        self.redb
+            + self.rows
+            + self.locations
+            + self.lists
+            + self.words
+            + self.columns
+            + 2 * self.answers
+            + self.pricing
+            + self.search_writer
     }
 }
 
@@ -201,7 +211,10 @@ impl Budget {
         let of_rest = |percent: u64| rest * percent / 100;
         let cell = CellShares {
             redb: of_rest(32),
-            rows: of_rest(22),
+            rows: of_rest(21),
+            // 16 bytes a location: 1 % of a 1 GB budget holds the active locations of 10,000
+            // stores of 50.
+            locations: of_rest(1),
             lists: of_rest(24),
             words: of_rest(9),
             columns: of_rest(5),

@@ -628,6 +628,18 @@ impl ServerProcess {
         }
     }
 
+    /// The CPU time the server has used so far, user and system, from `/proc/PID/stat` (in
+    /// clock ticks of 10 ms: Linux's `USER_HZ` is 100). On a machine shared with other work,
+    /// CPU per operation moves far less than throughput does.
+    pub fn cpu(&self) -> Result<Duration, BoxError> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.0.id()))?;
+        // The command name may hold spaces: the fields counted from after its ')'.
+        let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+        let tick = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).ok_or("a /proc/PID/stat without CPU times");
+        // utime and stime: fields 14 and 15 of stat(5), 12 and 13 after the name.
+        Ok(Duration::from_millis((tick(11)? + tick(12)?) * 10))
+    }
+
     /// The directory the server's data is in (`data/` inside it).
     pub fn dir(&self) -> &Path {
         self.dir.path()

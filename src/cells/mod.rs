@@ -149,7 +149,12 @@ impl Cell {
         txn.open_table(MOVE_LOG)?.retain(|_, _| false)?;
         txn.commit()?;
         let floor = events::latest_id(&db)?;
-        let (writer, thread) = Writer::start_after(db.clone(), name, memory.rows, memory.lists, floor)?;
+        let (writer, thread) = Writer::start_after(
+            db.clone(),
+            name,
+            storage::writer::Budgets { rows: memory.rows, lists: memory.lists, locations: memory.locations },
+            floor,
+        )?;
         let search = crate::search::Search::start(&dir.join("search"), db.clone(), writer.clone(), name, memory)?;
         let publisher = publisher::Publisher::start(db.clone(), writer.clone(), name, clock.clone())?;
         Ok(Cell {
@@ -193,6 +198,7 @@ impl Cell {
             ("lists", self.writer.orders.meter.stats()),
             ("pricing", self.pricing.meter.stats()),
             ("settings", self.settings.meter.stats()),
+            ("locations", self.writer.locations.meter.stats()),
             ("pages", self.pages.stats()),
         ]
         .into_iter()

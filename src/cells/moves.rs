@@ -140,8 +140,7 @@ pub async fn move_import(cell: &Cell, store: Uuid, chunk: Chunk) -> ApiResult<()
         })
         .await?;
     // Rows copied wholesale: list orders are built afresh from them when first read.
-    cell.writer.orders.forget(store);
-    cell.writer.rows.drop_store(store);
+    cell.writer.forget_store(store);
     cell.set_state(store, Some(StoreState::Incoming));
     Ok(())
 }
@@ -195,8 +194,7 @@ pub async fn move_apply(cell: &Cell, store: Uuid, chunk: Chunk) -> ApiResult<()>
             Ok(())
         })
         .await?;
-    cell.writer.orders.forget(store);
-    cell.writer.rows.drop_store(store);
+    cell.writer.forget_store(store);
     if last {
         cell.set_state(store, Some(StoreState::Active));
         cell.jobs.wake();
@@ -268,8 +266,7 @@ pub async fn discard(cell: &Cell, store: Uuid) -> ApiResult<()> {
             Ok(())
         })
         .await?;
-    cell.writer.orders.forget(store);
-    cell.writer.rows.drop_store(store);
+    cell.writer.forget_store(store);
     cell.set_state(store, None);
     // The copy's search documents go too. A failure is only logged: the indexer drops the
     // documents of stores the cell does not serve on its next start.

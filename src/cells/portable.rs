@@ -186,8 +186,7 @@ pub async fn finish_import(cell: &Cell, store: Uuid, owner: Uuid) -> ApiResult<F
             Ok(Finished { webhooks_disabled })
         })
         .await?;
-    cell.writer.orders.forget(store);
-    cell.writer.rows.drop_store(store);
+    cell.writer.forget_store(store);
     cell.set_state(store, Some(StoreState::Active));
     cell.jobs.wake();
     Ok(done)

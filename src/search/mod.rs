@@ -360,6 +360,7 @@ pub fn reindex_offline(db: &Database, cell_dir: &Path) -> Result<u64, BoxError> 
     let memory = CellShares {
         redb: 0,
         rows: 0,
+        locations: 0,
         lists: 0,
         words: 0,
         columns: 0,

@@ -14,7 +14,6 @@ use uuid::Uuid;
 
 use crate::error::ApiResult;
 use crate::storage::codec::decode;
-use crate::storage::keys::trailing_id;
 use crate::storage::read;
 use crate::storage::record::{
     self, FilterKind, Listable, Record, Summary, order_prefix, partition_prefix, times_of, total_key, value_key,
@@ -154,10 +153,11 @@ fn walk<R: Record>(
     counted: Option<u64>,
     now: i64,
 ) -> ApiResult<Listed<R>> {
-    let mut ids = Vec::with_capacity(q.limit);
+    // The page's order rows: each ends with its record's key tail.
+    let mut rows: Vec<Vec<u8>> = Vec::with_capacity(q.limit);
     let total = if q.is_plain() {
         read::scan(txn, order, prefix, q.desc, q.offset, q.limit, |k, _| {
-            ids.extend(trailing_id(k));
+            rows.push(k.to_vec());
             Ok(())
         })?;
         counted.unwrap_or(0)
@@ -169,7 +169,7 @@ fn walk<R: Record>(
         read::walk(txn, order, prefix, q.desc, |k, v| {
             if q.accepts::<R>(&decode(v)?, store, now) {
                 if window.contains(&kept) {
-                    ids.extend(trailing_id(k));
+                    rows.push(k.to_vec());
                 }
                 kept += 1;
             }
@@ -177,6 +177,6 @@ fn walk<R: Record>(
         })?;
         counted.unwrap_or(kept)
     };
-    let items = record::get_each_in::<R>(txn, store, q.scope, ids)?;
+    let items = record::get_listed::<R>(txn, store, q.scope, rows.iter().map(Vec::as_slice))?;
     Ok(Listed { items, total })
 }

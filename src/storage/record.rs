@@ -32,6 +32,17 @@ pub trait Record: Serialize + DeserializeOwned + Send + Sync + 'static {
 
     fn id(&self) -> Uuid;
 
+    /// How many bytes end the record's key after `store ‖ scope`: [`Record::tail`]'s length.
+    const TAIL: usize = 16;
+
+    /// Appends what ends the record's key, and each of its order rows, to `k`: its id, unless
+    /// the record is found by something else (a level by its variant and location, so a
+    /// variant's levels are one range). [`Record::TAIL`] bytes; a list reads them back off the
+    /// end of its order rows to find the records.
+    fn tail(&self, k: Key) -> Key {
+        k.id(self.id())
+    }
+
     /// For a record that lives under another (a discount's comments), the other's id: the record's
     /// key, its list and its counters are then per parent (`store ‖ parent ‖ …`), so listing one
     /// parent's records costs that list alone and deleting the parent removes them as one range.
@@ -341,6 +352,11 @@ pub fn key_in(store: Uuid, scope: Option<Uuid>, id: Uuid) -> Vec<u8> {
     base(store, scope).id(id).into_vec()
 }
 
+/// The key of record `r` of `store`: its base and its [`Record::tail`].
+pub fn key_of<R: Record>(store: Uuid, r: &R) -> Vec<u8> {
+    r.tail(base(store, r.scope())).into_vec()
+}
+
 /// The key of record `id` of `store`.
 pub fn row_key(store: Uuid, id: Uuid) -> Vec<u8> {
     key_in(store, None, id)
@@ -388,12 +404,12 @@ fn order_rows<R: Record>(store: Uuid, r: &R) -> ApiResult<Rows> {
     let list = &R::LIST;
     let value = summary(r)?;
     let mut rows: Rows =
-        list.sorts.iter().map(|s| ((s.key)(r, base(store, r.scope()).u8(s.tag)).id(r.id()).into_vec(), value.clone())).collect();
+        list.sorts.iter().map(|s| (r.tail((s.key)(r, base(store, r.scope()).u8(s.tag))).into_vec(), value.clone())).collect();
     if let Some(sort) = list.sort(list.default_sort) {
         for (i, f) in list.filters.iter().enumerate().filter(|(_, f)| f.counted()) {
             if let Some(v) = (f.value)(r) {
                 let at = partition(store, r.scope(), i, &v.bytes());
-                rows.push(((sort.key)(r, at).id(r.id()).into_vec(), value.clone()));
+                rows.push((r.tail((sort.key)(r, at)).into_vec(), value.clone()));
             }
         }
     }
@@ -417,7 +433,24 @@ pub fn load<R: Record>(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<Option<R>> {
 
 /// Reads record `id` under `scope` inside a write job.
 pub fn load_in<R: Record>(tx: &Tx, store: Uuid, scope: Option<Uuid>, id: Uuid) -> ApiResult<Option<R>> {
+    debug_assert_eq!(R::TAIL, 16, "{} is found by its key, not its id", R::NAME);
     tx.get(R::TABLE, &key_in(store, scope, id))?.map(|b| decode(&b)).transpose()
+}
+
+/// Reads the record of the order row `row` (a key under `scope` ending with the record's
+/// [`Record::tail`]) inside a write job.
+pub fn load_listed<R: Record>(tx: &Tx, store: Uuid, scope: Option<Uuid>, row: &[u8]) -> ApiResult<Option<R>> {
+    let Some(key) = listed_key::<R>(store, scope, row) else { return Ok(None) };
+    tx.get(R::TABLE, &key)?.map(|b| decode(&b)).transpose()
+}
+
+/// The key of the record of the order row `row`: the base, then the row's last
+/// [`Record::TAIL`] bytes.
+fn listed_key<R: Record>(store: Uuid, scope: Option<Uuid>, row: &[u8]) -> Option<Vec<u8>> {
+    let tail = row.len().checked_sub(R::TAIL).and_then(|i| row.get(i..))?;
+    let mut key = base(store, scope).into_vec();
+    key.extend_from_slice(tail);
+    Some(key)
 }
 
 /// Like [`load`], a 404 when the record does not exist.
@@ -432,6 +465,7 @@ pub fn get<R: Record>(txn: &ReadTransaction, store: Uuid, id: Uuid) -> ApiResult
 
 /// Reads record `id` under `scope` in a read transaction.
 pub fn get_in<R: Record>(txn: &ReadTransaction, store: Uuid, scope: Option<Uuid>, id: Uuid) -> ApiResult<Option<R>> {
+    debug_assert_eq!(R::TAIL, 16, "{} is found by its key, not its id", R::NAME);
     read::get(txn, R::TABLE, &key_in(store, scope, id))
 }
 
@@ -443,11 +477,24 @@ pub fn get_each_in<R: Record>(
     scope: Option<Uuid>,
     ids: impl IntoIterator<Item = Uuid>,
 ) -> ApiResult<Vec<R>> {
+    debug_assert_eq!(R::TAIL, 16, "{} is found by its key, not its id", R::NAME);
     read::get_each(txn, R::TABLE, ids.into_iter().map(|id| key_in(store, scope, id)))
+}
+
+/// Reads the records whose order rows are `rows` (keys under `scope`, each ending with its
+/// record's [`Record::tail`]), in that order, opening their table once: a list page's records.
+pub fn get_listed<'k, R: Record>(
+    txn: &ReadTransaction,
+    store: Uuid,
+    scope: Option<Uuid>,
+    rows: impl IntoIterator<Item = &'k [u8]>,
+) -> ApiResult<Vec<R>> {
+    read::get_each(txn, R::TABLE, rows.into_iter().filter_map(|row| listed_key::<R>(store, scope, row)))
 }
 
 /// Whether record `id` of `store` exists, inside a write job.
 pub fn exists<R: Record>(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<bool> {
+    debug_assert_eq!(R::TAIL, 16, "{} is found by its key, not its id", R::NAME);
     Ok(tx.get(R::TABLE, &row_key(store, id))?.is_some())
 }
 
@@ -496,8 +543,8 @@ pub fn write<R: Record>(tx: &mut Tx, store: Uuid, old: Option<&R>, new: Option<&
         _ => {}
     }
     match (old, new) {
-        (_, Some(n)) => tx.put(R::TABLE, &key_in(store, n.scope(), n.id()), &encode(n)?),
-        (Some(o), None) => tx.delete(R::TABLE, &key_in(store, o.scope(), o.id())),
+        (_, Some(n)) => tx.put(R::TABLE, &key_of(store, n), &encode(n)?),
+        (Some(o), None) => tx.delete(R::TABLE, &key_of(store, o)),
         (None, None) => Ok(()),
     }
 }

@@ -1,5 +1,6 @@
 //! Rows read on every page, kept in memory: the rendered product views that lists, searches and
-//! product reads answer with.
+//! product reads answer with, and (in a second cache) each store's active locations, which every
+//! page of a variant's levels lists (`cells::stock::locations::active_cached`).
 //!
 //! redb's own page cache is shared by every thread through locks and reference counts, and one
 //! row costs a descent of several pages, so a page of 20 products spent more time finding its

@@ -162,6 +162,17 @@ impl Generations {
     }
 }
 
+/// The byte budgets of what a writer keeps in step with its commits.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Budgets {
+    /// Cached rows ([`Writer::rows`]).
+    pub rows: u64,
+    /// List orders ([`Writer::orders`]).
+    pub lists: u64,
+    /// Cached active locations ([`Writer::locations`]).
+    pub locations: u64,
+}
+
 /// The handle request handlers write through. Cloning shares the one writer thread.
 #[derive(Clone)]
 pub struct Writer {
@@ -175,6 +186,9 @@ pub struct Writer {
     pub orders: Arc<ListOrders>,
     /// Cached rows, dropped after every commit that changes them.
     pub rows: Arc<RowCache>,
+    /// Each store's active locations in priority order (location ids end to end), under
+    /// `(store, nil)`: dropped after every commit that writes a location of the store.
+    pub locations: Arc<RowCache>,
     /// Stores that committed events since the event fan-out last looked.
     pub appended: Arc<Appended>,
     /// How the thread batches and how long its commits take.
@@ -231,9 +245,10 @@ impl WriterThread {
 
 impl Writer {
     /// Starts the writer thread of `db`.
-    /// `rows` and `lists` are the byte budgets of its row cache and list orders.
+    /// `rows` and `lists` are the byte budgets of its row cache and list orders; it caches no
+    /// locations (a cell's writer is started with [`Writer::start_after`]).
     pub fn start(db: Arc<Database>, name: &str, rows: u64, lists: u64) -> std::io::Result<(Writer, WriterThread)> {
-        Writer::start_after(db, name, rows, lists, None)
+        Writer::start_after(db, name, Budgets { rows, lists, locations: 0 }, None)
     }
 
     /// [`Writer::start`] whose [`Tx::commit_id`]s sort after `floor` (the latest such id the
@@ -241,8 +256,7 @@ impl Writer {
     pub fn start_after(
         db: Arc<Database>,
         name: &str,
-        rows: u64,
-        lists: u64,
+        budgets: Budgets,
         floor: Option<Uuid>,
     ) -> std::io::Result<(Writer, WriterThread)> {
         let (sender, receiver) = mpsc::channel::<Msg>();
@@ -252,9 +266,10 @@ impl Writer {
         let thread_committed = committed.clone();
         let generations = Arc::new(Generations::default());
         let thread_generations = generations.clone();
-        let orders = Arc::new(ListOrders::new(lists));
-        let rows = Arc::new(RowCache::new(rows));
-        let (thread_orders, thread_rows) = (orders.clone(), rows.clone());
+        let orders = Arc::new(ListOrders::new(budgets.lists));
+        let rows = Arc::new(RowCache::new(budgets.rows));
+        let locations = Arc::new(RowCache::new(budgets.locations));
+        let (thread_orders, thread_rows, thread_locations) = (orders.clone(), rows.clone(), locations.clone());
         let appended = Arc::new(Appended::default());
         let thread_appended = appended.clone();
         let stats = Arc::new(WriterStats::default());
@@ -265,12 +280,21 @@ impl Writer {
                 generations: &thread_generations,
                 orders: &thread_orders,
                 rows: &thread_rows,
+                locations: &thread_locations,
                 appended: &thread_appended,
                 stats: &thread_stats,
             };
             run(&db, &receiver, &thread_gate, &derived, floor)
         })?;
-        Ok((Writer { sender, gate, committed, generations, orders, rows, appended, stats }, WriterThread(handle)))
+        Ok((Writer { sender, gate, committed, generations, orders, rows, locations, appended, stats }, WriterThread(handle)))
+    }
+
+    /// Forgets what is kept of `store` beside its rows (list orders, cached rows and locations):
+    /// its rows were replaced wholesale (a move, an import), not through commits that drop them.
+    pub fn forget_store(&self, store: Uuid) {
+        self.orders.forget(store);
+        self.rows.drop_store(store);
+        self.locations.drop_store(store);
     }
 
     /// Runs `job` in the next batch and waits until its transaction is durable.
@@ -329,6 +353,7 @@ struct Derived<'a> {
     generations: &'a Generations,
     orders: &'a ListOrders,
     rows: &'a RowCache,
+    locations: &'a RowCache,
     appended: &'a Appended,
     stats: &'a WriterStats,
 }
@@ -417,6 +442,7 @@ fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &Atomi
         }
         let changes = std::mem::take(&mut tx.orders);
         let changed_rows = std::mem::take(&mut tx.changed_rows);
+        let changed_locations = std::mem::take(&mut tx.changed_locations);
         let evented = std::mem::take(&mut tx.evented);
         drop(tx);
         if let Some((i, e)) = failed {
@@ -435,6 +461,9 @@ fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &Atomi
                 derived.appended.add(evented);
                 for (store, id) in changed_rows {
                     derived.rows.drop_row(store, id);
+                }
+                for store in changed_locations {
+                    derived.locations.drop_row(store, Uuid::nil());
                 }
                 derived.generations.bump(&batch.iter().map(|j| j.store).collect::<Vec<_>>());
                 for (job, out) in batch.into_iter().zip(outputs) {
@@ -500,6 +529,8 @@ pub struct Tx<'a> {
     orders: Vec<Change>,
     /// Cached rows to drop once the transaction commits.
     changed_rows: Vec<(Uuid, Uuid)>,
+    /// Stores whose cached locations to drop once the transaction commits.
+    changed_locations: Vec<Uuid>,
     /// Ids in commit order, for rows read back in the order they were written (events).
     ids: &'a mut CommitIds,
     /// Stores this batch appended events to.
@@ -521,6 +552,7 @@ impl<'a> Tx<'a> {
             open: RefCell::new(Vec::new()),
             orders: Vec::new(),
             changed_rows: Vec::new(),
+            changed_locations: Vec::new(),
             counters: HashMap::new(),
         }
     }
@@ -624,6 +656,14 @@ impl<'a> Tx<'a> {
     /// Drops the cached row `(store, id)` when the transaction commits (see [`RowCache`]).
     pub fn row_changed(&mut self, store: Uuid, id: Uuid) {
         self.changed_rows.push((store, id));
+    }
+
+    /// Drops the cached locations of `store` when the transaction commits (a location of it
+    /// was written).
+    pub fn locations_changed(&mut self, store: Uuid) {
+        if !self.changed_locations.contains(&store) {
+            self.changed_locations.push(store);
+        }
     }
 
     /// Reads a counter (0 when absent).

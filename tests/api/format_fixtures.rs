@@ -599,3 +599,84 @@ async fn a_format_7_data_directory_keeps_its_stock_per_location_through_the_form
     app.stop().await;
     assert_eq!(format_version(&cell_db), shopcell::storage::FORMAT_VERSION);
 }
+
+/// The format-9 directory (`data-format/fixtures/README.md`, "format-9"): format-7's store with
+/// two more locations (Shed, active; Annex, inactive) holding levels, kept at their level ids.
+const FORMAT_9: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data-format/fixtures/format-9");
+/// What the format-9 build answered to level lists of that directory, by query.
+const FORMAT_9_LEVELS: &str = include_str!("../../data-format/fixtures/format-9-levels.json");
+const SHED: &str = "01a21e49-1472-70f8-b560-5b6c28fbb5fd";
+const HOME_9: &str = "01a21e48-d94b-7118-9370-de47d1b19868";
+
+#[tokio::test]
+async fn a_format_9_data_directory_lists_its_levels_as_before_through_the_format_10_step() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy_dir(Path::new(FORMAT_9), dir.path());
+    let cell_db = dir.path().join("cells/cell-1/cell.redb");
+    assert_eq!(format_version(&cell_db), 9, "the fixture is a format-9 cell");
+
+    let mut app = spawn_app_in(dir.path()).await;
+    let c = &app.client;
+    let s = |p: &str| format!("/api/v1/stores/{STORE}{p}");
+    let owner = login(c, OWNER_EMAIL, OWNER_PASSWORD).await;
+    let t = owner["accessToken"].as_str().map(str::to_string);
+    let t = t.as_deref();
+
+    // Every list filtered on a variant or a location answers as the format-9 build did: a
+    // location's, a variant's (zeros at active locations it never held, its level at the
+    // inactive Annex last), paged. The store's whole list holds the same levels; levels made at
+    // the same millisecond (the variants of one product, by step 8) now tie in variant and
+    // location order, not in level id order, so its pages are compared with its whole list.
+    let before: serde_json::Map<String, Value> = serde_json::from_str(FORMAT_9_LEVELS).expect("the recorded answers");
+    assert_eq!(before.len(), 11);
+    let sorted = |page: &Value| {
+        let mut rows = page["data"].as_array().unwrap().clone();
+        rows.sort_by_key(|l| (l["variantId"].to_string(), l["locationId"].to_string()));
+        rows
+    };
+    let whole = c.get(&s("/inventory-levels?limit=100"), t).await.expect(200).body;
+    for (query, answer) in &before {
+        let now = c.get(&s(&format!("/inventory-levels{query}")), t).await.expect(200).body;
+        if query.contains("Id=") {
+            assert_eq!(&now, answer, "GET inventory-levels{query}");
+            continue;
+        }
+        for field in ["total", "page", "limit", "totalPages"] {
+            assert_eq!(now[field], answer[field], "{field} of GET inventory-levels{query}");
+        }
+        let from = (now["page"].as_u64().unwrap() - 1) * now["limit"].as_u64().unwrap();
+        let slice: Vec<Value> = whole["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .skip(from as usize)
+            .take(now["limit"].as_u64().unwrap() as usize)
+            .cloned()
+            .collect();
+        assert_eq!(now["data"].as_array().unwrap(), &slice, "GET inventory-levels{query} is a page of the whole list");
+    }
+    assert_eq!(sorted(&whole), sorted(&before["?limit=100"]), "the same levels");
+
+    // New writes land at the new keys and read back beside the moved ones.
+    let body = json!({"variantId": LAMP_GREEN, "locationId": SHED, "delta": 4, "reason": "received"});
+    let shed = c.post(&s("/inventory-levels/adjust"), t, body).await.expect(200).body;
+    assert_eq!((shed["available"].as_i64(), shed["onHand"].as_i64()), (Some(4), Some(4)));
+    let green = c.get(&s(&format!("/inventory-levels?variantId={LAMP_GREEN}")), t).await.expect(200).body;
+    let rows: Vec<(&str, i64)> = green["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["locationId"].as_str().unwrap(), l["available"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(rows, [(HOME_9, 3), (SHED, 4)]);
+    let lamp = c.get(&s(&format!("/products/{LAMP}")), t).await.expect(200).body;
+    assert_eq!(lamp["variants"][1]["inventoryQuantity"], 7, "the green lamp sells 3 at home and 4 in the shed");
+    let at_shed = c.get(&s(&format!("/inventory-levels?locationId={SHED}")), t).await.expect(200).body;
+    assert_eq!(at_shed["total"], 3);
+    assert_eq!(at_shed["data"][0]["variantId"], LAMP_GREEN, "the newest level first");
+    let all = c.get(&s("/inventory-levels?limit=100"), t).await.expect(200).body;
+    assert_eq!(all["total"], 18);
+
+    app.stop().await;
+    assert_eq!(format_version(&cell_db), FORMAT_VERSION);
+}

@@ -165,3 +165,56 @@ async fn a_store_keeps_stock_per_location_and_every_change_in_its_history() {
     let placed = c.get(&shop.path("/inventory-history?reason=order_placed"), t).await.expect(200).body;
     assert_eq!(placed["total"], 2);
 }
+
+/// The `locations` cache's (entries, bytes, hits, misses) in `/metrics`.
+async fn location_cache(app: &TestApp) -> (u64, u64, u64, u64) {
+    let text = app.metrics().await;
+    let cell = app.server.as_ref().unwrap().node.cells.keys().next().unwrap().clone();
+    let key = (cell, "locations".to_string());
+    let of = |family: &str| crate::system::family(&text, family)[&key];
+    (of("shopcell_cache_entries"), of("shopcell_cache_bytes"), of("shopcell_cache_hits_total"), of("shopcell_cache_misses_total"))
+}
+
+#[tokio::test]
+async fn a_variant_s_levels_take_the_active_locations_from_a_cache_every_location_write_refreshes() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let shop = Shop::new(c).await;
+    let t = Some(shop.owner.token.as_str());
+    let home = locations(c, &shop).await[0]["id"].as_str().unwrap().to_string();
+    let mug = stocked(c, &shop, "Mug", 1200, 5).await;
+    let row = |loc: &str, available: i64| (loc.to_string(), available, 0);
+
+    // The first page reads the locations and keeps them (16 bytes each and the entry's
+    // overhead); the second finds them kept.
+    let (_, _, hits, misses) = location_cache(&app).await;
+    assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5)]);
+    assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5)]);
+    assert_eq!(location_cache(&app).await, (1, 16 + 96, hits + 1, misses + 1));
+
+    // Every write of a location is seen by the next page: a new one, a priority changed (the
+    // order), one deactivated; a level written is not a location write and keeps the entry.
+    let shed = create_location(c, &shop, "Shed", 5).await;
+    assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5), row(&shed, 0)]);
+    let front = create_location(c, &shop, "Front", 1).await;
+    assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5), row(&front, 0), row(&shed, 0)]);
+    c.patch(&shop.path(&format!("/locations/{front}")), t, json!({"priority": 9})).await.expect(200);
+    assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5), row(&shed, 0), row(&front, 0)]);
+    adjust(c, &shop, &mug, &shed, 2).await.expect(200);
+    let (_, _, hits, misses) = location_cache(&app).await;
+    assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5), row(&shed, 2), row(&front, 0)]);
+    assert_eq!(location_cache(&app).await, (1, 3 * 16 + 96, hits + 1, misses), "an adjustment leaves the locations kept");
+    c.patch(&shop.path(&format!("/locations/{front}")), t, json!({"active": false})).await.expect(200);
+    assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5), row(&shed, 2)]);
+    assert_eq!(location_cache(&app).await.1, 2 * 16 + 96);
+
+    // A level at an inactive location follows the active ones: activated again, it takes its
+    // place by priority.
+    c.patch(&shop.path(&format!("/locations/{shed}")), t, json!({"priority": 20})).await.expect(200);
+    c.patch(&shop.path(&format!("/locations/{front}")), t, json!({"active": true})).await.expect(200);
+    adjust(c, &shop, &mug, &front, 1).await.expect(200);
+    c.patch(&shop.path(&format!("/locations/{front}")), t, json!({"active": false})).await.expect(200);
+    assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5), row(&shed, 2), row(&front, 1)]);
+    c.patch(&shop.path(&format!("/locations/{front}")), t, json!({"active": true})).await.expect(200);
+    assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5), row(&front, 1), row(&shed, 2)]);
+}

@@ -181,7 +181,7 @@ async fn the_signing_key_survives_a_restart() {
 }
 
 /// `name{owner="…",cache="…"} value` lines of one family, as `(owner, cache) → value`.
-fn family(text: &str, name: &str) -> std::collections::BTreeMap<(String, String), u64> {
+pub fn family(text: &str, name: &str) -> std::collections::BTreeMap<(String, String), u64> {
     let mut out = std::collections::BTreeMap::new();
     for line in text.lines().filter(|l| l.starts_with(&format!("{name}{{"))) {
         let (labels, value) = line[name.len() + 1..].split_once("} ").expect("labels and a value");
@@ -217,6 +217,7 @@ async fn metrics_show_every_cache_within_its_share_of_the_budget() {
         "lists",
         "pricing",
         "settings",
+        "locations",
         "pages",
         "search_words",
         "search_columns",

@@ -3,6 +3,7 @@
 
 use crate::storage::migrations::Step;
 
+mod v10;
 mod v2;
 mod v3;
 mod v4;
@@ -20,6 +21,8 @@ pub const STEPS: &[Step] = &[
     Step { from: 5, run: v6::product_sorts_apart },
     Step { from: 6, run: v7::events_jobs_and_store_mail },
     Step { from: 7, run: v8::stock_per_location },
+    // 9 changed the account directory alone.
+    Step { from: 9, run: v10::levels_by_variant },
 ];
 
 /// What the steps' tests share: a cell written at an older format, opened through the steps.

@@ -20,16 +20,19 @@ use crate::domain::product::Product;
 use crate::domain::stock::{Actor, Location, Quantities, Reason, Why};
 use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, Code};
-use crate::storage::keys::{Key, trailing_id};
+use crate::storage::codec::decode;
+use crate::storage::keys::Key;
 use crate::storage::list::{ListQuery, Listed};
 use crate::storage::record::{self, Filter, FilterValue, List, Record, Sort, partition_prefix};
 use crate::storage::tables::{LEVEL_ORDER, LEVELS, StoreTable, VARIANTS};
 use crate::storage::writer::Tx;
 
-/// A variant's quantities at one location.
+/// A variant's quantities at one location, kept at `store ‖ variant ‖ location` ([`level_key`]):
+/// a variant's levels are one range.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Level {
-    /// Derived from the variant and the location: [`level_id`].
+    /// Derived from the variant and the location ([`level_id`]): the record's id, which no key
+    /// holds (the level is found by the pair).
     pub id: Uuid,
     pub variant_id: Uuid,
     pub product_id: Uuid,
@@ -137,10 +140,27 @@ impl Record for Level {
     fn id(&self) -> Uuid {
         self.id
     }
+
+    const TAIL: usize = 32;
+
+    /// The variant, then the location: a variant's levels are one range of `levels`.
+    fn tail(&self, k: Key) -> Key {
+        k.id(self.variant_id).id(self.location_id)
+    }
+}
+
+/// The key of the level of `variant` at `location`.
+pub fn level_key(store: Uuid, variant: Uuid, location: Uuid) -> Vec<u8> {
+    Key::store(store).id(variant).id(location).into_vec()
+}
+
+/// Where the levels of `variant` start: every level of the variant is under it.
+fn variant_prefix(store: Uuid, variant: Uuid) -> Vec<u8> {
+    Key::store(store).id(variant).into_vec()
 }
 
 /// The id of the level of `variant` at `location`: the first 16 bytes of
-/// `sha256(variant ‖ location)`, so a level is found by the pair with one read.
+/// `sha256(variant ‖ location)`: a level has one id however often it is written.
 pub fn level_id(variant: Uuid, location: Uuid) -> Uuid {
     let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
     ctx.update(variant.as_bytes());
@@ -178,7 +198,7 @@ pub fn product_of(tx: &Tx, store: Uuid, variant: Uuid) -> ApiResult<Option<Uuid>
 
 /// The level of `variant` at `location`, inside a write.
 pub fn level(tx: &Tx, store: Uuid, variant: Uuid, location: Uuid) -> ApiResult<Option<Level>> {
-    record::load::<Level>(tx, store, level_id(variant, location))
+    tx.get(LEVELS, &level_key(store, variant, location))?.map(|b| decode(&b)).transpose()
 }
 
 /// Units of `variant` available at `location` (0 without a level), inside a write.
@@ -338,27 +358,28 @@ fn remove_variant(tx: &mut Tx, store: Uuid, variant: Uuid) -> ApiResult<()> {
     Ok(())
 }
 
-/// The ids of the levels in one partition (filter `filter` = `id`), inside a write.
-fn partition_ids(tx: &Tx, store: Uuid, filter: usize, id: Uuid) -> ApiResult<Vec<Uuid>> {
-    let prefix = partition_prefix(store, None, filter, id.as_bytes());
-    Ok(tx.keys_with_prefix(LEVEL_ORDER, &prefix)?.iter().filter_map(|k| trailing_id(k)).collect())
-}
-
-/// Every level of `variant`, inside a write.
-pub fn of_variant(tx: &Tx, store: Uuid, variant: Uuid) -> ApiResult<Vec<Level>> {
+/// Every level at `location` (through the list's partition of the location: filter 1), inside
+/// a write.
+fn at_location(tx: &Tx, store: Uuid, location: Uuid) -> ApiResult<Vec<Level>> {
+    let prefix = partition_prefix(store, None, 1, location.as_bytes());
     let mut out = Vec::new();
-    for id in partition_ids(tx, store, 0, variant)? {
-        out.extend(record::load::<Level>(tx, store, id)?);
+    for k in tx.keys_with_prefix(LEVEL_ORDER, &prefix)? {
+        out.extend(record::load_listed::<Level>(tx, store, None, &k)?);
     }
     Ok(out)
+}
+
+/// Every level of `variant`, by location, inside a write: one range.
+pub fn of_variant(tx: &Tx, store: Uuid, variant: Uuid) -> ApiResult<Vec<Level>> {
+    let rows = tx.scan_prefix(LEVELS, &variant_prefix(store, variant), None, usize::MAX)?;
+    rows.iter().map(|(_, v)| decode(v)).collect()
 }
 
 /// A location's units start or stop being sold: each variant with units available there has
 /// its sellable sum moved by them, one product write per product.
 pub fn resell_location(tx: &mut Tx, store: Uuid, location: Uuid, sold: bool, now: i64) -> ApiResult<()> {
     let mut by_product: Sellable = BTreeMap::new();
-    for id in partition_ids(tx, store, 1, location)? {
-        let Some(l) = record::load::<Level>(tx, store, id)? else { continue };
+    for l in at_location(tx, store, location)? {
         if l.quantities.available != 0 {
             let n = if sold { l.quantities.available } else { l.quantities.available.saturating_neg() };
             by_product.entry(l.product_id).or_default().push((l.variant_id, n));
@@ -373,8 +394,7 @@ pub fn resell_location(tx: &mut Tx, store: Uuid, location: Uuid, sold: bool, now
 /// Up to `max` variants with committed, reserved or incoming units at `location`.
 pub fn busy_variants(tx: &Tx, store: Uuid, location: Uuid, max: usize) -> ApiResult<Vec<Uuid>> {
     let mut out = Vec::new();
-    for id in partition_ids(tx, store, 1, location)? {
-        let Some(l) = record::load::<Level>(tx, store, id)? else { continue };
+    for l in at_location(tx, store, location)? {
         let q = l.quantities;
         if q.committed != 0 || q.reserved != 0 || q.incoming != 0 {
             out.push(l.variant_id);
@@ -388,43 +408,56 @@ pub fn busy_variants(tx: &Tx, store: Uuid, location: Uuid, max: usize) -> ApiRes
 
 /// `GET S/inventory-levels`. Asked for one variant, a row per active location (zeros included,
 /// in priority order) and one per other location that holds a level; else the levels as kept.
+/// A variant's page is one range of `levels` beside the store's active locations, which are
+/// cached ([`locations::active_cached`]).
 pub fn list(cell: &Cell, store: Uuid, q: &ListQuery) -> ApiResult<Listed<LevelView>> {
     let variant = q.filters.iter().find(|(i, v)| *i == 0 && v.len() == 1).and_then(|(_, v)| v.first());
     let Some(variant) = variant.and_then(|b| Uuid::from_slice(b).ok()) else {
         return Ok(cell.list::<Level>(store, q)?.map(|l| l.view()));
     };
+    // Before the read begins: a cached list is never older than the read's snapshot.
+    let active = locations::active_cached(cell, store)?;
     let txn = cell.read()?;
-    let Some(product) = crate::storage::read::get_raw(&txn, VARIANTS, Key::store(store).id(variant).bytes())?
-        .and_then(|b| Uuid::from_slice(&b).ok())
-    else {
-        return Ok(Listed { items: Vec::new(), total: 0 });
-    };
-    let mut held: HashMap<Uuid, Level> = HashMap::new();
-    let prefix = partition_prefix(store, None, 0, variant.as_bytes());
-    let mut ids = Vec::new();
-    crate::storage::read::walk(&txn, LEVEL_ORDER, &prefix, false, |k, _| {
-        ids.extend(trailing_id(k));
+    let mut held: Vec<Level> = Vec::new();
+    crate::storage::read::walk(&txn, LEVELS, &variant_prefix(store, variant), false, |_, v| {
+        held.push(decode(v)?);
         Ok(true)
     })?;
-    for l in record::get_each_in::<Level>(&txn, store, None, ids)? {
-        held.insert(l.location_id, l);
-    }
-    let mut rows: Vec<LevelView> = Vec::new();
-    for loc in locations::active_ids(&txn, store)? {
-        rows.push(match held.remove(&loc) {
-            Some(l) => l.view(),
-            None => LevelView::never_held(variant, product, loc),
-        });
+    let product = match held.first() {
+        Some(l) => l.product_id,
+        // A variant without levels: known only if the store has it.
+        None => match crate::storage::read::get_raw(&txn, VARIANTS, Key::store(store).id(variant).bytes())?
+            .and_then(|b| Uuid::from_slice(&b).ok())
+        {
+            Some(p) => p,
+            None => return Ok(Listed { items: Vec::new(), total: 0 }),
+        },
+    };
+    // `held` is in location order: each active location finds its level by a binary search.
+    // Rows are views only once the page is cut (a time written costs more than the search).
+    let mut rows: Vec<(Uuid, Option<&Level>)> = Vec::with_capacity(active.len() + held.len());
+    let mut shown = vec![false; held.len()];
+    for loc in active.iter() {
+        let found = held.binary_search_by(|l| l.location_id.cmp(loc)).ok();
+        if let Some(i) = found {
+            shown[i] = true;
+        }
+        rows.push((*loc, found.and_then(|i| held.get(i))));
     }
     // Levels at inactive locations follow, oldest first.
-    let mut rest: Vec<Level> = held.into_values().collect();
+    let mut rest: Vec<&Level> = held.iter().zip(&shown).filter(|(_, s)| !**s).map(|(l, _)| l).collect();
     rest.sort_by_key(|l| (l.created_at, l.location_id));
-    rows.extend(rest.iter().map(Level::view));
+    rows.extend(rest.into_iter().map(|l| (l.location_id, Some(l))));
     if let Some((_, locs)) = q.filters.iter().find(|(i, _)| *i == 1) {
-        rows.retain(|r| locs.iter().any(|b| b.as_slice() == r.location_id.as_bytes()));
+        rows.retain(|(loc, _)| locs.iter().any(|b| b.as_slice() == loc.as_bytes()));
     }
     let total = rows.len() as u64;
-    let items = rows.into_iter().skip(q.offset).take(q.limit).collect();
+    let items = rows
+        .into_iter()
+        .skip(q.offset)
+        .take(q.limit)
+        .map(|(loc, l)| l.map_or_else(|| LevelView::never_held(variant, product, loc), Level::view))
+        .collect();
     Ok(Listed { items, total })
 }
 

@@ -10,6 +10,7 @@ use crate::domain::stock::{CreateLocation, Location, MAX_LOCATIONS, UpdateLocati
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::keys::{Key, trailing_id};
 use crate::storage::record::{self, Claim, Filter, FilterValue, List, Record, Search, Sort, partition_prefix};
+use crate::storage::row_cache::Cached;
 use crate::storage::tables::{LOCATION_KEYS, LOCATION_ORDER, LOCATION_WORK, LOCATIONS, StoreTable};
 use crate::storage::writer::Tx;
 
@@ -95,9 +96,33 @@ pub fn active_ids(txn: &redb::ReadTransaction, store: Uuid) -> ApiResult<Vec<Uui
     Ok(ids)
 }
 
+/// The active locations of `store` in priority order, from the writer's cache ([`write`] drops
+/// it), or read and kept: a variant's levels are listed without a location read.
+pub fn active_cached(cell: &Cell, store: Uuid) -> ApiResult<Vec<Uuid>> {
+    let cache = &cell.writer.locations;
+    // The lookup comes before the read's snapshot: a fill is refused if a location was written
+    // between the two.
+    let epoch = match cache.get(store, Uuid::nil()) {
+        Cached::Hit(ids) => return Ok(ids.chunks_exact(16).filter_map(|b| Uuid::from_slice(b).ok()).collect()),
+        Cached::Miss(epoch) => epoch,
+    };
+    let ids = active_ids(&cell.read()?, store)?;
+    let row: Vec<u8> = ids.iter().flat_map(|id| *id.as_bytes()).collect();
+    cache.fill(store, Uuid::nil(), epoch, row.into());
+    Ok(ids)
+}
+
+/// Writes a location in place of `old`: the one writer of locations, which drops the store's
+/// cached active locations when the write commits.
+fn write(tx: &mut Tx, store: Uuid, old: Option<&Location>, new: &Location) -> ApiResult<()> {
+    record::write(tx, store, old, Some(new))?;
+    tx.locations_changed(store);
+    Ok(())
+}
+
 /// Writes the default location of a store being made (its address the store's).
 pub fn create_default(tx: &mut Tx, store: Uuid, l: &Location) -> ApiResult<()> {
-    record::write(tx, store, None, Some(l))
+    write(tx, store, None, l)
 }
 
 fn check_name_free(tx: &Tx, store: Uuid, l: &Location) -> ApiResult<()> {
@@ -124,7 +149,7 @@ pub async fn create(cell: &Cell, store: Uuid, input: CreateLocation) -> ApiResul
                 return Err(ApiError::msg(Code::BUSINESS_RULE, format!("a store has at most {MAX_LOCATIONS} locations")));
             }
             check_name_free(tx, store, &l)?;
-            record::write(tx, store, None, Some(&l))?;
+            write(tx, store, None, &l)?;
             event(tx, store, "location.created", &l, now)?;
             Ok(l.clone())
         })
@@ -152,10 +177,10 @@ pub async fn update(cell: &Cell, store: Uuid, id: Uuid, input: UpdateLocation) -
                 let mut demoted = former.clone();
                 demoted.default = false;
                 demoted.updated_at = now;
-                record::write(tx, store, Some(&former), Some(&demoted))?;
+                write(tx, store, Some(&former), &demoted)?;
                 event(tx, store, "location.updated", &demoted, now)?;
             }
-            record::write(tx, store, Some(&old), Some(&new))?;
+            write(tx, store, Some(&old), &new)?;
             if old.sellable() != new.sellable() {
                 levels::resell_location(tx, store, id, new.sellable(), now)?;
             }
