@@ -12,7 +12,9 @@
 //!
 //! `cargo bench --bench backup`. Environment: `BACKUP_PRODUCTS` (default 2,000; the size
 //! is 100,000), `BACKUP_ORDERS` (default 1,000; the is 200,000), `BENCH_SECONDS` (the
-//! writers' window without a backup, default 5).
+//! writers' window without a backup, default 5), `BACKUP_NICE` (the backup process's niceness,
+//! default 0: it runs on the service's machine here, competing with the writers for its CPUs;
+//! an operator may run it at 19, or on another host).
 
 mod common;
 
@@ -76,9 +78,10 @@ fn bench() -> Result<(), BoxError> {
         let to = backups.path().join("backup");
         let data = server.dir().join("data");
         let (url, to_arg, warmup) = (server.url.clone(), to.clone(), settings.warmup);
+        let nice: i32 = env_or("BACKUP_NICE", 0)?;
         let (during, backed_up) = load.block_on(write_while(&shop.owner, &path, &created, async move {
             tokio::time::sleep(warmup).await;
-            tokio::task::spawn_blocking(move || backup(binary, &url, &data, &to_arg)).await?
+            tokio::task::spawn_blocking(move || backup(binary, &url, &data, &to_arg, nice)).await?
         }))?;
         let (began, ended) = backed_up?;
         let took = ended - began;
@@ -240,16 +243,37 @@ where
     Ok((Writes { started, samples }, outcome))
 }
 
-/// Runs `shopcell admin backup` of the service at `url` (its key in `data`) into `to`; answers
-/// when it started and ended.
-fn backup(binary: &str, url: &str, data: &Path, to: &Path) -> Result<(Instant, Instant), BoxError> {
+/// Runs `shopcell admin backup` of the service at `url` (its key in `data`) into `to`, at
+/// `nice` (0: as the writers; the caller may run on the service's host or its own); answers
+/// when it started and ended, and prints the CPU time it took.
+fn backup(binary: &str, url: &str, data: &Path, to: &Path, nice: i32) -> Result<(Instant, Instant), BoxError> {
+    let cpu = children_cpu();
     let started = Instant::now();
-    let out = run(Command::new(binary).args(["admin", "backup", "--url", url, "--data"]).arg(data).arg("--to").arg(to))?;
+    let mut command = Command::new("nice");
+    command.arg("-n").arg(nice.to_string()).arg(binary).args(["admin", "backup", "--url", url, "--data"]);
+    let out = run(command.arg(data).arg("--to").arg(to))?;
     let ended = Instant::now();
     if let Some(line) = out.lines().last() {
         println!("admin backup: {line}");
     }
+    println!(
+        "the backup process used {:.2} s of CPU in {:.2} s (nice {nice})",
+        (children_cpu() - cpu).as_secs_f64(),
+        (ended - started).as_secs_f64()
+    );
     Ok((started, ended))
+}
+
+/// User and system time of this process's children that have ended (the server runs on).
+fn children_cpu() -> Duration {
+    // SAFETY: getrusage only writes the struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
+        usage
+    };
+    let time = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
+    time(usage.ru_utime) + time(usage.ru_stime)
 }
 
 /// Runs an operator command to completion; its stdout, or an error with its stderr.
