@@ -589,7 +589,12 @@ impl ServerProcess {
     /// earlier start.
     pub fn start(binary: &str, dir: TempDir, flags: &[&str]) -> Result<Self, BoxError> {
         let data = dir.path().join("data");
-        let mut child = Command::new(binary)
+        let mut command = Command::new(binary);
+        if !access_log()? {
+            // Every other line at info as in production; the access lines alone silenced.
+            command.env("SHOPCELL_LOG", format!("info,{}=off", shopcell::logs::ACCESS));
+        }
+        let mut child = command
             .arg("serve")
             .arg("--data")
             .arg(&data)
@@ -653,6 +658,16 @@ impl ServerProcess {
     /// The end of the server's stdout and stderr, for error messages.
     pub fn log_tail(&self) -> String {
         log_tail(self.dir.path())
+    }
+}
+
+/// Whether the server under test writes its JSON access line per request (`BENCH_ACCESS_LOG`,
+/// `on` by default as in production, or `off`), so a benchmark can be run both ways.
+pub fn access_log() -> Result<bool, BoxError> {
+    match std::env::var("BENCH_ACCESS_LOG").as_deref() {
+        Err(_) | Ok("on") => Ok(true),
+        Ok("off") => Ok(false),
+        Ok(other) => Err(format!("BENCH_ACCESS_LOG={other:?}: on or off").into()),
     }
 }
 

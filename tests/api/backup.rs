@@ -394,3 +394,159 @@ async fn a_store_the_directory_does_not_place_is_dropped_as_after_a_crash() {
     assert_eq!(stores.body.as_array().unwrap().len(), 1);
     assert_eq!(stores.body[0]["id"], placed.as_str());
 }
+
+/// `shopcell admin backup` of `app` into `to`, as an operator runs it: a child process of the
+/// shipped binary, started through `sh` so `prelude` (a `ulimit`, a `trap`) applies to it.
+fn backup_process(app: &TestApp, to: &Path, prelude: &str) -> std::process::Child {
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{prelude} exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_shopcell"))
+        .args(["admin", "backup", "--url", &app.base, "--data"])
+        .arg(app.dir.path())
+        .arg("--to")
+        .arg(to)
+        .env("SHOPCELL_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start shopcell admin backup")
+}
+
+/// Files under `dir`, recursively, relative to it.
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push(e.path().strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A store whose products hold about `megabytes` MiB of descriptions: several chunks of the
+/// cell's rows, so a backup of it is mid-stream for a while. Answers the store id.
+async fn sizeable_store(app: &TestApp, owner: &User, megabytes: usize) -> String {
+    let store = create_store(&app.client, owner).await;
+    let description = "lorem ipsum ".repeat(5_000); // 60,000 bytes
+    let per_task = megabytes * (1 << 20) / description.len() / 8 + 1;
+    let mut tasks = Vec::new();
+    for t in 0..8 {
+        let (c, token, store, description) = (app.client.clone(), owner.token.clone(), store.clone(), description.clone());
+        tasks.push(tokio::spawn(async move {
+            for i in 0..per_task {
+                let body = serde_json::json!({"title": format!("Bulky {t}-{i}"), "description": description,
+                    "price": {"amount": 900, "currency": "USD"}, "status": "ACTIVE"});
+                c.post(&format!("/api/v1/stores/{store}/products"), Some(&token), body).await.expect(201);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    store
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_to_a_full_disk_fails_naming_the_file_and_leaves_the_service_as_it_was() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let owner = create_user(c).await;
+    let store = sizeable_store(&app, &owner, 2).await;
+    let products = c.get(&format!("/api/v1/stores/{store}/products?limit=1"), Some(&owner.token)).await.expect(200);
+    let total = products.body["total"].as_u64().unwrap();
+    let service_files = files_under(app.dir.path()).into_iter().filter(|f| !f.contains("search/")).collect::<Vec<_>>();
+
+    // A disk that fills up: past 2 MiB every write of the caller fails with EFBIG (SIGXFSZ
+    // ignored, as a full disk's ENOSPC would: an I/O error, not a signal).
+    let tmp = tempfile::tempdir().unwrap();
+    let to = tmp.path().join("b");
+    let out = backup_process(&app, &to, "trap '' XFSZ; ulimit -f 4096;").wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "a clear failure, not a crash: {stderr}");
+    assert!(stderr.contains("backup failed, no manifest written"), "{stderr}");
+    assert!(stderr.contains("cells/cell-1/cell.redb"), "the file is named: {stderr}");
+    assert!(stderr.contains("File too large"), "the I/O error is given: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!to.join("manifest.json").exists());
+    assert_eq!(files_under(&to), Vec::<String>::new(), "the partial files are removed");
+
+    // The barrier is released: a write goes through at once, and nothing changed at the service.
+    let written = Instant::now();
+    create_product(c, &owner, &store, "Right after", 100).await;
+    assert!(written.elapsed() < Duration::from_secs(2), "the writer is not held");
+    let after = c.get(&format!("/api/v1/stores/{store}/products?limit=1"), Some(&owner.token)).await.expect(200);
+    assert_eq!(after.body["total"].as_u64(), Some(total + 1));
+    let now = files_under(app.dir.path()).into_iter().filter(|f| !f.contains("search/")).collect::<Vec<_>>();
+    assert_eq!(now, service_files, "the service wrote nothing for the backup");
+
+    // The caller told the service: a new backup begins at once (no minute's lapse) and restores.
+    let again = tmp.path().join("again");
+    let report = client::backup(&app.base, &service_key(&app), &again).await.expect("a new backup");
+    let cell = report.manifest.files.iter().find(|f| f.path == "cells/cell-1/cell.redb").unwrap();
+    assert_eq!(cell.tables.as_ref().unwrap()["products"], total + 1);
+    let data = tmp.path().join("data");
+    restore::restore(&again, &data, false).expect("restore");
+    let restored = spawn_app_in(&data).await;
+    let list = restored.client.get(&format!("/api/v1/stores/{store}/products?limit=1"), Some(&owner.token)).await.expect(200);
+    assert_eq!(list.body["total"].as_u64(), Some(total + 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_killed_mid_stream_holds_nothing_and_after_the_lapse_a_new_backup_restores() {
+    use std::os::unix::process::ExitStatusExt;
+    let app = spawn_app().await;
+    let c = &app.client;
+    let owner = create_user(c).await;
+    let store = sizeable_store(&app, &owner, 4).await;
+    let products = c.get(&format!("/api/v1/stores/{store}/products?limit=1"), Some(&owner.token)).await.expect(200);
+    let total = products.body["total"].as_u64().unwrap();
+    let key = service_key(&app);
+    let headers = [("x-shopcell-service", key.as_str())];
+
+    // Killed once the cell's rows are arriving (its file exists): the account database and the
+    // keys are written, more than one chunk of the cell is still to come.
+    let tmp = tempfile::tempdir().unwrap();
+    let to = tmp.path().join("b");
+    let mut child = backup_process(&app, &to, "");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !to.join("cells/cell-1/cell.redb").exists() {
+        assert!(child.try_wait().unwrap().is_none(), "the backup ended before the cell's rows arrived");
+        assert!(Instant::now() < deadline, "the cell's rows never arrived");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    child.kill().unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(9), "killed mid-stream, not finished: {status:?}");
+    assert!(to.join("account/account.redb").exists(), "the account database had been written");
+    assert!(!to.join("manifest.json").exists(), "no manifest, no backup");
+
+    // No writer is held: writes go on at once.
+    let written = Instant::now();
+    let kept = create_product(c, &owner, &store, "After the kill", 100).await;
+    assert!(written.elapsed() < Duration::from_secs(2), "the writer is not held");
+    // The abandoned backup still counts as under way until it lapses…
+    let busy = c.send(Method::POST, "/internal/v1/backups", None, &headers, None).await.expect(409);
+    assert!(busy.body["error"]["message"].as_str().unwrap().contains("another backup is under way"), "{}", busy.body);
+    // …a minute after its last request: then a new backup runs whole and restores.
+    app.clock.advance(Duration::from_secs(61));
+    let again = tmp.path().join("again");
+    let report = client::backup(&app.base, &key, &again).await.expect("a backup after the lapse");
+    let cell = report.manifest.files.iter().find(|f| f.path == "cells/cell-1/cell.redb").unwrap();
+    assert_eq!(cell.tables.as_ref().unwrap()["products"], total + 1, "every product, the one after the kill too");
+    let data = tmp.path().join("data");
+    restore::restore(&again, &data, false).expect("restore");
+    let restored = spawn_app_in(&data).await;
+    let r = &restored.client;
+    let list = r.get(&format!("/api/v1/stores/{store}/products?limit=1"), Some(&owner.token)).await.expect(200);
+    assert_eq!(list.body["total"].as_u64(), Some(total + 1));
+    let got = r.get(&format!("/api/v1/stores/{store}/products/{}", kept["id"].as_str().unwrap()), Some(&owner.token)).await;
+    assert_eq!(got.expect(200).body["title"], "After the kill");
+}

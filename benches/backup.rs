@@ -1,0 +1,295 @@
+//! Backup benchmark (issue "A service operators can run"), the shipped binary with the job runner
+//! paused (the orders' mail waits in the database, and is backed up with it):
+//!
+//! A cell of `BACKUP_PRODUCTS` products and `BACKUP_ORDERS` orders, each order a real checkout
+//! (created, addressed with a shipping rate, a payment session confirmed, completed) from 64
+//! clients, is backed up with `shopcell admin backup` (a process of its own, as an operator runs
+//! it) while 64 clients create products. Targets: the backup completes in under 10 s; the
+//! writers' p99 during it stays under 50 ms, and their rate at 80 % or more of the same writers
+//! without a backup (measured just before). Printed too: how long the writers were held at the
+//! cut (the manifest's `heldUs`), the writers' longest answer during the backup, and the time of
+//! `shopcell admin restore` of the backup (which verifies every checksum and rebuilds search).
+//!
+//! `cargo bench --bench backup`. Environment: `BACKUP_PRODUCTS` (default 2,000; the issue's size
+//! is 100,000), `BACKUP_ORDERS` (default 1,000; the issue's is 200,000), `BENCH_SECONDS` (the
+//! writers' window without a backup, default 5), `BACKUP_NICE` (the backup process's niceness,
+//! default 0: it runs on the service's machine here, competing with the writers for its CPUs;
+//! an operator may run it at 19, or on another host).
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use common::inspect::{millis, thousands};
+use common::shop::Shop;
+use common::{BoxError, Client, Endpoint, ServerProcess, Settings, env_or, product_body};
+use hyper::StatusCode;
+use serde_json::{Value, json};
+
+/// Clients writing during the backup, as the issue asks.
+const WRITERS: usize = 64;
+/// Tracked products the orders buy from (the rest of the catalog is untracked).
+const SOLD: usize = 20;
+/// Creates or checkouts per batch: each batch's answers are checked, then dropped.
+const BATCH: usize = 5_000;
+
+const TARGET_BACKUP: Duration = Duration::from_secs(10);
+const TARGET_P99: Duration = Duration::from_millis(50);
+const TARGET_RATE: f64 = 0.8;
+
+fn main() -> ExitCode {
+    match bench() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("backup benchmark aborted: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn bench() -> Result<(), BoxError> {
+    let products: usize = env_or("BACKUP_PRODUCTS", 2_000)?;
+    let orders: usize = env_or("BACKUP_ORDERS", 1_000)?;
+    if products < SOLD {
+        return Err(format!("BACKUP_PRODUCTS must be at least {SOLD}").into());
+    }
+    let settings = Settings::from_env()?;
+    let binary = env!("CARGO_BIN_EXE_shopcell");
+    let load = common::runtime("load-gen")?;
+    let server = ServerProcess::spawn_with(binary, &["--jobs-paused"])?;
+    let result = (|| -> Result<(), BoxError> {
+        let endpoint = Endpoint::new(server.addr);
+        let shop = load.block_on(fill(&endpoint, products, orders))?;
+
+        // The writers alone, then the same writers with a backup running.
+        let path = format!("{}/products", shop.base);
+        let created = Arc::new(AtomicU64::new(products as u64));
+        let window = settings.warmup + settings.duration;
+        let (alone, ()) = load.block_on(write_while(&shop.owner, &path, &created, async { tokio::time::sleep(window).await }))?;
+        let from = alone.started + settings.warmup;
+        let alone = alone.window(from, from + settings.duration);
+        println!("measured {WRITERS} writers without a backup: {} creates/s, p99 {}", thousands(alone.rate), millis(alone.p99));
+
+        let backups = tempfile::Builder::new().prefix("shopcell-backup-bench-").tempdir()?;
+        let to = backups.path().join("backup");
+        let data = server.dir().join("data");
+        let (url, to_arg, warmup) = (server.url.clone(), to.clone(), settings.warmup);
+        let nice: i32 = env_or("BACKUP_NICE", 0)?;
+        let (during, backed_up) = load.block_on(write_while(&shop.owner, &path, &created, async move {
+            tokio::time::sleep(warmup).await;
+            tokio::task::spawn_blocking(move || backup(binary, &url, &data, &to_arg, nice)).await?
+        }))?;
+        let (began, ended) = backed_up?;
+        let took = ended - began;
+        let busy = during.window(began, ended);
+        let manifest: Value = serde_json::from_slice(&std::fs::read(to.join("manifest.json"))?)?;
+        let held = Duration::from_micros(manifest["heldUs"].as_u64().ok_or("the manifest has no heldUs")?);
+        let (bytes, cell) = contents(&manifest)?;
+        let rows = |table: &str| cell.get(table).copied().unwrap_or(0);
+        if rows("products") < products as u64 || rows("orders") < orders as u64 {
+            return Err(format!("the backup holds {} products and {} orders", rows("products"), rows("orders")).into());
+        }
+        println!(
+            "measured backup: {:.2} s for {} bytes ({} products, {} orders, {} rows in all); writers held {} at the cut",
+            took.as_secs_f64(),
+            thousands(bytes as f64),
+            thousands(rows("products") as f64),
+            thousands(rows("orders") as f64),
+            thousands(cell.values().sum::<u64>() as f64),
+            millis(held),
+        );
+        println!(
+            "measured {WRITERS} writers during the backup: {} creates/s ({:.1} % of without), p99 {}, longest {}",
+            thousands(busy.rate),
+            100.0 * busy.rate / alone.rate,
+            millis(busy.p99),
+            millis(busy.longest),
+        );
+
+        let restored = backups.path().join("restored");
+        let started = Instant::now();
+        run(Command::new(binary).args(["admin", "restore", "--from"]).arg(&to).arg("--data").arg(&restored))?;
+        let restore = started.elapsed();
+        println!("measured restore: {:.2} s (checksums verified, search rebuilt)", restore.as_secs_f64());
+
+        println!();
+        println!("{:<58} {:>12} {:>12}  result", "target", "measured", "required");
+        let row = |name: &str, measured: String, required: String, pass: bool| {
+            println!("{name:<58} {measured:>12} {required:>12}  {}", if pass { "pass" } else { "FAIL" });
+        };
+        row("backup duration, 64 writers running", format!("{:.2} s", took.as_secs_f64()), "< 10 s".into(), took < TARGET_BACKUP);
+        row("writers' p99 during the backup", millis(busy.p99), "< 50 ms".into(), busy.p99 < TARGET_P99);
+        let ratio = busy.rate / alone.rate;
+        row(
+            "writers' rate during the backup / without",
+            format!("{:.1} %", 100.0 * ratio),
+            "≥ 80 %".into(),
+            ratio >= TARGET_RATE,
+        );
+        println!("{:<58} {:>12}", "longest hold at the cut (heldUs)", millis(held));
+        println!("{:<58} {:>12}", "restore", format!("{:.2} s", restore.as_secs_f64()));
+        Ok(())
+    })();
+    let logs = server.log_tail();
+    server.stop()?;
+    result.map_err(|e| format!("{e}\n{logs}").into())
+}
+
+/// A selling store of `products` products, `SOLD` of them tracked, and `orders` orders made
+/// through checkouts of two lines each.
+async fn fill(endpoint: &Endpoint, products: usize, orders: usize) -> Result<Shop, BoxError> {
+    let shop = Shop::open(endpoint, "Backup").await?;
+    let mut client = Client::new(endpoint.addr);
+    let mut variants = Vec::new();
+    for i in 0..SOLD {
+        variants.push(shop.product(&mut client, &format!("Sold {i}"), 1000 + 100 * i as u64, orders.max(1)).await?);
+    }
+    let started = Instant::now();
+    for from in (SOLD..products).step_by(BATCH) {
+        let count = BATCH.min(products - from);
+        let (owner, path) = (shop.owner.clone(), format!("{}/products", shop.base));
+        shop.batch("create product", count, StatusCode::CREATED, move |n| owner.post_json(&path, &product_body(from as u64 + n)))
+            .await?;
+    }
+    println!("created {products} products in {:.1} s", started.elapsed().as_secs_f64());
+
+    let started = Instant::now();
+    let variants = Arc::new(variants);
+    for from in (0..orders).step_by(BATCH) {
+        let count = BATCH.min(orders - from);
+        let v = variants.clone();
+        let prepared = shop
+            .prepare(count, move |n| {
+                let n = from + n as usize;
+                json!([{"variantId": v[n % SOLD], "quantity": 1}, {"variantId": v[(n + 7) % SOLD], "quantity": 2}])
+            })
+            .await?;
+        shop.complete(prepared).await?;
+    }
+    println!(
+        "made {orders} orders through checkouts in {:.1} s ({:.0} orders/s, five requests each)",
+        started.elapsed().as_secs_f64(),
+        orders as f64 / started.elapsed().as_secs_f64()
+    );
+    Ok(shop)
+}
+
+/// Product creates answered while something ran: when each was sent and how long it took.
+struct Writes {
+    started: Instant,
+    samples: Vec<(Instant, Duration)>,
+}
+
+/// What the writers did in a window of time.
+struct Window {
+    /// Creates answered inside the window, per second.
+    rate: f64,
+    /// Over the creates answered inside the window or in flight across its edges.
+    p99: Duration,
+    longest: Duration,
+}
+
+impl Writes {
+    fn window(&self, from: Instant, to: Instant) -> Window {
+        let inside = self.samples.iter().filter(|(sent, took)| *sent >= from && *sent + *took <= to).count();
+        let mut touching: Vec<Duration> =
+            self.samples.iter().filter(|(sent, took)| *sent < to && *sent + *took > from).map(|(_, took)| *took).collect();
+        touching.sort_unstable();
+        let p99 = match touching.len() {
+            0 => Duration::ZERO,
+            n => touching[((n as f64 * 0.99).ceil() as usize).clamp(1, n) - 1],
+        };
+        let seconds = (to - from).as_secs_f64();
+        Window { rate: inside as f64 / seconds, p99, longest: touching.last().copied().unwrap_or_default() }
+    }
+}
+
+/// [`WRITERS`] clients creating products back to back while `during` runs; every create must
+/// be answered 201 (a write refused during a backup is a defect). Product numbers come from
+/// `next`, so every run creates new titles. Answers the writes and what `during` answered.
+async fn write_while<T, F>(owner: &Endpoint, path: &str, next: &Arc<AtomicU64>, during: F) -> Result<(Writes, T), BoxError>
+where
+    F: std::future::Future<Output = T>,
+{
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..WRITERS)
+        .map(|_| {
+            let (owner, path, next, stop) = (owner.clone(), path.to_string(), next.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut client = Client::new(owner.addr);
+                let mut samples = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    let n = next.fetch_add(1, Ordering::Relaxed);
+                    let sent = Instant::now();
+                    let answer = client.send(owner.post_json(&path, &product_body(n))).await?;
+                    samples.push((sent, sent.elapsed()));
+                    common::expect_json(answer, StatusCode::CREATED, "create product during the run")?;
+                }
+                Ok::<_, BoxError>(samples)
+            })
+        })
+        .collect();
+    let outcome = during.await;
+    stop.store(true, Ordering::Relaxed);
+    let mut samples = Vec::new();
+    for task in tasks {
+        samples.extend(task.await??);
+    }
+    Ok((Writes { started, samples }, outcome))
+}
+
+/// Runs `shopcell admin backup` of the service at `url` (its key in `data`) into `to`, at
+/// `nice` (0: as the writers; the caller may run on the service's host or its own); answers
+/// when it started and ended, and prints the CPU time it took.
+fn backup(binary: &str, url: &str, data: &Path, to: &Path, nice: i32) -> Result<(Instant, Instant), BoxError> {
+    let cpu = children_cpu();
+    let started = Instant::now();
+    let mut command = Command::new("nice");
+    command.arg("-n").arg(nice.to_string()).arg(binary).args(["admin", "backup", "--url", url, "--data"]);
+    let out = run(command.arg(data).arg("--to").arg(to))?;
+    let ended = Instant::now();
+    if let Some(line) = out.lines().last() {
+        println!("admin backup: {line}");
+    }
+    println!(
+        "the backup process used {:.2} s of CPU in {:.2} s (nice {nice})",
+        (children_cpu() - cpu).as_secs_f64(),
+        (ended - started).as_secs_f64()
+    );
+    Ok((started, ended))
+}
+
+/// User and system time of this process's children that have ended (the server runs on).
+fn children_cpu() -> Duration {
+    // SAFETY: getrusage only writes the struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
+        usage
+    };
+    let time = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
+    time(usage.ru_utime) + time(usage.ru_stime)
+}
+
+/// Runs an operator command to completion; its stdout, or an error with its stderr.
+fn run(command: &mut Command) -> Result<String, BoxError> {
+    let out = command.env("SHOPCELL_LOG", "warn").stdin(Stdio::null()).output()?;
+    if !out.status.success() {
+        return Err(format!("{command:?} failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr)).into());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The backup's bytes in all and the rows of each table of its one cell.
+fn contents(manifest: &Value) -> Result<(u64, std::collections::BTreeMap<String, u64>), BoxError> {
+    let files = manifest["files"].as_array().ok_or("the manifest lists no files")?;
+    let bytes = files.iter().filter_map(|f| f["bytes"].as_u64()).sum();
+    let cell = files.iter().find(|f| f["kind"] == "cell").ok_or("the manifest lists no cell")?;
+    let tables = serde_json::from_value(cell["tables"].clone())?;
+    Ok((bytes, tables))
+}
