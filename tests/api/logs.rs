@@ -96,13 +96,15 @@ async fn text_logs_in_a_file_have_no_colour_codes_and_an_untrusted_forward_is_ig
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("stderr.log");
     let (child, c) = serve_logging_to(&dir.path().join("data"), &log, free_port(), &["--log-format", "text"]).await;
-    let a = c.send(Method::GET, "/healthz", None, &[("x-forwarded-for", "203.0.113.9")], None).await;
+    let headers = [("x-forwarded-for", "203.0.113.9"), ("x-request-id", "req-text-healthz")];
+    let a = c.send(Method::GET, "/healthz", None, &headers, None).await;
     assert_eq!(a.status, 200);
     stop(child);
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(!text.contains('\u{1b}'), "no colour codes: {text}");
     assert!(serde_json::from_str::<Value>(text.lines().next().unwrap_or("")).is_err(), "text, not JSON: {text}");
-    let line = text.lines().find(|l| l.contains("route=\"/healthz\"") || l.contains("route=/healthz")).expect("an access line");
+    let line = text.lines().find(|l| l.contains("req-text-healthz")).unwrap_or_else(|| panic!("the access line: {text}"));
+    assert!(line.contains("route=\"/healthz\"") || line.contains("route=/healthz"), "{line}");
     assert!(line.contains(" INFO ") && line.contains("access") && line.contains("status=200"), "{line}");
-    assert!(line.contains("client=127.0.0.1") && !text.contains("203.0.113.9"), "{line}");
+    assert!(line.contains("client=127.0.0.1") && !text.contains("203.0.113.9"), "{text}");
 }

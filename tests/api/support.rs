@@ -284,9 +284,19 @@ impl Drop for Proc {
     }
 }
 
-/// A free loopback port (bound and released; the process started next binds it).
+/// A free loopback port (bound and released; the process started next binds it), never one
+/// this test run handed out before: tests run in parallel, and two processes told the same port
+/// would answer each other's callers.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// Starts `shopcell ARGS` listening on `port` and waits until `/healthz` answers.
