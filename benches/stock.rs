@@ -146,7 +146,7 @@ fn time_levels(server: &InProcess, store: &str, variants: &[String], budget: Dur
     let (mut n, mut bytes, started) = (0usize, 0usize, std::time::Instant::now());
     let mut pages = Vec::new();
     while started.elapsed() < budget.min(Duration::from_secs(2)) {
-        let page = shopcell::cells::stock::levels::list(&cell, store, &query(&ids[n % ids.len()]))?;
+        let page = server.block_on(shopcell::cells::stock::levels::list(&cell, store, &query(&ids[n % ids.len()])))?;
         if page.items.len() != READ_LOCATIONS {
             return Err(format!("a variant's levels: {} rows, {READ_LOCATIONS} expected", page.items.len()).into());
         }

@@ -522,6 +522,11 @@ impl InProcess {
     }
 
     /// The one cell of the server.
+    /// Runs `f` to its end on the server's runtime: a handler's function timed in process.
+    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.runtime.block_on(f)
+    }
+
     pub fn cell(&self) -> Result<Arc<shopcell::cells::Cell>, BoxError> {
         self.running.node.cells.values().next().cloned().ok_or_else(|| "no cell".into())
     }

@@ -55,7 +55,7 @@ pub fn routes() -> Vec<Route> {
 
 async fn list(cx: Ctx, q: OffsetListOf<Catalog>) -> ApiResult<Json<OffsetPage<CatalogView>>> {
     let s = cx.scope()?;
-    let listed = s.cell.list::<Catalog>(s.id, &q.query)?;
+    let listed = s.cell.list::<Catalog>(s.id, &q.query).await?;
     Ok(Json(q.page(listed.map(|c| c.view()))))
 }
 

@@ -127,7 +127,7 @@ async fn list(cx: Ctx, q: CollectionList) -> ApiResult<Rendered<Page<CollectionV
         query.restrict::<Collection>("status", CollectionStatus::Published.name());
         query.restrict::<Collection>("includeDeleted", SHOWN);
     }
-    let mut collections = s.cell.list::<Collection>(s.id, &query)?;
+    let mut collections = s.cell.list::<Collection>(s.id, &query).await?;
     if shopper {
         for c in &mut collections.items {
             shopper_count(&cx, c)?;

@@ -130,7 +130,7 @@ pub struct EligibleBody {
 async fn list(cx: Ctx, q: ListOf<Discount>) -> ApiResult<Json<Page<DiscountView>>> {
     let s = cx.scope()?;
     let now = cx.node.clock.now_ms();
-    let listed = s.cell.list::<Discount>(s.id, &q.query)?;
+    let listed = s.cell.list::<Discount>(s.id, &q.query).await?;
     Ok(Json(q.page(listed.map(|d| d.view(now)))))
 }
 
@@ -308,7 +308,7 @@ async fn list_comments(cx: Ctx, mut q: ListOf<DiscountComment>) -> ApiResult<Jso
         q.query.desc = false;
     }
     q.query.scope = Some(discount);
-    let listed = s.cell.list::<DiscountComment>(s.id, &q.query)?;
+    let listed = s.cell.list::<DiscountComment>(s.id, &q.query).await?;
     Ok(Json(q.page(listed.map(|c| c.view()))))
 }
 

@@ -89,7 +89,7 @@ pub fn routes() -> Vec<Route> {
 
 async fn list(cx: Ctx, q: ListOf<FulfillmentOrder>) -> ApiResult<Json<Page<FulfillmentOrderView>>> {
     let s = cx.scope()?;
-    Ok(Json(q.page(fulfillment::list(&s.cell, s.id, cx.path_id("orderId")?, &q.query)?)))
+    Ok(Json(q.page(fulfillment::list(&s.cell, s.id, cx.path_id("orderId")?, &q.query).await?)))
 }
 
 async fn hold(cx: Ctx) -> ApiResult<Json<FulfillmentOrderView>> {
@@ -124,7 +124,7 @@ async fn fulfill(cx: Ctx) -> ApiResult<Created<Fulfilled>> {
 
 async fn list_fulfillments(cx: Ctx, q: ListOf<Fulfillment>) -> ApiResult<Json<Page<FulfillmentView>>> {
     let s = cx.scope()?;
-    Ok(Json(q.page(fulfill::list(&s.cell, s.id, cx.path_id("orderId")?, &q.query)?)))
+    Ok(Json(q.page(fulfill::list(&s.cell, s.id, cx.path_id("orderId")?, &q.query).await?)))
 }
 
 async fn update_tracking(cx: Ctx) -> ApiResult<Json<FulfillmentView>> {

@@ -38,7 +38,7 @@ pub fn routes() -> Vec<Route> {
 async fn list(cx: Ctx, q: ListOf<GiftCard>) -> ApiResult<Json<Page<GiftCardView>>> {
     let s = cx.scope()?;
     let now = cx.node.clock.now_ms();
-    let listed = s.cell.list::<GiftCard>(s.id, &q.query)?;
+    let listed = s.cell.list::<GiftCard>(s.id, &q.query).await?;
     Ok(Json(q.page(listed.map(|g| g.view(now, None, false)))))
 }
 

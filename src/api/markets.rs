@@ -28,7 +28,7 @@ pub fn routes() -> Vec<Route> {
 
 async fn list(cx: Ctx, q: ListOf<Market>) -> ApiResult<Json<Page<MarketView>>> {
     let s = cx.scope()?;
-    let listed = s.cell.list::<Market>(s.id, &q.query)?;
+    let listed = s.cell.list::<Market>(s.id, &q.query).await?;
     Ok(Json(q.page(listed.map(|m| m.view()))))
 }
 

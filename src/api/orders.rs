@@ -24,7 +24,7 @@ pub fn routes() -> Vec<Route> {
 
 async fn list(cx: Ctx, q: ListOf<Order>) -> ApiResult<Json<Page<Order>>> {
     let s = cx.scope()?;
-    Ok(Json(q.page(s.cell.list::<Order>(s.id, &q.query)?)))
+    Ok(Json(q.page(s.cell.list::<Order>(s.id, &q.query).await?)))
 }
 
 async fn get(cx: Ctx) -> ApiResult<Json<Order>> {

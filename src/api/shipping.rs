@@ -48,7 +48,7 @@ pub fn routes() -> Vec<Route> {
 async fn list_zones(cx: Ctx, q: ListOf<ShippingZone>) -> ApiResult<Json<Page<ShippingZoneView>>> {
     let s = cx.scope()?;
     let currency = stores::store_settings(&s.cell, s.id)?.currency;
-    let listed = s.cell.list::<ShippingZone>(s.id, &q.query)?;
+    let listed = s.cell.list::<ShippingZone>(s.id, &q.query).await?;
     Ok(Json(q.page(listed.map(|z| z.view(currency)))))
 }
 
@@ -81,7 +81,7 @@ async fn delete_zone(cx: Ctx) -> ApiResult<NoContent> {
 
 async fn list_rates(cx: Ctx, q: ListOf<TaxRate>) -> ApiResult<Json<Page<TaxRateView>>> {
     let s = cx.scope()?;
-    let listed = s.cell.list::<TaxRate>(s.id, &q.query)?;
+    let listed = s.cell.list::<TaxRate>(s.id, &q.query).await?;
     Ok(Json(q.page(listed.map(|r| r.view()))))
 }
 

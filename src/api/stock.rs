@@ -79,7 +79,7 @@ pub fn routes() -> Vec<Route> {
 
 async fn list(cx: Ctx, q: ListOf<Location>) -> ApiResult<Json<Page<LocationView>>> {
     let s = cx.scope()?;
-    Ok(Json(q.page(s.cell.list::<Location>(s.id, &q.query)?.map(|l| l.view()))))
+    Ok(Json(q.page(s.cell.list::<Location>(s.id, &q.query).await?.map(|l| l.view()))))
 }
 
 async fn create(cx: Ctx) -> ApiResult<Created<LocationView>> {
@@ -99,7 +99,7 @@ async fn update(cx: Ctx) -> ApiResult<Json<LocationView>> {
 
 async fn list_levels(cx: Ctx, q: ListOf<Level>) -> ApiResult<Rendered<Page<LevelView>>> {
     let s = cx.scope()?;
-    let page = q.page(levels::list(&s.cell, s.id, &q.query)?);
+    let page = q.page(levels::list(&s.cell, s.id, &q.query).await?);
     Ok(Rendered::new(page.to_json_with(LevelView::JSON_BYTES, |out, l| l.write_json(out))))
 }
 
@@ -115,5 +115,5 @@ async fn set(cx: Ctx) -> ApiResult<Json<LevelView>> {
 
 async fn history(cx: Ctx, q: ListOf<InventoryChange>) -> ApiResult<Json<Page<InventoryChangeView>>> {
     let s = cx.scope()?;
-    Ok(Json(q.page(s.cell.list::<InventoryChange>(s.id, &q.query)?.map(|c| c.view()))))
+    Ok(Json(q.page(s.cell.list::<InventoryChange>(s.id, &q.query).await?.map(|c| c.view()))))
 }

@@ -69,7 +69,7 @@ pub fn routes() -> Vec<Route> {
 
 async fn list(cx: Ctx, q: ListOf<Webhook>) -> ApiResult<Json<Page<WebhookView>>> {
     let s = cx.scope()?;
-    Ok(Json(q.page(s.cell.list::<Webhook>(s.id, &q.query)?.map(|w| w.view(false)))))
+    Ok(Json(q.page(s.cell.list::<Webhook>(s.id, &q.query).await?.map(|w| w.view(false)))))
 }
 
 async fn create(cx: Ctx) -> ApiResult<Created<WebhookView>> {
@@ -105,7 +105,7 @@ async fn deliveries(cx: Ctx, mut q: ListOf<Delivery>) -> ApiResult<Json<Page<Del
     let webhook = cx.path_id("webhookId")?;
     s.cell.get::<Webhook>(s.id, webhook)?;
     q.query.scope = Some(webhook);
-    Ok(Json(q.page(s.cell.list::<Delivery>(s.id, &q.query)?.map(|d| d.view()))))
+    Ok(Json(q.page(s.cell.list::<Delivery>(s.id, &q.query).await?.map(|d| d.view()))))
 }
 
 async fn resend(cx: Ctx) -> ApiResult<Accepted<DeliveryView>> {
@@ -116,5 +116,5 @@ async fn resend(cx: Ctx) -> ApiResult<Accepted<DeliveryView>> {
 
 async fn events(cx: Ctx, q: ListOf<Event>) -> ApiResult<Json<Page<EventView>>> {
     let s = cx.scope()?;
-    Ok(Json(q.page(s.cell.list::<Event>(s.id, &q.query)?.map(|e| e.view(s.id)))))
+    Ok(Json(q.page(s.cell.list::<Event>(s.id, &q.query).await?.map(|e| e.view(s.id)))))
 }

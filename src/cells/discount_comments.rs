@@ -201,14 +201,14 @@ mod tests {
             add(&cell, store, discount, author, CommentInput { body: body.into() }).await.unwrap();
         }
         let of = |discount: Uuid| ListQuery { scope: Some(discount), sort: "created_at", limit: 10, ..Default::default() };
-        let listed = cell.list::<DiscountComment>(store, &of(a.id)).unwrap();
+        let listed = cell.list::<DiscountComment>(store, &of(a.id)).await.unwrap();
         assert_eq!((listed.total, listed.items.iter().map(|c| c.body.as_str()).collect::<Vec<_>>()), (2, vec!["one", "two"]));
-        assert_eq!(cell.list::<DiscountComment>(store, &of(b.id)).unwrap().total, 1);
+        assert_eq!(cell.list::<DiscountComment>(store, &of(b.id)).await.unwrap().total, 1);
 
         discounts::delete(&cell, store, a.id).await.unwrap();
-        let gone = cell.list::<DiscountComment>(store, &of(a.id)).unwrap();
+        let gone = cell.list::<DiscountComment>(store, &of(a.id)).await.unwrap();
         assert_eq!((gone.total, gone.items.len()), (0, 0), "rows, order rows and the counter went with the discount");
-        assert_eq!(cell.list::<DiscountComment>(store, &of(b.id)).unwrap().total, 1, "another discount's comments stay");
+        assert_eq!(cell.list::<DiscountComment>(store, &of(b.id)).await.unwrap().total, 1, "another discount's comments stay");
         cell.close();
     }
 }

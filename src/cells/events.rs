@@ -277,7 +277,7 @@ mod tests {
         let second = append_one(&cell).await.unwrap();
         assert!(second > first, "{second} after {first}");
         let q = crate::storage::list::ListQuery { sort: "created_at", limit: 10, ..Default::default() };
-        let listed = cell.list::<Event>(store, &q).unwrap();
+        let listed = cell.list::<Event>(store, &q).await.unwrap();
         assert_eq!(listed.total, 2);
         let (a, b) = (&listed.items[0], &listed.items[1]);
         assert!(a.id < b.id && a.created_at > b.created_at, "listed in the order written, whatever the clock said");

@@ -252,8 +252,104 @@ mod tests {
         assert_eq!(cell.get::<GiftCard>(store, card.id).unwrap().redemptions.len(), 1);
         // The list orders follow the balance.
         let q = ListQuery { sort: "balance", limit: 10, ..Default::default() };
-        let listed = cell.list::<GiftCard>(store, &q).unwrap();
+        let listed = cell.list::<GiftCard>(store, &q).await.unwrap();
         assert_eq!((listed.total, listed.items[0].balance), (1, 0));
+        cell.close();
+    }
+
+    /// The record layer's lists held in memory (`storage::list`), read at every offset, in every
+    /// sort, both ways, over every card or a customer's or several customers', answer as the
+    /// order rows do (`page_from_rows`) while writes move cards between places and lists, and
+    /// a second read of a list is answered from memory.
+    #[tokio::test]
+    async fn held_lists_answer_as_the_order_rows_do_through_writes_at_any_offset() {
+        use crate::storage::list::page_from_rows;
+        let (_dir, cell, store, first) = cell_with_card(500).await;
+        let customers: Vec<Uuid> = (0..3).map(|_| cell.clock.new_id()).collect();
+        let customer = customers[0].as_bytes().to_vec();
+        let mut seed = 0x2545_f491_u64;
+        let mut next = move |n: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        let mut cards = vec![first];
+        let check = |cards: usize| {
+            let (cell, customers, customer) = (&cell, &customers, customer.clone());
+            async move {
+                let filters: [Vec<(usize, Vec<Vec<u8>>)>; 3] = [
+                    vec![],
+                    vec![(1, vec![customer.clone()])],
+                    vec![(1, vec![customers[1].as_bytes().to_vec(), customer.clone()])],
+                ];
+                for sort in ["created_at", "updated_at", "balance", "initial_value"] {
+                    for desc in [false, true] {
+                        for filters in &filters {
+                            for offset in [0, 7, cards / 2, cards.saturating_sub(3)] {
+                                let q =
+                                    ListQuery { sort, desc, offset, limit: 5, filters: filters.clone(), ..Default::default() };
+                                let held = cell.list::<GiftCard>(store, &q).await.unwrap();
+                                let rows = page_from_rows::<GiftCard>(&cell.read().unwrap(), store, &q, 0).unwrap();
+                                let ids =
+                                    |l: &crate::storage::list::Listed<GiftCard>| l.items.iter().map(|c| c.id).collect::<Vec<_>>();
+                                assert_eq!(
+                                    (held.total, ids(&held)),
+                                    (rows.total, ids(&rows)),
+                                    "{sort} desc={desc} {filters:?} at {offset}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        for round in 0..4 {
+            // New cards, some of a customer.
+            for i in 0..40 {
+                let mut card = GiftCard::issue(
+                    store,
+                    &NewGiftCard {
+                        initial_value: usd(100 + next(900) as i64),
+                        code: None,
+                        expiry: None,
+                        note: None,
+                        customer_id: None,
+                    },
+                    &format!("GIFTCARD{round}X{i:04}"),
+                    cell.clock.new_id(),
+                    cell.clock.now_ms(),
+                );
+                card.customer_id = [None, Some(customers[next(3) as usize]), Some(customers[0])][next(3) as usize];
+                let written = card.clone();
+                cell.writer.write(Some(store), move |tx| write_gift_card(tx, store, None, &written)).await.unwrap();
+                cards.push(card);
+            }
+            check(cards.len()).await;
+            // Balances and customers change (cards move within and between lists); some go.
+            for _ in 0..30 {
+                let i = next(cards.len() as u64) as usize;
+                let old = cards[i].clone();
+                let mut new = old.clone();
+                new.balance = next(old.initial_value.amount as u64 + 1) as i64;
+                new.customer_id = [None, Some(customers[next(3) as usize])][next(2) as usize];
+                new.updated_at = cell.clock.now_ms() + next(1000) as i64;
+                let written = new.clone();
+                cell.writer
+                    .write(Some(store), move |tx| crate::storage::record::write(tx, store, Some(&old), Some(&written)))
+                    .await
+                    .unwrap();
+                cards[i] = new;
+            }
+            for _ in 0..5 {
+                let gone = cards.swap_remove(next(cards.len() as u64) as usize);
+                cell.writer
+                    .write(Some(store), move |tx| crate::storage::record::write(tx, store, Some(&gone), None))
+                    .await
+                    .unwrap();
+            }
+            check(cards.len()).await;
+        }
+        let stats = cell.writer.orders.meter.stats();
+        assert!(stats.hits > stats.misses && stats.entries >= 4 * 3, "{stats:?}");
         cell.close();
     }
 

@@ -96,7 +96,7 @@ pub struct Cell {
     /// Where the cell keeps its files.
     dir: PathBuf,
     /// The lists to warm after this start (see `warm`), taken by the first `warm`.
-    warm_hint: Mutex<Vec<crate::storage::list_orders::ListId>>,
+    warm_hint: Mutex<Vec<warm::ProductList>>,
     /// This cell's parts of online backups (see `backup`).
     pub backups: crate::backup::snapshot::Sessions,
     /// The portable exports of its stores under way (see `portable`).
@@ -241,8 +241,8 @@ impl Cell {
     }
 
     /// A page of the records `R` of `store`, as `q` asks (see [`crate::storage::list`]).
-    pub fn list<R: Record>(&self, store: Uuid, q: &ListQuery) -> ApiResult<Listed<R>> {
-        list::page(&self.read()?, store, q, self.clock.now_ms())
+    pub async fn list<R: Record>(&self, store: Uuid, q: &ListQuery) -> ApiResult<Listed<R>> {
+        list::page(&self.db, &self.writer.orders, store, q, self.clock.now_ms()).await
     }
 
     /// A read transaction (reads never block the writer).

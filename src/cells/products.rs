@@ -20,7 +20,7 @@ use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::codec::{Fields, decode, encode};
 use crate::storage::keys::{Key, trailing_id};
 use crate::storage::list::{ListQuery, Listed};
-use crate::storage::list_orders::HeldList;
+use crate::storage::list_orders::{HeldList, ListName};
 use crate::storage::ranked::Keys;
 use crate::storage::read;
 use crate::storage::record::{Filter, FilterValue, List, Listable, Sort};
@@ -216,13 +216,13 @@ fn write_rendered(
     if old_sorts != new_sorts {
         if let (Some(o), Some(sorts)) = (old, &old_sorts) {
             for (list, key) in order_keys(sorts, o.id) {
-                tx.order_remove(store, list, key);
+                tx.order_remove(store, ListName::Product(list), key);
             }
         }
         match (new, &new_sorts) {
             (Some(n), Some(sorts)) => {
                 for (list, key) in order_keys(sorts, n.id) {
-                    tx.order_insert(store, list, key);
+                    tx.order_insert(store, ListName::Product(list), key);
                 }
                 tx.put(PRODUCT_SORTS, Key::store(store).id(n.id).bytes(), &encode(sorts)?)?;
             }
@@ -434,7 +434,11 @@ async fn read_list<T: Send + 'static>(
     let db = cell.db.clone();
     cell.writer
         .orders
-        .read((store, which), move || stored_list_keys(&redb::ReadableDatabase::begin_read(&*db)?, store, which), f)
+        .read(
+            (store, ListName::Product(which)),
+            move || stored_list_keys(&redb::ReadableDatabase::begin_read(&*db)?, store, which),
+            f,
+        )
         .await
 }
 

@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::cells::products;
-use crate::storage::list_orders::ListId;
+use crate::storage::list_orders::ListName;
 
 /// Lists warmed at most: beyond these, the budget would be spent on lists nobody asked for yet.
 const WARM_MAX: usize = 200;
@@ -22,8 +22,11 @@ fn hint_path(dir: &Path) -> PathBuf {
     dir.join("hot-lists")
 }
 
+/// A product list of a store, by its number (`cells::products`).
+pub(super) type ProductList = (Uuid, u16);
+
 /// The lists the hint names, in its order.
-pub(super) fn read_hint(dir: &Path) -> Vec<ListId> {
+pub(super) fn read_hint(dir: &Path) -> Vec<ProductList> {
     let bytes = std::fs::read(hint_path(dir)).unwrap_or_default();
     bytes
         .chunks_exact(18)
@@ -33,11 +36,18 @@ pub(super) fn read_hint(dir: &Path) -> Vec<ListId> {
 }
 
 impl Cell {
-    /// Writes the hint: the lists held, the most recently read first.
+    /// Writes the hint: the product lists held, the most recently read first. (Other records'
+    /// lists are built on their first read: a build reads keys alone, no record.)
     pub(super) fn save_hottest(&self) {
         let hot = self.writer.orders.hottest(WARM_MAX);
-        let bytes: Vec<u8> =
-            hot.iter().flat_map(|(store, list)| [store.as_bytes().as_slice(), &list.to_be_bytes()].concat()).collect();
+        let bytes: Vec<u8> = hot
+            .iter()
+            .filter_map(|(store, list)| match list {
+                ListName::Product(n) => Some([store.as_bytes().as_slice(), &n.to_be_bytes()].concat()),
+                ListName::Record(_) => None,
+            })
+            .flatten()
+            .collect();
         let path = hint_path(&self.dir);
         let tmp = path.with_extension("tmp");
         // Written aside and renamed, so a crash leaves the old hint or the new one.

@@ -2,23 +2,32 @@
 //! name, order, filters, ranges, text, window) over a record's declaration, and answers the
 //! page's records with the number matching.
 //!
-//! How lists are kept lives behind this seam: today a record's order rows in redb, read from the
-//! page's offset. The `total` of an unfiltered list, or of one filtered on a single field, is a
-//! counter read. A list filtered on one value of a counted filter, in its default order, reads
-//! that value's partition (its records alone), so its cost does not grow with the store; other
-//! filtered lists, ranges and text walk the order rows (reading summaries, never records) and
-//! count as they go.
+//! A record's order rows in redb are the durable form of its lists; what a page reads is held
+//! in memory. A list in any of its sorts, over every record or filtered on one counted field, is
+//! a list held in memory (`storage::list_orders`, as products' are): built from the order rows
+//! on its first read (keys alone: the rows of a sort, or for a filtered list in the default
+//! order the filter value's partition; in another order the sort's rows, their summaries read),
+//! kept in step by every write of the record ([`crate::storage::record::write`]), within the
+//! lists' share of the memory budget. A page of it costs its size whatever its offset, and its
+//! `total` is the list's length. A filter asked with several values merges the heads of their
+//! lists up to the page's end. Lists filtered on several fields, on ranges, on timed states or
+//! on text are walked in redb: from the smallest partition among their one-valued counted
+//! filters in the default order, else along the sort's rows, reading summaries, never records.
 
-use redb::ReadTransaction;
+use std::sync::Arc;
+
+use redb::{Database, ReadTransaction, ReadableDatabase};
 use uuid::Uuid;
 
 use crate::error::ApiResult;
 use crate::storage::codec::decode;
+use crate::storage::list_orders::ListOrders;
+use crate::storage::ranked::Keys;
 use crate::storage::read;
 use crate::storage::record::{
-    self, FilterKind, Listable, Record, Summary, order_prefix, partition_prefix, times_of, total_key, value_key,
+    self, FilterKind, Listable, Record, Summary, list_name, order_prefix, partition_prefix, times_of, total_key, value_key,
 };
-use crate::storage::tables::COUNTERS;
+use crate::storage::tables::{COUNTERS, StoreTable};
 
 /// A list asked for.
 #[derive(Debug, Clone, Default)]
@@ -87,8 +96,133 @@ impl ListQuery {
     }
 }
 
-/// A page of `R` of `store` as `q` asks, timed filters read at `now` (Unix ms, from the clock).
-pub fn page<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQuery, now: i64) -> ApiResult<Listed<R>> {
+/// A page of `R` of `store` as `q` asks, timed filters read at `now` (Unix ms, from the clock):
+/// from the lists held in `orders` when one answers it, else walked in `db`.
+pub async fn page<R: Record>(
+    db: &Arc<Database>,
+    orders: &Arc<ListOrders>,
+    store: Uuid,
+    q: &ListQuery,
+    now: i64,
+) -> ApiResult<Listed<R>> {
+    let Some(held) = held_lists::<R>(q) else { return page_from_rows(&db.begin_read()?, store, q, now) };
+    let (desc, offset, limit) = (q.desc, q.offset, q.limit);
+    let (keys, total) = match held.as_slice() {
+        [one] => {
+            let id = (store, list_name::<R>(q.scope, one.tag, one.filter.as_ref().map(|(i, v)| (*i, v.as_slice()))));
+            let build = build::<R>(db.clone(), store, q.scope, one.clone());
+            orders
+                .read(id, build, move |l| {
+                    let (keys, len) = l.page(desc, offset, limit);
+                    (keys.into_iter().map(Box::from).collect::<Vec<Box<[u8]>>>(), len)
+                })
+                .await?
+        }
+        several => {
+            // Each value's list up to the page's end, merged in the list's order.
+            let end = offset.saturating_add(limit);
+            let (mut keys, mut total) = (Vec::new(), 0);
+            for one in several {
+                let id = (store, list_name::<R>(q.scope, one.tag, one.filter.as_ref().map(|(i, v)| (*i, v.as_slice()))));
+                let build = build::<R>(db.clone(), store, q.scope, one.clone());
+                let (mut head, len) = orders
+                    .read(id, build, move |l| {
+                        let (keys, len) = l.page(desc, 0, end);
+                        (keys.into_iter().map(Box::from).collect::<Vec<Box<[u8]>>>(), len)
+                    })
+                    .await?;
+                keys.append(&mut head);
+                total += len;
+            }
+            keys.sort_unstable();
+            if desc {
+                keys.reverse();
+            }
+            (keys.into_iter().skip(offset).take(limit).collect(), total)
+        }
+    };
+    // Read after the page: the lists hold only committed writes, so every key of the page has
+    // its record unless it was deleted meanwhile.
+    let items = record::get_listed::<R>(&db.begin_read()?, store, q.scope, keys.iter().map(|k| &k[..]))?;
+    Ok(Listed { items, total: total as u64 })
+}
+
+/// One list held in memory: a sort, and the one value of a counted filter it is kept to.
+#[derive(Clone)]
+struct Held {
+    tag: u8,
+    filter: Option<(usize, Vec<u8>)>,
+}
+
+/// The held lists that answer `q`, one per value of its filter: `None` when `q` must be walked
+/// (several filtered fields, a range, a timed filter, a text search, or a record never listed).
+fn held_lists<R: Record>(q: &ListQuery) -> Option<Vec<Held>> {
+    let list = &R::LIST;
+    list.order?;
+    if !q.ranges.is_empty() || q.search.is_some() {
+        return None;
+    }
+    let tag = list.sort(q.sort).or_else(|| list.sort(list.default_sort))?.tag;
+    match q.filters.as_slice() {
+        [] => Some(vec![Held { tag, filter: None }]),
+        [(i, values)] if list.filters.get(*i).is_some_and(|f| f.counted()) && !values.is_empty() => {
+            let mut values = values.clone();
+            values.sort_unstable();
+            values.dedup();
+            Some(values.into_iter().map(|v| Held { tag, filter: Some((*i, v)) }).collect())
+        }
+        _ => None,
+    }
+}
+
+/// Builds the keys of list `held` of `store` from the order rows committed when it is called:
+/// the sort's rows, or a filter value's partition (the default order), or the sort's rows kept
+/// to that value by their summaries.
+fn build<R: Record>(
+    db: Arc<Database>,
+    store: Uuid,
+    scope: Option<Uuid>,
+    held: Held,
+) -> impl FnOnce() -> ApiResult<Keys> + Send + 'static {
+    move || {
+        let txn = db.begin_read()?;
+        let list = &R::LIST;
+        let Some(order) = list.order else { return Ok(Keys::default()) };
+        let default = list.sort(list.default_sort).map(|s| s.tag);
+        let mut keys = Keys::default();
+        match &held.filter {
+            None => suffixes(&txn, order, &order_prefix(store, scope, held.tag), &mut keys, |_| Ok(true))?,
+            Some((i, value)) if default == Some(held.tag) => {
+                suffixes(&txn, order, &partition_prefix(store, scope, *i, value), &mut keys, |_| Ok(true))?
+            }
+            Some((i, value)) => suffixes(&txn, order, &order_prefix(store, scope, held.tag), &mut keys, |summary| {
+                let s: Summary = decode(summary)?;
+                Ok(s.filters.get(*i).and_then(Option::as_ref) == Some(value))
+            })?,
+        }
+        Ok(keys)
+    }
+}
+
+/// Adds to `keys` what follows `prefix` in each row under it that `keep` accepts (by its value).
+fn suffixes(
+    txn: &ReadTransaction,
+    table: StoreTable,
+    prefix: &[u8],
+    keys: &mut Keys,
+    mut keep: impl FnMut(&[u8]) -> ApiResult<bool>,
+) -> ApiResult<()> {
+    read::walk(txn, table, prefix, false, |k, v| {
+        if keep(v)? {
+            keys.push(k.get(prefix.len()..).unwrap_or_default());
+        }
+        Ok(true)
+    })
+}
+
+/// A page of `R` read from its order rows in redb alone (walked, as the module says, when no
+/// held list answers; a migration's tests read their rebuilt rows so).
+pub fn page_from_rows<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQuery, now: i64) -> ApiResult<Listed<R>> {
     let list = &R::LIST;
     let Some(order) = list.order else { return Ok(Listed { items: Vec::new(), total: 0 }) };
     let sort = list.sort(q.sort).or_else(|| list.sort(list.default_sort));
@@ -141,13 +275,13 @@ fn smallest_partition<'q, R: Record>(
     Ok(best)
 }
 
-/// The page of `q` among the order rows under `prefix`: read from its offset when `q` is plain,
-/// else walked, each row's summary checked. `counted` is the total when known (a plain walk
+/// The page of `q` among the order rows under `prefix`: read from its offset when `q` has no
+/// filter left, else walked, each row's summary checked. `counted` is the total when known (a plain walk
 /// needs it; a filtered one then stops at the page's end).
 fn walk<R: Record>(
     txn: &ReadTransaction,
     store: Uuid,
-    order: crate::storage::tables::StoreTable,
+    order: StoreTable,
     prefix: &[u8],
     q: &ListQuery,
     counted: Option<u64>,

@@ -30,14 +30,22 @@ use crate::storage::ranked::{Keys, Ranked};
 /// async workers (two on a small machine) must stay free for every other request.
 const BUILDERS: usize = 2;
 
-/// One list of one store: the store and the owner's number for the list.
-pub type ListId = (Uuid, u16);
+/// Which list of a store: a product list by the number `cells::products` gives it, or a
+/// record's list by where its rows are (`storage::list`: the record's order table, its scope,
+/// the sort and, for a filtered list, the filter's value).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ListName {
+    Product(u16),
+    Record(Arc<[u8]>),
+}
+
+/// One list of one store.
+pub type ListId = (Uuid, ListName);
 
 /// One list change recorded by a write job.
 pub struct Change {
     pub store: Uuid,
-    /// Which list of the store (the owner's numbering).
-    pub list: u16,
+    pub list: ListName,
     pub key: Box<[u8]>,
     pub insert: bool,
 }
@@ -54,12 +62,12 @@ impl HeldList {
         HeldList { bytes: keys.heap_bytes(), keys }
     }
 
-    /// Applies `c`; answers how the list's cost changed.
-    fn apply(&mut self, c: Change) -> i64 {
-        if c.insert {
-            self.keys.insert(&c.key);
+    /// Inserts or removes `key`; answers how the list's cost changed.
+    fn apply(&mut self, key: &[u8], insert: bool) -> i64 {
+        if insert {
+            self.keys.insert(key);
         } else {
-            self.keys.remove(&c.key);
+            self.keys.remove(key);
         }
         let before = std::mem::replace(&mut self.bytes, self.keys.heap_bytes());
         self.bytes as i64 - before as i64
@@ -149,15 +157,16 @@ impl ListOrders {
         {
             let Ok(lists) = self.lists.read() else { return };
             for c in changes {
-                match lists.get(&(c.store, c.list)) {
+                let id = (c.store, c.list);
+                match lists.get(&id) {
                     Some(Slot::Loaded(l)) => {
                         if let Ok(mut list) = l.list.write() {
-                            self.meter.change(list.apply(c), 0);
+                            self.meter.change(list.apply(&c.key, c.insert), 0);
                         }
                     }
                     Some(Slot::Loading(b)) => {
                         if let Ok(mut q) = b.queue.lock() {
-                            q.push(c);
+                            q.push(Change { store: id.0, list: id.1, key: c.key, insert: c.insert });
                         }
                     }
                     // Not in memory: the next build reads the committed rows.
@@ -210,7 +219,7 @@ impl ListOrders {
             let mut lists = self.lists.write().map_err(|_| poisoned())?;
             let taken = lists.contains_key(&id);
             if !taken {
-                lists.insert(id, Slot::Loading(loading.clone()));
+                lists.insert(id.clone(), Slot::Loading(loading.clone()));
             }
             taken
         };
@@ -219,7 +228,7 @@ impl ListOrders {
             return Box::pin(self.read(id, build, read)).await;
         }
         // From here the slot is released however this ends: built, failed or abandoned.
-        let guard = BuildGuard { orders: self.clone(), id, loading };
+        let guard = BuildGuard { orders: self.clone(), id: id.clone(), loading };
         let permit = self.builders.clone().acquire_owned().await.map_err(ApiError::internal)?;
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
@@ -244,9 +253,9 @@ impl ListOrders {
         // The map's write lock keeps `apply` out between draining the queue and publishing.
         let mut lists = self.lists.write().map_err(|_| poisoned())?;
         for c in std::mem::take(&mut *loading.queue.lock().map_err(|_| poisoned())?) {
-            list.apply(c);
+            list.apply(&c.key, c.insert);
         }
-        tracing::info!(store = %id.0, list = id.1, keys = list.len(), ms = started.elapsed().as_millis() as u64, "list order built");
+        tracing::info!(store = %id.0, list = ?id.1, keys = list.len(), ms = started.elapsed().as_millis() as u64, "list order built");
         let answer = read(&list);
         let ours = matches!(lists.get(&id), Some(Slot::Loading(l)) if Arc::ptr_eq(l, loading));
         if ours {
@@ -256,7 +265,7 @@ impl ListOrders {
         // replaced wholesale): otherwise this read is answered from the build alone.
         if ours && list.bytes as u64 <= self.meter.budget() {
             let bytes = list.bytes;
-            self.evict_for(&mut lists, bytes, Some(id));
+            self.evict_for(&mut lists, bytes, Some(&id));
             self.meter.change(bytes as i64, 1);
             lists.insert(id, Slot::Loaded(Arc::new(Loaded { list: RwLock::new(list), used: AtomicU64::new(tick) })));
         }
@@ -269,7 +278,7 @@ impl ListOrders {
         let mut held: Vec<(u64, ListId)> = lists
             .iter()
             .filter_map(|(id, slot)| match slot {
-                Slot::Loaded(l) => Some((l.used.load(Ordering::Relaxed), *id)),
+                Slot::Loaded(l) => Some((l.used.load(Ordering::Relaxed), id.clone())),
                 Slot::Loading(_) => None,
             })
             .collect();
@@ -280,9 +289,19 @@ impl ListOrders {
     /// Drops every list of `store`: its rows were written other than through recorded changes
     /// (a store copied in or deleted by a move). They are built again when next read.
     pub fn forget(&self, store: Uuid) {
+        self.forget_where(store, |_| true);
+    }
+
+    /// Drops the record lists of `store` whose names start with `prefix` (see
+    /// [`crate::storage::writer::Tx::forget_lists`]).
+    pub fn forget_lists(&self, store: Uuid, prefix: &[u8]) {
+        self.forget_where(store, |name| matches!(name, ListName::Record(n) if n.starts_with(prefix)));
+    }
+
+    fn forget_where(&self, store: Uuid, which: impl Fn(&ListName) -> bool) {
         let Ok(mut lists) = self.lists.write() else { return };
         lists.retain(|id, slot| {
-            if id.0 != store {
+            if id.0 != store || !which(&id.1) {
                 return true;
             }
             if let Slot::Loaded(l) = slot {
@@ -293,7 +312,7 @@ impl ListOrders {
     }
 
     /// Drops the least recently read lists (but `keep`) until `incoming` more bytes fit.
-    fn evict_for(&self, lists: &mut HashMap<ListId, Slot>, incoming: usize, keep: Option<ListId>) {
+    fn evict_for(&self, lists: &mut HashMap<ListId, Slot>, incoming: usize, keep: Option<&ListId>) {
         let budget = self.meter.budget() as usize;
         let mut held = self.meter.bytes() as usize;
         if held + incoming <= budget {
@@ -301,9 +320,11 @@ impl ListOrders {
         }
         let mut loaded: Vec<(u64, ListId, usize)> = lists
             .iter()
-            .filter(|(id, _)| Some(**id) != keep)
+            .filter(|(id, _)| Some(*id) != keep)
             .filter_map(|(id, slot)| match slot {
-                Slot::Loaded(l) => Some((l.used.load(Ordering::Relaxed), *id, l.list.read().map(|x| x.bytes).unwrap_or(0))),
+                Slot::Loaded(l) => {
+                    Some((l.used.load(Ordering::Relaxed), id.clone(), l.list.read().map(|x| x.bytes).unwrap_or(0)))
+                }
                 Slot::Loading(_) => None,
             })
             .collect();
@@ -322,6 +343,8 @@ impl ListOrders {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const ONE: ListName = ListName::Product(1);
 
     fn key(n: u8) -> Box<[u8]> {
         vec![n].into_boxed_slice()
@@ -342,11 +365,11 @@ mod tests {
 
     /// What the held list of `store` costs now.
     async fn held(orders: &Arc<ListOrders>, store: Uuid) -> u64 {
-        orders.read((store, 1), || Ok(Keys::default()), |l| l.bytes as u64).await.unwrap()
+        orders.read((store, ONE), || Ok(Keys::default()), |l| l.bytes as u64).await.unwrap()
     }
 
     fn change(store: Uuid, n: u8, insert: bool) -> Change {
-        Change { store, list: 1, key: key(n), insert }
+        Change { store, list: ONE, key: key(n), insert }
     }
 
     fn orders(budget: u64) -> Arc<ListOrders> {
@@ -354,7 +377,7 @@ mod tests {
     }
 
     async fn keys(orders: &Arc<ListOrders>, store: Uuid, build: Vec<u8>) -> Vec<u8> {
-        orders.read((store, 1), move || Ok(keys_of(&build)), |l| l.page(false, 0, 100).0.concat()).await.unwrap()
+        orders.read((store, ONE), move || Ok(keys_of(&build)), |l| l.page(false, 0, 100).0.concat()).await.unwrap()
     }
 
     #[tokio::test]
@@ -379,7 +402,7 @@ mod tests {
         let during = orders.clone();
         let got = orders
             .read(
-                (a, 1),
+                (a, ONE),
                 move || {
                     // Committed while the snapshot is read: one change it holds, one it misses.
                     during.apply(vec![change(a, 1, false), change(a, 2, true), change(a, 4, true)]);
@@ -399,7 +422,7 @@ mod tests {
         let during = orders.clone();
         let got = orders
             .read(
-                (a, 1),
+                (a, ONE),
                 move || {
                     during.forget(a);
                     Ok(keys_of(&[7]))
@@ -445,14 +468,14 @@ mod tests {
             keys(&orders, s, vec![1]).await;
         }
         keys(&orders, a, vec![]).await;
-        assert_eq!(orders.hottest(2), vec![(a, 1), (c, 1)]);
+        assert_eq!(orders.hottest(2), vec![(a, ONE), (c, ONE)]);
     }
 
     #[tokio::test]
     async fn a_failed_build_leaves_nothing_behind() {
         let orders = orders(1 << 20);
         let a = Uuid::from_u128(1);
-        let failed = orders.read((a, 1), || Err(ApiError::internal("disk")), |l| l.len()).await;
+        let failed = orders.read((a, ONE), || Err(ApiError::internal("disk")), |l| l.len()).await;
         assert!(failed.is_err());
         assert_eq!(keys(&orders, a, vec![1]).await, vec![1], "the next read builds again");
     }

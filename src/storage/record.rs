@@ -17,6 +17,7 @@ use uuid::Uuid;
 use crate::error::{ApiError, ApiResult};
 use crate::storage::codec::{decode, encode};
 use crate::storage::keys::Key;
+use crate::storage::list_orders::ListName;
 use crate::storage::read;
 use crate::storage::tables::{COUNTERS, StoreTable};
 use crate::storage::writer::{Rows, Tx};
@@ -416,6 +417,61 @@ fn order_rows<R: Record>(store: Uuid, r: &R) -> ApiResult<Rows> {
     Ok(rows)
 }
 
+/// The name of a record list held in memory (`storage::list`): the record's order table, its
+/// scope and sort, and for a filtered list the position and value of its one counted filter.
+pub(crate) fn list_name<R: Record>(scope: Option<Uuid>, tag: u8, filter: Option<(usize, &[u8])>) -> ListName {
+    let mut k = lists_of::<R>(scope).u8(tag);
+    if let Some((i, value)) = filter {
+        k = k.u8(i as u8).raw(value);
+    }
+    ListName::Record(k.into_vec().into())
+}
+
+/// What the names of `R`'s lists under `scope` start with.
+fn lists_of<R: Record>(scope: Option<Uuid>) -> Key {
+    let table = R::LIST.order.map(|t| t.index).unwrap_or(u16::MAX);
+    let k = Key::default().raw(&table.to_be_bytes());
+    match scope {
+        Some(parent) => k.u8(1).id(parent),
+        None => k.u8(0),
+    }
+}
+
+/// A record's keys in the lists held in memory: for each sortable field, its sort value and
+/// [`Record::tail`] in the list of every record and in the list of each counted filter value it
+/// has.
+fn held_keys<R: Record>(r: &R) -> Vec<(ListName, Box<[u8]>)> {
+    let list = &R::LIST;
+    let values: Vec<(usize, Vec<u8>)> = list
+        .filters
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.counted())
+        .filter_map(|(i, f)| (f.value)(r).map(|v| (i, v.bytes())))
+        .collect();
+    let mut keys = Vec::with_capacity(list.sorts.len() * (1 + values.len()));
+    for s in list.sorts {
+        let key: Box<[u8]> = r.tail((s.key)(r, Key::default())).into_vec().into();
+        keys.push((list_name::<R>(r.scope(), s.tag, None), key.clone()));
+        for (i, v) in &values {
+            keys.push((list_name::<R>(r.scope(), s.tag, Some((*i, v))), key.clone()));
+        }
+    }
+    keys
+}
+
+/// Records, for the lists held in memory, the keys `old` leaves and `new` takes (a key in both
+/// stays as it is): applied once the transaction commits.
+fn change_held_lists<R: Record>(tx: &mut Tx, store: Uuid, old: Option<&R>, new: Option<&R>) {
+    let (old, new) = (old.map(held_keys).unwrap_or_default(), new.map(held_keys).unwrap_or_default());
+    for (list, key) in old.iter().filter(|k| !new.contains(k)) {
+        tx.order_remove(store, list.clone(), key.clone());
+    }
+    for (list, key) in new.iter().filter(|k| !old.contains(k)) {
+        tx.order_insert(store, list.clone(), key.clone());
+    }
+}
+
 /// The counters a record adds to: the filter values it has.
 fn value_counters<R: Record>(store: Uuid, r: &R) -> Vec<Vec<u8>> {
     R::LIST
@@ -515,6 +571,7 @@ pub fn write<R: Record>(tx: &mut Tx, store: Uuid, old: Option<&R>, new: Option<&
     let rows = |r: Option<&R>| r.map(|r| order_rows(store, r)).transpose().map(Option::unwrap_or_default);
     if let Some(order) = R::LIST.order {
         tx.sync_rows(order, &rows(old)?, &rows(new)?)?;
+        change_held_lists(tx, store, old, new);
     }
     let claims = |r: Option<&R>| r.map(|r| r.claims(store)).transpose().map(Option::unwrap_or_default);
     let (old_claims, new_claims) = (claims(old)?, claims(new)?);
@@ -565,6 +622,8 @@ pub fn delete_scope<R: Record>(tx: &mut Tx, store: Uuid, scope: Uuid) -> ApiResu
         tx.delete_prefix(order, &at)?;
     }
     tx.delete_prefix(COUNTERS, &total_key::<R>(store, Some(scope)))?;
+    // Its lists held in memory go too, rather than a change per row deleted.
+    tx.forget_lists(store, lists_of::<R>(Some(scope)).into_vec().into());
     Ok(())
 }
 

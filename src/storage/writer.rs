@@ -22,7 +22,7 @@ use uuid::Uuid;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::metrics::Histogram;
 use crate::storage::keys::{Key, bounds_after, prefix_range};
-use crate::storage::list_orders::{Change, ListOrders};
+use crate::storage::list_orders::{Change, ListName, ListOrders};
 use crate::storage::row_cache::RowCache;
 use crate::storage::tables::{COUNTERS, MOVE_LOG, StoreTable};
 
@@ -441,6 +441,7 @@ fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &Atomi
             return fail_all(batch, e);
         }
         let changes = std::mem::take(&mut tx.orders);
+        let forgotten_lists = std::mem::take(&mut tx.forgotten_lists);
         let changed_rows = std::mem::take(&mut tx.changed_rows);
         let changed_locations = std::mem::take(&mut tx.changed_locations);
         let evented = std::mem::take(&mut tx.evented);
@@ -458,6 +459,9 @@ fn commit_batch(db: &Database, mut batch: Vec<Job>, gate: &MoveGate, seq: &Atomi
                 derived.stats.commit.observe(started.elapsed().as_micros() as u64);
                 derived.stats.batch.observe(batch.len() as u64);
                 derived.orders.apply(changes);
+                for (store, prefix) in forgotten_lists {
+                    derived.orders.forget_lists(store, &prefix);
+                }
                 derived.appended.add(evented);
                 for (store, id) in changed_rows {
                     derived.rows.drop_row(store, id);
@@ -527,6 +531,9 @@ pub struct Tx<'a> {
     open: RefCell<Vec<Option<StoreTableHandle<'a>>>>,
     /// List-order changes, applied to the in-memory orders once the transaction commits.
     orders: Vec<Change>,
+    /// In-memory record lists to drop once the transaction commits (after `orders`): by store
+    /// and what their names start with.
+    forgotten_lists: Vec<(Uuid, Box<[u8]>)>,
     /// Cached rows to drop once the transaction commits.
     changed_rows: Vec<(Uuid, Uuid)>,
     /// Stores whose cached locations to drop once the transaction commits.
@@ -551,6 +558,7 @@ impl<'a> Tx<'a> {
             changes: Vec::new(),
             open: RefCell::new(Vec::new()),
             orders: Vec::new(),
+            forgotten_lists: Vec::new(),
             changed_rows: Vec::new(),
             changed_locations: Vec::new(),
             counters: HashMap::new(),
@@ -622,13 +630,19 @@ impl<'a> Tx<'a> {
     }
 
     /// Adds `key` to list `list` of `store`'s in-memory orders when the transaction commits.
-    pub fn order_insert(&mut self, store: Uuid, list: u16, key: Box<[u8]>) {
+    pub fn order_insert(&mut self, store: Uuid, list: ListName, key: Box<[u8]>) {
         self.orders.push(Change { store, list, key, insert: true });
     }
 
     /// Removes `key` from list `list` of `store`'s in-memory orders when the transaction commits.
-    pub fn order_remove(&mut self, store: Uuid, list: u16, key: Box<[u8]>) {
+    pub fn order_remove(&mut self, store: Uuid, list: ListName, key: Box<[u8]>) {
         self.orders.push(Change { store, list, key, insert: false });
+    }
+
+    /// Drops `store`'s in-memory record lists whose names start with `prefix` when the
+    /// transaction commits: their rows went as one range (a parent's scoped records).
+    pub fn forget_lists(&mut self, store: Uuid, prefix: Box<[u8]>) {
+        self.forgotten_lists.push((store, prefix));
     }
 
     /// A v7 id stamped `now_ms` (or the last such id's time, when that is later) that sorts

@@ -205,7 +205,7 @@ async fn a_closed_store_s_scheduled_work_stops() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(rx.received().len(), before, "no retry leaves for a closed store");
     let q = shopcell::storage::list::ListQuery { sort: "created_at", limit: 50, ..Default::default() };
-    let events = app.cell().list::<shopcell::cells::events::Event>(s.store.parse().unwrap(), &q).unwrap();
+    let events = app.cell().list::<shopcell::cells::events::Event>(s.store.parse().unwrap(), &q).await.unwrap();
     assert!(events.items.iter().all(|e| e.topic != "checkout.abandoned"), "nothing is reported for a closed store");
     let kept: shopcell::domain::collection::Collection = app.cell().get(s.store.parse().unwrap(), cid.parse().unwrap()).unwrap();
     assert_eq!(

@@ -153,7 +153,7 @@ async fn events_are_kept_thirty_days() {
     let q = shopcell::storage::list::ListQuery { sort: "created_at", limit: 10, ..Default::default() };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
-        let left = cell.list::<shopcell::cells::events::Event>(store, &q).unwrap();
+        let left = cell.list::<shopcell::cells::events::Event>(store, &q).await.unwrap();
         if left.total == 1 {
             assert_eq!(left.items.len(), 1);
             assert!(left.items[0].data.contains(p["id"].as_str().unwrap()), "the newer event stays");
@@ -166,14 +166,14 @@ async fn events_are_kept_thirty_days() {
 
 /// The `checkout.abandoned` events of the app's first cell for `store`, read below HTTP (the
 /// clock moves past token lifetimes here).
-fn abandoned(app: &TestApp, store: &str) -> Vec<Value> {
+async fn abandoned(app: &TestApp, store: &str) -> Vec<Value> {
     let q = shopcell::storage::list::ListQuery {
         sort: "created_at",
         limit: 10,
         filters: vec![(0, vec![b"checkout.abandoned".to_vec()])],
         ..Default::default()
     };
-    let listed = app.cell().list::<shopcell::cells::events::Event>(store.parse().unwrap(), &q).unwrap();
+    let listed = app.cell().list::<shopcell::cells::events::Event>(store.parse().unwrap(), &q).await.unwrap();
     listed.items.iter().map(|e| serde_json::from_str(&e.data).unwrap()).collect()
 }
 
@@ -206,11 +206,15 @@ async fn a_checkout_left_an_hour_after_its_last_change_is_reported_abandoned_onc
     app.clock.advance(minutes(45));
     app.cell().jobs.wake();
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    assert!(abandoned(&app, &shop.store).is_empty(), "75 minutes after the start, 45 after the change");
+    assert!(abandoned(&app, &shop.store).await.is_empty(), "75 minutes after the start, 45 after the change");
 
     app.clock.advance(minutes(16));
-    eventually(|| abandoned(&app, &shop.store).len() == 1).await;
-    let reported = &abandoned(&app, &shop.store)[0];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while abandoned(&app, &shop.store).await.len() != 1 {
+        assert!(std::time::Instant::now() < deadline, "timed out");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let reported = &abandoned(&app, &shop.store).await[0];
     assert_eq!(reported["id"], id);
     assert_eq!(reported["email"], "left@example.com");
     assert_eq!(reported["note"], "gift wrap");
@@ -219,7 +223,7 @@ async fn a_checkout_left_an_hour_after_its_last_change_is_reported_abandoned_onc
     app.clock.advance(minutes(180));
     app.cell().jobs.wake();
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    let all = abandoned(&app, &shop.store);
+    let all = abandoned(&app, &shop.store).await;
     assert_eq!(all.len(), 1);
     assert_ne!(all[0]["id"], anonymous["id"]);
 }

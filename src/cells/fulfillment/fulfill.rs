@@ -184,8 +184,8 @@ pub async fn update_tracking(
 }
 
 /// `GET S/orders/{orderId}/fulfillments`.
-pub fn list(cell: &Cell, store: Uuid, order: Uuid, q: &ListQuery) -> ApiResult<Listed<FulfillmentView>> {
+pub async fn list(cell: &Cell, store: Uuid, order: Uuid, q: &ListQuery) -> ApiResult<Listed<FulfillmentView>> {
     cell.get::<Order>(store, order)?;
     let q = ListQuery { scope: Some(order), ..q.clone() };
-    Ok(cell.list::<Fulfillment>(store, &q)?.map(|f| f.view()))
+    Ok(cell.list::<Fulfillment>(store, &q).await?.map(|f| f.view()))
 }

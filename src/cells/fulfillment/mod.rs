@@ -270,10 +270,10 @@ pub fn write_fo(
 }
 
 /// `GET S/orders/{orderId}/fulfillment-orders`.
-pub fn list(cell: &Cell, store: Uuid, order: Uuid, q: &ListQuery) -> ApiResult<Listed<FulfillmentOrderView>> {
+pub async fn list(cell: &Cell, store: Uuid, order: Uuid, q: &ListQuery) -> ApiResult<Listed<FulfillmentOrderView>> {
     cell.get::<Order>(store, order)?;
     let q = ListQuery { scope: Some(order), ..q.clone() };
-    Ok(cell.list::<FulfillmentOrder>(store, &q)?.map(|f| f.view()))
+    Ok(cell.list::<FulfillmentOrder>(store, &q).await?.map(|f| f.view()))
 }
 
 /// A run of [`OPEN`]: the scheduled fulfillment order opens once the clock reaches its time

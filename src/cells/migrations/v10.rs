@@ -45,7 +45,7 @@ mod tests {
     use crate::domain::stock::Quantities;
     use crate::storage::codec::decode;
     use crate::storage::keys::Key;
-    use crate::storage::list::{ListQuery, page};
+    use crate::storage::list::{ListQuery, page_from_rows};
     use crate::storage::tables::{LEVEL_ORDER, LEVELS};
 
     fn level(variant: u128, location: u128, available: i64, at: i64) -> Level {
@@ -88,10 +88,10 @@ mod tests {
         assert_eq!(rows[1].1, levels[0], "the rows are unchanged");
         // The lists find them: the store's, in creation order, and one location's partition.
         let q = ListQuery { sort: "created_at", limit: 10, ..Default::default() };
-        let all = page::<Level>(&txn, store, &q, 0).unwrap();
+        let all = page_from_rows::<Level>(&txn, store, &q, 0).unwrap();
         assert_eq!((all.total, all.items), (3, levels.to_vec()));
         let at = ListQuery { filters: vec![(1, vec![Uuid::from_u128(30).as_bytes().to_vec()])], ..q };
-        let there = page::<Level>(&txn, store, &at, 0).unwrap();
+        let there = page_from_rows::<Level>(&txn, store, &at, 0).unwrap();
         assert_eq!((there.total, there.items), (2, vec![levels[1].clone(), levels[2].clone()]));
         let order = txn.open_table(LEVEL_ORDER.def).unwrap();
         let prefix = Key::store(store).into_vec();

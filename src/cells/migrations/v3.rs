@@ -38,7 +38,7 @@ mod tests {
 
     use crate::cells::migrations::fixture::{migrated, tax_rate};
     use crate::domain::pricing::tax::TaxRate;
-    use crate::storage::list::{ListQuery, page};
+    use crate::storage::list::{ListQuery, page_from_rows};
 
     #[test]
     fn format_2_tax_rates_are_listed_and_counted_after_the_step() {
@@ -49,13 +49,14 @@ mod tests {
         let db = migrated(&path, 2, store, &rates);
         let txn = db.begin_read().unwrap();
         let q = ListQuery { sort: "name", limit: 2, ..Default::default() };
-        let first = page::<TaxRate>(&txn, store, &q, 0).unwrap();
+        let first = page_from_rows::<TaxRate>(&txn, store, &q, 0).unwrap();
         assert_eq!(first.total, 3);
         assert_eq!(first.items.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["GST", "NY"]);
         let canada = ListQuery { filters: vec![(0, vec![b"CA".to_vec()])], ..q.clone() };
-        let listed = page::<TaxRate>(&txn, store, &canada, 0).unwrap();
+        let listed = page_from_rows::<TaxRate>(&txn, store, &canada, 0).unwrap();
         assert_eq!((listed.total, listed.items.len()), (2, 2), "the country counter holds the filtered total");
-        let newest = page::<TaxRate>(&txn, store, &ListQuery { sort: "created_at", desc: true, limit: 1, ..q }, 0).unwrap();
+        let newest =
+            page_from_rows::<TaxRate>(&txn, store, &ListQuery { sort: "created_at", desc: true, limit: 1, ..q }, 0).unwrap();
         assert_eq!(newest.items[0].name, "PST");
     }
 }

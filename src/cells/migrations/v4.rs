@@ -20,7 +20,7 @@ mod tests {
 
     use crate::cells::migrations::fixture::migrated;
     use crate::domain::collection::{Collection, CreateCollection, build};
-    use crate::storage::list::{ListQuery, page};
+    use crate::storage::list::{ListQuery, page_from_rows};
     use crate::storage::record::{SHOWN, row_key};
     use crate::storage::tables::COLLECTION_CHILDREN;
 
@@ -43,7 +43,7 @@ mod tests {
         let db = migrated(&path, 3, store, &[root.clone(), child.clone(), gone]);
         let txn = db.begin_read().unwrap();
         let titles = |q: &ListQuery| -> (u64, Vec<String>) {
-            let listed = page::<Collection>(&txn, store, q, 0).unwrap();
+            let listed = page_from_rows::<Collection>(&txn, store, q, 0).unwrap();
             (listed.total, listed.items.into_iter().map(|c| c.title).collect())
         };
         let shown = (0, vec![SHOWN.as_bytes().to_vec()]);

@@ -30,7 +30,7 @@ mod tests {
 
     use crate::cells::migrations::fixture::{migrated, tax_rate};
     use crate::domain::pricing::tax::TaxRate;
-    use crate::storage::list::{ListQuery, page};
+    use crate::storage::list::{ListQuery, page_from_rows};
     use crate::storage::record::partition_prefix;
     use crate::storage::tables::TAX_RATE_ORDER;
 
@@ -58,7 +58,7 @@ mod tests {
             filters: vec![(0, vec![b"CA".to_vec()])],
             ..Default::default()
         };
-        let listed = page::<TaxRate>(&txn, store, &q, 0).unwrap();
+        let listed = page_from_rows::<TaxRate>(&txn, store, &q, 0).unwrap();
         assert_eq!(listed.total, 3);
         assert_eq!(listed.items.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["r10"]);
         drop((order, txn));
@@ -69,8 +69,11 @@ mod tests {
         txn.open_table(TAX_RATE_ORDER.def).unwrap().retain(|k, _| !k.starts_with(&plain)).unwrap();
         txn.commit().unwrap();
         let txn = db.begin_read().unwrap();
-        assert_eq!(page::<TaxRate>(&txn, store, &q, 0).unwrap().items[0].name, "r10");
+        assert_eq!(page_from_rows::<TaxRate>(&txn, store, &q, 0).unwrap().items[0].name, "r10");
         let all = ListQuery { filters: vec![], ..q };
-        assert!(page::<TaxRate>(&txn, store, &all, 0).unwrap().items.is_empty(), "the unfiltered page read the plain rows");
+        assert!(
+            page_from_rows::<TaxRate>(&txn, store, &all, 0).unwrap().items.is_empty(),
+            "the unfiltered page read the plain rows"
+        );
     }
 }

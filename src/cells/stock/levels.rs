@@ -410,10 +410,10 @@ pub fn busy_variants(tx: &Tx, store: Uuid, location: Uuid, max: usize) -> ApiRes
 /// in priority order) and one per other location that holds a level; else the levels as kept.
 /// A variant's page is one range of `levels` beside the store's active locations, which are
 /// cached ([`locations::active_cached`]).
-pub fn list(cell: &Cell, store: Uuid, q: &ListQuery) -> ApiResult<Listed<LevelView>> {
+pub async fn list(cell: &Cell, store: Uuid, q: &ListQuery) -> ApiResult<Listed<LevelView>> {
     let variant = q.filters.iter().find(|(i, v)| *i == 0 && v.len() == 1).and_then(|(_, v)| v.first());
     let Some(variant) = variant.and_then(|b| Uuid::from_slice(b).ok()) else {
-        return Ok(cell.list::<Level>(store, q)?.map(|l| l.view()));
+        return Ok(cell.list::<Level>(store, q).await?.map(|l| l.view()));
     };
     // Before the read begins: a cached list is never older than the read's snapshot.
     let active = locations::active_cached(cell, store)?;
