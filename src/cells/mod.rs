@@ -96,7 +96,7 @@ pub struct Cell {
     /// Where the cell keeps its files.
     dir: PathBuf,
     /// The lists to warm after this start (see `warm`), taken by the first `warm`.
-    warm_hint: Mutex<Vec<warm::ProductList>>,
+    warm_hint: Mutex<Vec<crate::storage::list_orders::ListId>>,
     /// This cell's parts of online backups (see `backup`).
     pub backups: crate::backup::snapshot::Sessions,
     /// The portable exports of its stores under way (see `portable`).

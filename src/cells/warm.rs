@@ -1,10 +1,12 @@
-//! Warming after a restart: the product lists held when the cell closed are built again in the
-//! background, the most recently read first, so their first read after the restart is answered
-//! from memory. Readiness does not wait for it.
+//! Warming after a restart: the lists held when the cell closed (products' and other records')
+//! are built again in the background, the most recently read first, so their first read after
+//! the restart is answered from memory. Readiness does not wait for it.
 //!
-//! The hint is `<cell dir>/hot-lists`: a store id (16 bytes) and a list number (u16 big-endian)
-//! per list. It is a hint, not data: a missing or damaged file warms nothing, a store since
-//! moved away is skipped.
+//! The hint is `<cell dir>/hot-lists`: `HOT2`, then per list a store id (16 bytes), a kind (0 a
+//! product list, 1 a record list), the name's length (u16 big-endian) and the name (a product
+//! list's number, u16 big-endian; a record list's name, `storage::record::list_name`). A file
+//! without the mark is the earlier form: a store id and a product list number per list. It is a
+//! hint, not data: a missing or damaged file warms nothing, a store since moved away is skipped.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,41 +15,72 @@ use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::cells::products;
-use crate::storage::list_orders::ListName;
+use crate::storage::list_orders::{ListId, ListName};
 
 /// Lists warmed at most: beyond these, the budget would be spent on lists nobody asked for yet.
 const WARM_MAX: usize = 200;
+
+/// What begins the hint's current form.
+const MARK: &[u8] = b"HOT2";
 
 fn hint_path(dir: &Path) -> PathBuf {
     dir.join("hot-lists")
 }
 
-/// A product list of a store, by its number (`cells::products`).
-pub(super) type ProductList = (Uuid, u16);
-
 /// The lists the hint names, in its order.
-pub(super) fn read_hint(dir: &Path) -> Vec<ProductList> {
+pub(super) fn read_hint(dir: &Path) -> Vec<ListId> {
     let bytes = std::fs::read(hint_path(dir)).unwrap_or_default();
+    let Some(mut rest) = bytes.strip_prefix(MARK) else {
+        return bytes
+            .chunks_exact(18)
+            .filter_map(|c| Some((Uuid::from_slice(&c[..16]).ok()?, ListName::Product(u16::from_be_bytes([c[16], c[17]])))))
+            .take(WARM_MAX)
+            .collect();
+    };
+    let mut lists = Vec::new();
+    while lists.len() < WARM_MAX {
+        let Some((store, kind, name, after)) = entry(rest) else { break };
+        let list = match (kind, name) {
+            (0, &[hi, lo]) => ListName::Product(u16::from_be_bytes([hi, lo])),
+            (1, name) => ListName::Record(name.into()),
+            _ => break,
+        };
+        lists.push((store, list));
+        rest = after;
+    }
+    lists
+}
+
+/// The hint naming `lists`, in their order.
+fn hint(lists: &[ListId]) -> Vec<u8> {
+    let mut bytes = MARK.to_vec();
+    for (store, list) in lists {
+        let (kind, name): (u8, Vec<u8>) = match list {
+            ListName::Product(n) => (0, n.to_be_bytes().to_vec()),
+            ListName::Record(name) => (1, name.to_vec()),
+        };
+        let Ok(len) = u16::try_from(name.len()) else { continue };
+        bytes.extend_from_slice(store.as_bytes());
+        bytes.push(kind);
+        bytes.extend_from_slice(&len.to_be_bytes());
+        bytes.extend_from_slice(&name);
+    }
     bytes
-        .chunks_exact(18)
-        .filter_map(|c| Some((Uuid::from_slice(&c[..16]).ok()?, u16::from_be_bytes([c[16], c[17]]))))
-        .take(WARM_MAX)
-        .collect()
+}
+
+/// One list of the hint: store, kind, name and what follows.
+fn entry(bytes: &[u8]) -> Option<(Uuid, u8, &[u8], &[u8])> {
+    let store = Uuid::from_slice(bytes.get(..16)?).ok()?;
+    let kind = *bytes.get(16)?;
+    let len = u16::from_be_bytes([*bytes.get(17)?, *bytes.get(18)?]) as usize;
+    let name = bytes.get(19..19 + len)?;
+    Some((store, kind, name, &bytes[19 + len..]))
 }
 
 impl Cell {
-    /// Writes the hint: the product lists held, the most recently read first. (Other records'
-    /// lists are built on their first read: a build reads keys alone, no record.)
+    /// Writes the hint: the lists held, the most recently read first.
     pub(super) fn save_hottest(&self) {
-        let hot = self.writer.orders.hottest(WARM_MAX);
-        let bytes: Vec<u8> = hot
-            .iter()
-            .filter_map(|(store, list)| match list {
-                ListName::Product(n) => Some([store.as_bytes().as_slice(), &n.to_be_bytes()].concat()),
-                ListName::Record(_) => None,
-            })
-            .flatten()
-            .collect();
+        let bytes = hint(&self.writer.orders.hottest(WARM_MAX));
         let path = hint_path(&self.dir);
         let tmp = path.with_extension("tmp");
         // Written aside and renamed, so a crash leaves the old hint or the new one.
@@ -77,12 +110,43 @@ impl Cell {
                 if !cell.holds(store) {
                     continue;
                 }
-                match products::warm_product_list(&cell, store, list).await {
+                let warming = match &list {
+                    ListName::Product(n) => products::warm_product_list(&cell, store, *n).await,
+                    ListName::Record(name) => {
+                        let (db, name) = (cell.db.clone(), name.clone());
+                        let build = move || crate::storage::list::build_list(&db, store, &name);
+                        cell.writer.orders.read((store, list.clone()), build, |_| ()).await
+                    }
+                };
+                match warming {
                     Ok(()) => warmed += 1,
-                    Err(e) => tracing::warn!(cell = %cell.name, %store, list, error = %e, "warming a list failed"),
+                    Err(e) => tracing::warn!(cell = %cell.name, %store, ?list, error = %e, "warming a list failed"),
                 }
             }
             tracing::info!(cell = %cell.name, lists = warmed, ms = started.elapsed().as_millis() as u64, "lists warmed");
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hint_names_product_and_record_lists_and_reads_the_earlier_form() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let lists = vec![(a, ListName::Product(0x0201)), (b, ListName::Record(vec![0, 7, 0, 2, 1, 1, 9, 9].into()))];
+        std::fs::write(hint_path(dir.path()), hint(&lists)).unwrap();
+        assert_eq!(read_hint(dir.path()), lists);
+        // Cut short: the whole lists before the cut are read.
+        let whole = hint(&lists);
+        std::fs::write(hint_path(dir.path()), &whole[..whole.len() - 3]).unwrap();
+        assert_eq!(read_hint(dir.path()), lists[..1]);
+        // The earlier form: a store and a product list number per list.
+        std::fs::write(hint_path(dir.path()), [a.as_bytes().as_slice(), &[2, 1]].concat()).unwrap();
+        assert_eq!(read_hint(dir.path()), vec![(a, ListName::Product(0x0201))]);
+        std::fs::remove_file(hint_path(dir.path())).unwrap();
+        assert!(read_hint(dir.path()).is_empty());
     }
 }

@@ -21,11 +21,12 @@ use uuid::Uuid;
 
 use crate::error::ApiResult;
 use crate::storage::codec::decode;
-use crate::storage::list_orders::ListOrders;
+use crate::storage::list_orders::{ListId, ListName, ListOrders};
 use crate::storage::ranked::Keys;
 use crate::storage::read;
 use crate::storage::record::{
-    self, FilterKind, Listable, Record, Summary, list_name, order_prefix, partition_prefix, times_of, total_key, value_key,
+    self, FilterKind, ListParts, ListSource, Listable, Record, Summary, list_name, order_prefix, partition_prefix, times_of,
+    total_key, value_key,
 };
 use crate::storage::tables::{COUNTERS, StoreTable};
 
@@ -109,8 +110,7 @@ pub async fn page<R: Record>(
     let (desc, offset, limit) = (q.desc, q.offset, q.limit);
     let (keys, total) = match held.as_slice() {
         [one] => {
-            let id = (store, list_name::<R>(q.scope, one.tag, one.filter.as_ref().map(|(i, v)| (*i, v.as_slice()))));
-            let build = build::<R>(db.clone(), store, q.scope, one.clone());
+            let (id, build) = held_list::<R>(db, store, q.scope, one);
             orders
                 .read(id, build, move |l| {
                     let (keys, len) = l.page(desc, offset, limit);
@@ -123,8 +123,7 @@ pub async fn page<R: Record>(
             let end = offset.saturating_add(limit);
             let (mut keys, mut total) = (Vec::new(), 0);
             for one in several {
-                let id = (store, list_name::<R>(q.scope, one.tag, one.filter.as_ref().map(|(i, v)| (*i, v.as_slice()))));
-                let build = build::<R>(db.clone(), store, q.scope, one.clone());
+                let (id, build) = held_list::<R>(db, store, q.scope, one);
                 let (mut head, len) = orders
                     .read(id, build, move |l| {
                         let (keys, len) = l.page(desc, 0, end);
@@ -147,8 +146,19 @@ pub async fn page<R: Record>(
     Ok(Listed { items, total: total as u64 })
 }
 
+/// List `held` of `store`: its id among the lists held, and how it is built.
+fn held_list<R: Record>(
+    db: &Arc<Database>,
+    store: Uuid,
+    scope: Option<Uuid>,
+    held: &Held,
+) -> (ListId, impl FnOnce() -> ApiResult<Keys> + Send + 'static) {
+    let name = list_name::<R>(scope, held.tag, held.filter.as_ref().map(|(i, v)| (*i, v.as_slice())));
+    let (db, built) = (db.clone(), name.clone());
+    ((store, ListName::Record(name)), move || build_list(&db, store, &built))
+}
+
 /// One list held in memory: a sort, and the one value of a counted filter it is kept to.
-#[derive(Clone)]
 struct Held {
     tag: u8,
     filter: Option<(usize, Vec<u8>)>,
@@ -175,33 +185,26 @@ fn held_lists<R: Record>(q: &ListQuery) -> Option<Vec<Held>> {
     }
 }
 
-/// Builds the keys of list `held` of `store` from the order rows committed when it is called:
-/// the sort's rows, or a filter value's partition (the default order), or the sort's rows kept
-/// to that value by their summaries.
-fn build<R: Record>(
-    db: Arc<Database>,
-    store: Uuid,
-    scope: Option<Uuid>,
-    held: Held,
-) -> impl FnOnce() -> ApiResult<Keys> + Send + 'static {
-    move || {
-        let txn = db.begin_read()?;
-        let list = &R::LIST;
-        let Some(order) = list.order else { return Ok(Keys::default()) };
-        let default = list.sort(list.default_sort).map(|s| s.tag);
-        let mut keys = Keys::default();
-        match &held.filter {
-            None => suffixes(&txn, order, &order_prefix(store, scope, held.tag), &mut keys, |_| Ok(true))?,
-            Some((i, value)) if default == Some(held.tag) => {
-                suffixes(&txn, order, &partition_prefix(store, scope, *i, value), &mut keys, |_| Ok(true))?
-            }
-            Some((i, value)) => suffixes(&txn, order, &order_prefix(store, scope, held.tag), &mut keys, |summary| {
-                let s: Summary = decode(summary)?;
-                Ok(s.filters.get(*i).and_then(Option::as_ref) == Some(value))
-            })?,
+/// Builds the keys of record list `name` of `store` from the order rows committed when it is
+/// called: the sort's rows, or a filter value's partition (the default order), or the sort's
+/// rows kept to that value by their summaries. A name not made by `record::list_name` (a
+/// damaged hint) builds an empty list.
+pub fn build_list(db: &Database, store: Uuid, name: &[u8]) -> ApiResult<Keys> {
+    let mut keys = Keys::default();
+    let Some(parts) = ListParts::of(name) else { return Ok(keys) };
+    let txn = db.begin_read()?;
+    let rows = order_prefix(store, parts.scope, parts.tag);
+    match (parts.source, parts.filter) {
+        (ListSource::Partition, Some((i, value))) => {
+            suffixes(&txn, parts.order, &partition_prefix(store, parts.scope, i, value), &mut keys, |_| Ok(true))?
         }
-        Ok(keys)
+        (ListSource::Summaries, Some((i, value))) => suffixes(&txn, parts.order, &rows, &mut keys, |summary| {
+            let s: Summary = decode(summary)?;
+            Ok(s.filters.get(i).and_then(Option::as_deref) == Some(value))
+        })?,
+        _ => suffixes(&txn, parts.order, &rows, &mut keys, |_| Ok(true))?,
     }
+    Ok(keys)
 }
 
 /// Adds to `keys` what follows `prefix` in each row under it that `keep` accepts (by its value).

@@ -9,6 +9,8 @@
 //! [`Tx`], which records every key in the move log while the store moves. No area writes an index
 //! row or a counter by hand.
 
+use std::sync::Arc;
+
 use redb::ReadTransaction;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -418,23 +420,86 @@ fn order_rows<R: Record>(store: Uuid, r: &R) -> ApiResult<Rows> {
 }
 
 /// The name of a record list held in memory (`storage::list`): the record's order table, its
-/// scope and sort, and for a filtered list the position and value of its one counted filter.
-pub(crate) fn list_name<R: Record>(scope: Option<Uuid>, tag: u8, filter: Option<(usize, &[u8])>) -> ListName {
-    let mut k = lists_of::<R>(scope).u8(tag);
-    if let Some((i, value)) = filter {
-        k = k.u8(i as u8).raw(value);
+/// scope and sort, where the list is built from, and for a filtered list the position and value
+/// of its one counted filter: `table u16 ‖ 0 | 1 ‖ parent id ‖ sort tag ‖ source [‖ filter u8 ‖
+/// value]`. The name alone says how to build the list ([`crate::storage::list::build_list`]),
+/// so a list named in the restart hint is warmed without knowing its record.
+pub(crate) fn list_name<R: Record>(scope: Option<Uuid>, tag: u8, filter: Option<(usize, &[u8])>) -> Arc<[u8]> {
+    let list = &R::LIST;
+    let mut name = lists_of::<R>(scope);
+    name.push(tag);
+    match filter {
+        None => name.push(ListSource::Sort as u8),
+        Some((i, value)) => {
+            let default = list.sort(list.default_sort).is_some_and(|s| s.tag == tag);
+            let source = if default { ListSource::Partition } else { ListSource::Summaries };
+            name.extend_from_slice(&[source as u8, i as u8]);
+            // Last: the value's bytes as they are.
+            name.extend_from_slice(value);
+        }
     }
-    ListName::Record(k.into_vec().into())
+    name.into()
+}
+
+/// What a record list is built from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ListSource {
+    /// The sort's order rows: every record.
+    Sort = 0,
+    /// A counted filter value's partition rows: its records in the default order.
+    Partition = 1,
+    /// The sort's order rows whose summary has the filter value.
+    Summaries = 2,
+}
+
+/// A record list's name read back: what [`list_name`] wrote.
+pub(crate) struct ListParts<'a> {
+    pub order: StoreTable,
+    pub scope: Option<Uuid>,
+    pub tag: u8,
+    pub source: ListSource,
+    /// The filter's position and value, unless [`ListSource::Sort`].
+    pub filter: Option<(usize, &'a [u8])>,
+}
+
+impl<'a> ListParts<'a> {
+    /// `None` when `name` was not written by [`list_name`] (a damaged hint).
+    pub fn of(name: &'a [u8]) -> Option<ListParts<'a>> {
+        let table = u16::from_be_bytes([*name.first()?, *name.get(1)?]);
+        let order = *crate::storage::tables::STORE_TABLES.get(table as usize)?;
+        let (scope, rest) = match name.get(2)? {
+            0 => (None, name.get(3..)?),
+            1 => (Some(Uuid::from_slice(name.get(3..19)?).ok()?), name.get(19..)?),
+            _ => return None,
+        };
+        let (&tag, rest) = rest.split_first()?;
+        let (&source, rest) = rest.split_first()?;
+        let source = match source {
+            0 => ListSource::Sort,
+            1 => ListSource::Partition,
+            2 => ListSource::Summaries,
+            _ => return None,
+        };
+        let filter = match (source, rest.split_first()) {
+            (ListSource::Sort, None) => None,
+            (ListSource::Partition | ListSource::Summaries, Some((&i, value))) => Some((i as usize, value)),
+            _ => return None,
+        };
+        Some(ListParts { order, scope, tag, source, filter })
+    }
 }
 
 /// What the names of `R`'s lists under `scope` start with.
-fn lists_of<R: Record>(scope: Option<Uuid>) -> Key {
-    let table = R::LIST.order.map(|t| t.index).unwrap_or(u16::MAX);
-    let k = Key::default().raw(&table.to_be_bytes());
+fn lists_of<R: Record>(scope: Option<Uuid>) -> Vec<u8> {
+    let mut name = R::LIST.order.map(|t| t.index).unwrap_or(u16::MAX).to_be_bytes().to_vec();
     match scope {
-        Some(parent) => k.u8(1).id(parent),
-        None => k.u8(0),
+        Some(parent) => {
+            name.push(1);
+            name.extend_from_slice(parent.as_bytes());
+        }
+        None => name.push(0),
     }
+    name
 }
 
 /// A record's keys in the lists held in memory: for each sortable field, its sort value and
@@ -452,9 +517,9 @@ fn held_keys<R: Record>(r: &R) -> Vec<(ListName, Box<[u8]>)> {
     let mut keys = Vec::with_capacity(list.sorts.len() * (1 + values.len()));
     for s in list.sorts {
         let key: Box<[u8]> = r.tail((s.key)(r, Key::default())).into_vec().into();
-        keys.push((list_name::<R>(r.scope(), s.tag, None), key.clone()));
+        keys.push((ListName::Record(list_name::<R>(r.scope(), s.tag, None)), key.clone()));
         for (i, v) in &values {
-            keys.push((list_name::<R>(r.scope(), s.tag, Some((*i, v))), key.clone()));
+            keys.push((ListName::Record(list_name::<R>(r.scope(), s.tag, Some((*i, v)))), key.clone()));
         }
     }
     keys
@@ -623,7 +688,7 @@ pub fn delete_scope<R: Record>(tx: &mut Tx, store: Uuid, scope: Uuid) -> ApiResu
     }
     tx.delete_prefix(COUNTERS, &total_key::<R>(store, Some(scope)))?;
     // Its lists held in memory go too, rather than a change per row deleted.
-    tx.forget_lists(store, lists_of::<R>(Some(scope)).into_vec().into());
+    tx.forget_lists(store, lists_of::<R>(Some(scope)).into());
     Ok(())
 }
 
