@@ -27,6 +27,9 @@ pub const ACCESS: &str = "access";
 /// lines, a few MiB at most.
 const QUEUE_LINES: usize = 16_384;
 
+/// Bytes the log thread gathers before a write to stderr: about a hundred access lines.
+const WRITE_BYTES: usize = 32 * 1024;
+
 /// The writer's count of dropped lines, once [`init`] has run.
 static DROPPED: OnceLock<ErrorCounter> = OnceLock::new();
 
@@ -35,7 +38,9 @@ static DROPPED: OnceLock<ErrorCounter> = OnceLock::new();
 pub fn init(format: Option<LogFormat>) -> WorkerGuard {
     let terminal = std::io::stderr().is_terminal();
     let format = format.unwrap_or(if terminal { LogFormat::Text } else { LogFormat::Json });
-    let (writer, guard) = queue(std::io::stderr(), QUEUE_LINES);
+    // Buffered: the log thread writes what it drained from the queue in one `write(2)` (it
+    // flushes whenever the queue is empty), not one per line; a line waits for nothing but that.
+    let (writer, guard) = queue(std::io::BufWriter::with_capacity(WRITE_BYTES, std::io::stderr()), QUEUE_LINES);
     let _ = DROPPED.set(writer.error_counter());
     let filter = EnvFilter::try_from_env("SHOPCELL_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
