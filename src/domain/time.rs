@@ -15,9 +15,9 @@ pub fn rfc3339(ms: i64) -> String {
     // `format!` with padding took as long as the page's other JSON.
     let mut out = *b"0000-00-00T00:00:00.000Z";
     let mut put = |at: usize, width: usize, mut n: u32| {
-        for i in (at..at + width).rev() {
+        for i in (at..at.saturating_add(width)).rev() {
             if let Some(b) = out.get_mut(i) {
-                *b = b'0' + (n % 10) as u8;
+                *b = b'0'.saturating_add((n % 10) as u8);
             }
             n /= 10;
         }
