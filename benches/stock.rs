@@ -11,13 +11,16 @@
 //!
 //! `cargo bench --bench stock`. Environment: `BENCH_CHECKOUTS` (default 4,000 per store),
 //! `BENCH_BACKGROUND_RATE` (completions per second during the reads, default 200),
-//! `BENCH_SECONDS` (the read scenario), `BENCH_SCENARIOS=reads` (scenario 3 alone),
+//! `BENCH_SECONDS` (the read scenario), `BENCH_SCENARIOS=reads` (scenario 3 alone) or
+//! `BENCH_SCENARIOS=fulfills` (scenario 2 alone, its orders completed in one store first),
 //! `BENCH_SHOPCELL` (the binary to serve, e.g. an earlier build's, for a before/after in one
 //! session; default this build's).
 //!
 //! Scenario 3 also prints the server's CPU time per level read (from `/proc/PID/stat`, the
-//! background completions' own CPU, measured alone just before, taken off): what to compare
-//! between builds on a machine shared with other work, where throughput moves by several times.
+//! background completions' own CPU, measured alone just before, taken off), and scenario 2 the
+//! server's and its writer thread's CPU time per fulfill: what to compare between builds on a
+//! machine shared with other work, where throughput moves by several times. The server's pid is
+//! printed first, for `perf record -p`.
 
 mod common;
 
@@ -30,7 +33,7 @@ use common::inspect::millis;
 use common::shop::Shop;
 use common::{
     BoxError, Client, Endpoint, InProcess, LoadReport, ServerProcess, Settings, env_or, redb_fsync_baseline, run_load,
-    start_bare_hyper,
+    start_bare_hyper, start_bare_hyper_sized,
 };
 use hyper::StatusCode;
 use serde_json::{Value, json};
@@ -41,6 +44,8 @@ const PRODUCTS: usize = 5;
 /// Locations of the read scenario's store, and the variants read there.
 const READ_LOCATIONS: usize = 50;
 const READ_VARIANTS: usize = 200;
+/// About the size of a variant's levels page over 50 locations.
+const LEVELS_PAGE_BYTES: usize = 12_000;
 
 fn main() -> ExitCode {
     match bench() {
@@ -62,6 +67,7 @@ fn main() -> ExitCode {
 
 type Row = (&'static str, f64, f64);
 
+const FULFILLS_ROW: &str = "fulfills with tracking / one fsync per transaction";
 const LEVELS_ROW: &str = "GET inventory-levels?variantId= (50 locations, completions running) / bare hyper";
 
 /// How long the background completions run alone before the reads, to measure their own CPU.
@@ -75,8 +81,10 @@ fn bench() -> Result<Vec<Row>, BoxError> {
     // The job runner paused: the scenarios time what the writes and reads cost, not the mail
     // each order and shipment sends afterwards (the offline mailer makes a file per message).
     let binary = std::env::var("BENCH_SHOPCELL").unwrap_or_else(|_| env!("CARGO_BIN_EXE_shopcell").to_string());
-    let reads_alone = std::env::var("BENCH_SCENARIOS").is_ok_and(|v| v == "reads");
+    let scenarios = std::env::var("BENCH_SCENARIOS").unwrap_or_default();
+    let (reads_alone, fulfills_alone) = (scenarios == "reads", scenarios == "fulfills");
     let server = ServerProcess::spawn_with(&binary, &["--answer-cache", "false", "--jobs-paused"])?;
+    println!("server pid {}", server.pid());
     let result = (|| -> Result<(Vec<Row>, String, Vec<String>), BoxError> {
         let endpoint = Endpoint::new(server.addr);
         if reads_alone {
@@ -86,6 +94,12 @@ fn bench() -> Result<Vec<Row>, BoxError> {
         }
         // 1. Completions: one location against five, the same lines in both stores.
         let (single, single_lines) = load.block_on(completion_store(&endpoint, "Single", 1, count))?;
+        if fulfills_alone {
+            let prepared = load.block_on(single.prepare(count, move |n| lines(&single_lines, n)))?;
+            let (orders, _) = load.block_on(single.complete(prepared))?;
+            let ratio = fulfill_scenario(&load, &server, &single, &orders, count)?;
+            return Ok((vec![(FULFILLS_ROW, ratio, 2.0)], String::new(), Vec::new()));
+        }
         let (split, split_lines) = load.block_on(completion_store(&endpoint, "Five", PRODUCTS, count))?;
         let single_prepared = load.block_on(single.prepare(count, move |n| lines(&single_lines, n)))?;
         let split_prepared = load.block_on(split.prepare(count, move |n| lines(&split_lines, n)))?;
@@ -106,25 +120,23 @@ fn bench() -> Result<Vec<Row>, BoxError> {
         }
 
         // 2. Fulfills with tracking, each of another order, against the fsync rate of just before.
-        let fos = load.block_on(fulfillment_orders(&single, &orders))?;
-        let fsync = redb_fsync_baseline(server.dir(), Duration::from_secs(2))?;
-        println!("baseline one fsync per transaction: {:.0} txn/s", fsync.per_second());
-        let fulfilled = load.block_on(fulfill(&single, &orders, fos))?;
-        let fulfills = rate(count, fulfilled);
-        println!("measured fulfills with tracking: {fulfills:.0}/s ({:.1}× the fsync baseline)", fulfills / fsync.per_second());
+        let fulfills = fulfill_scenario(&load, &server, &single, &orders, count)?;
 
         // 3. Level reads over 50 locations with completions running.
         let (bare, levels, store, variants) = read_levels(&load, &server, &settings, count, background)?;
 
         let rows = vec![
             ("completions: five locations, 40 % split / default location alone", five / alone, 0.5),
-            ("fulfills with tracking / one fsync per transaction", fulfills / fsync.per_second(), 2.0),
+            (FULFILLS_ROW, fulfills, 2.0),
             (LEVELS_ROW, levels.requests_per_second() / bare.requests_per_second(), 0.4),
         ];
         Ok((rows, store, variants))
     })();
     let dir = server.stop()?;
     let (rows, store, variants) = result?;
+    if variants.is_empty() {
+        return Ok(rows);
+    }
     // The same reads in this process: the handler's own work, without HTTP.
     let server = InProcess::open(dir)?;
     let timed = time_levels(&server, &store, &variants, settings.duration);
@@ -249,6 +261,32 @@ async fn fulfillment_orders(shop: &Shop, orders: &[Value]) -> Result<Vec<Vec<Str
         .collect())
 }
 
+/// Scenario 2: the fsync baseline, then every order fulfilled with a tracking number; prints
+/// the rate and the server's and its writer's CPU per fulfill, answers the rate over the baseline.
+fn fulfill_scenario(
+    load: &tokio::runtime::Runtime,
+    server: &ServerProcess,
+    shop: &Shop,
+    orders: &[Value],
+    count: usize,
+) -> Result<f64, BoxError> {
+    let fos = load.block_on(fulfillment_orders(shop, orders))?;
+    let fsync = redb_fsync_baseline(server.dir(), Duration::from_secs(2))?;
+    println!("baseline one fsync per transaction: {:.0} txn/s", fsync.per_second());
+    let (cpu, writer) = (server.cpu()?, server.threads_cpu("writer-")?);
+    let fulfilled = load.block_on(fulfill(shop, orders, fos))?;
+    let (cpu, writer) = (server.cpu()? - cpu, server.threads_cpu("writer-")? - writer);
+    let fulfills = rate(count, fulfilled);
+    let per = |d: Duration| d.as_secs_f64() * 1e6 / count as f64;
+    println!(
+        "measured fulfills with tracking: {fulfills:.0}/s ({:.2}× the fsync baseline); CPU per fulfill: server {:.0} µs, writer {:.0} µs",
+        fulfills / fsync.per_second(),
+        per(cpu),
+        per(writer)
+    );
+    Ok(fulfills / fsync.per_second())
+}
+
 /// Fulfills every order's (single) fulfillment order with a tracking number; answers the wall time.
 async fn fulfill(shop: &Shop, orders: &[Value], fos: Vec<Vec<String>>) -> Result<Duration, BoxError> {
     let targets: Arc<Vec<(String, String)>> = Arc::new(
@@ -320,6 +358,18 @@ fn read_levels(
     let bare_report = load.block_on(run_load(bare.addr, settings, move |_| bare_endpoint.get("/")));
     println!("measured bare hyper: {:.0} req/s", bare_report.requests_per_second());
     drop(bare);
+    // The same server answering a body of the level page's size: what the transport alone
+    // (both ends on this machine) allows for 12 KB answers. Printed for context; the target is
+    // against the plain baseline above.
+    let sized = start_bare_hyper_sized(LEVELS_PAGE_BYTES)?;
+    let sized_endpoint = Endpoint::new(sized.addr);
+    let sized_report = load.block_on(run_load(sized.addr, settings, move |_| sized_endpoint.get("/")));
+    println!(
+        "measured bare hyper with a {LEVELS_PAGE_BYTES}-byte body: {:.0} req/s ({:.2}× the plain one)",
+        sized_report.requests_per_second(),
+        sized_report.requests_per_second() / bare_report.requests_per_second()
+    );
+    drop(sized);
 
     let completed = Arc::new(AtomicU64::new(0));
     let pacer = {

@@ -399,10 +399,16 @@ pub struct BareServer {
 }
 
 pub fn start_bare_hyper() -> Result<BareServer, BoxError> {
+    start_bare_hyper_sized(BARE_BODY_LEN)
+}
+
+/// [`start_bare_hyper`] answering `len` bytes (at least [`BARE_BODY_LEN`]): what the transport
+/// alone allows for an answer of a route's size.
+pub fn start_bare_hyper_sized(len: usize) -> Result<BareServer, BoxError> {
     let runtime = runtime("bare-hyper")?;
     let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0"))?;
     let addr = listener.local_addr()?;
-    let body = Bytes::from(fixed_json_body());
+    let body = Bytes::from(fixed_json_body(len));
     runtime.spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
             let body = body.clone();
@@ -424,8 +430,8 @@ pub fn start_bare_hyper() -> Result<BareServer, BoxError> {
     Ok(BareServer { addr, _runtime: runtime })
 }
 
-/// A product-shaped JSON document padded to exactly [`BARE_BODY_LEN`] bytes.
-fn fixed_json_body() -> Vec<u8> {
+/// A product-shaped JSON document padded to exactly `len` bytes ([`BARE_BODY_LEN`] or more).
+fn fixed_json_body(len: usize) -> Vec<u8> {
     let mut product = json!({
         "id": "01936c1e-7a4b-7cde-8f01-23456789abcd",
         "storeId": "01936c1e-0000-7000-8000-000000000001",
@@ -436,10 +442,10 @@ fn fixed_json_body() -> Vec<u8> {
         "description": "",
     });
     let unpadded = serde_json::to_vec(&product).expect("serializes").len();
-    let padding = BARE_BODY_LEN.checked_sub(unpadded).expect("the template is smaller than the target size");
+    let padding = len.checked_sub(unpadded).expect("the template is smaller than the target size");
     product["description"] = Value::String("x".repeat(padding));
     let body = serde_json::to_vec(&product).expect("serializes");
-    debug_assert_eq!(body.len(), BARE_BODY_LEN);
+    debug_assert_eq!(body.len(), len);
     body
 }
 
@@ -648,6 +654,29 @@ impl ServerProcess {
         let tick = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).ok_or("a /proc/PID/stat without CPU times");
         // utime and stime: fields 14 and 15 of stat(5), 12 and 13 after the name.
         Ok(Duration::from_millis((tick(11)? + tick(12)?) * 10))
+    }
+
+    /// The CPU time, user and system, of the server's threads whose name starts with `prefix`
+    /// (e.g. `writer-`: the cells' single writers), from `/proc/PID/task/TID/stat`.
+    pub fn threads_cpu(&self, prefix: &str) -> Result<Duration, BoxError> {
+        let mut total = Duration::ZERO;
+        for task in std::fs::read_dir(format!("/proc/{}/task", self.child.0.id()))? {
+            let stat = std::fs::read_to_string(task?.path().join("stat"))?;
+            let Some((head, rest)) = stat.rsplit_once(')') else { continue };
+            let name = head.split_once('(').map_or("", |(_, n)| n);
+            if !name.starts_with(prefix) {
+                continue;
+            }
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let tick = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).ok_or("a task stat without CPU times");
+            total += Duration::from_millis((tick(11)? + tick(12)?) * 10);
+        }
+        Ok(total)
+    }
+
+    /// The server's process id (for `perf record -p`).
+    pub fn pid(&self) -> u32 {
+        self.child.0.id()
     }
 
     /// The directory the server's data is in (`data/` inside it).

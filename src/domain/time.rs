@@ -11,16 +11,25 @@ pub fn rfc3339(ms: i64) -> String {
     if !(0..=9999).contains(&t.year()) {
         return String::new();
     }
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second(),
-        t.millisecond()
-    )
+    // Digits placed by hand: every view formats its times, a page of levels fifty of them, and
+    // `format!` with padding took as long as the page's other JSON.
+    let mut out = *b"0000-00-00T00:00:00.000Z";
+    let mut put = |at: usize, width: usize, mut n: u32| {
+        for i in (at..at.saturating_add(width)).rev() {
+            if let Some(b) = out.get_mut(i) {
+                *b = b'0'.saturating_add((n % 10) as u8);
+            }
+            n /= 10;
+        }
+    };
+    put(0, 4, t.year() as u32);
+    put(5, 2, u32::from(u8::from(t.month())));
+    put(8, 2, u32::from(t.day()));
+    put(11, 2, u32::from(t.hour()));
+    put(14, 2, u32::from(t.minute()));
+    put(17, 2, u32::from(t.second()));
+    put(20, 3, u32::from(t.millisecond()));
+    out.iter().map(|&b| char::from(b)).collect()
 }
 
 /// Parses an RFC 3339 timestamp into Unix milliseconds.
@@ -110,5 +119,29 @@ mod tests {
         assert_eq!(super::rfc3339(1_795_000_000_020), "2026-11-18T11:06:40.020Z");
         assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(super::rfc3339(-1), "1969-12-31T23:59:59.999Z");
+    }
+
+    #[test]
+    fn digits_placed_by_hand_match_formatting() {
+        // From year 0 to 9999 in uneven steps, each field's widths and carries included.
+        let (first, last) = (-62_167_219_200_000i64, 253_402_300_799_999i64);
+        let mut ms = first;
+        while ms <= last {
+            let t = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).unwrap();
+            let expected = format!(
+                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+                t.year(),
+                u8::from(t.month()),
+                t.day(),
+                t.hour(),
+                t.minute(),
+                t.second(),
+                t.millisecond()
+            );
+            assert_eq!(super::rfc3339(ms), expected, "{ms}");
+            ms += 7_919_993_117;
+        }
+        assert_eq!(super::rfc3339(last), "9999-12-31T23:59:59.999Z");
+        assert_eq!(super::rfc3339(last + 1), "", "past year 9999");
     }
 }

@@ -556,7 +556,9 @@ impl<'a> Tx<'a> {
             txn,
             tracking: false,
             changes: Vec::new(),
-            open: RefCell::new(Vec::new()),
+            // Sized once for every store table: grown on demand, its handles (a few hundred
+            // bytes each) were copied through several reallocations per batch.
+            open: RefCell::new(Vec::with_capacity(crate::storage::tables::STORE_TABLES.len())),
             orders: Vec::new(),
             forgotten_lists: Vec::new(),
             changed_rows: Vec::new(),

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::{load, mail, write_fo, write_order_state};
+use super::{load_with_order, mail, write_fo, write_order_state_of};
 use crate::cells::Cell;
 use crate::cells::events;
 use crate::cells::stock::levels::{self, Change};
@@ -72,7 +72,7 @@ pub async fn fulfill(cell: &Cell, store: Uuid, order: Uuid, id: Uuid, input: Ful
     let (mail_id, now) = (cell.clock.new_id(), cell.clock.now_ms());
     cell.writer
         .write(Some(store), move |tx| {
-            let old = load(tx, store, order, id)?;
+            let (placed, old) = load_with_order(tx, store, order, id)?;
             // The status first: a final one is a 409 whatever is asked of it.
             next(old.status, Action::Fulfill { left: true }, old.shipped())?;
             let take: Vec<(usize, u32)> = match &asked {
@@ -135,7 +135,8 @@ pub async fn fulfill(cell: &Cell, store: Uuid, order: Uuid, id: Uuid, input: Ful
             write_fo(tx, store, Some(&old), &new, None, now)?;
             record::write(tx, store, None, Some(&shipment))?;
             events::append_json(tx, store, "fulfillment.created", &shipment.view(), now)?;
-            let written = write_order_state(tx, store, order, now)?;
+            // Nothing above writes the order: the copy read first is still the stored one.
+            let written = write_order_state_of(tx, store, placed, now)?;
             if notify && let Some(letter) = mail::shipping_confirmation(&settings, &written, &shipment) {
                 crate::mail::job::send(tx, store, mail_id, letter, now)?;
             }

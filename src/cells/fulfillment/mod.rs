@@ -192,8 +192,15 @@ pub fn of_order(tx: &Tx, store: Uuid, order: Uuid) -> ApiResult<Vec<FulfillmentO
 
 /// Loads a fulfillment order of `order` (404 when it is not the order's), inside a write.
 pub fn load(tx: &Tx, store: Uuid, order: Uuid, id: Uuid) -> ApiResult<FulfillmentOrder> {
-    record::must_load::<Order>(tx, store, order)?;
-    record::load_in::<FulfillmentOrder>(tx, store, Some(order), id)?.ok_or_else(ApiError::not_found)
+    Ok(load_with_order(tx, store, order, id)?.1)
+}
+
+/// [`load`], answering the order too: a write that goes on to [`write_order_state_of`] decodes
+/// the order once, not twice.
+pub fn load_with_order(tx: &Tx, store: Uuid, order: Uuid, id: Uuid) -> ApiResult<(Order, FulfillmentOrder)> {
+    let placed = record::must_load::<Order>(tx, store, order)?;
+    let fo = record::load_in::<FulfillmentOrder>(tx, store, Some(order), id)?.ok_or_else(ApiError::not_found)?;
+    Ok((placed, fo))
 }
 
 /// The order's fulfillment state from its fulfillment orders: per line, units fulfilled and
@@ -235,8 +242,14 @@ pub fn order_state(order: &mut Order, fos: &[FulfillmentOrder]) {
 /// Answers the order as written.
 pub fn write_order_state(tx: &mut Tx, store: Uuid, order: Uuid, now: i64) -> ApiResult<Order> {
     let old = record::must_load::<Order>(tx, store, order)?;
+    write_order_state_of(tx, store, old, now)
+}
+
+/// [`write_order_state`] of the order `old`, read earlier in the same write job (nothing in
+/// between may have written it).
+pub fn write_order_state_of(tx: &mut Tx, store: Uuid, old: Order, now: i64) -> ApiResult<Order> {
     let mut new = old.clone();
-    order_state(&mut new, &of_order(tx, store, order)?);
+    order_state(&mut new, &of_order(tx, store, old.id)?);
     if new == old {
         return Ok(old);
     }
