@@ -188,6 +188,12 @@ impl Check {
         self.0.push(FieldError { field: field.to_string(), message: message.into() });
     }
 
+    /// Takes `inner`'s errors, each field put under `at` (`shippingAddress.city`): a part's
+    /// fields are checked under their own names, and the path is written only for a failure.
+    pub fn nest(&mut self, at: &str, inner: Check) {
+        self.0.extend(inner.0.into_iter().map(|e| FieldError { field: format!("{at}.{}", e.field), ..e }));
+    }
+
     pub fn finish(self) -> ApiResult<()> {
         if self.0.is_empty() { Ok(()) } else { Err(ApiError::fields(self.0)) }
     }
