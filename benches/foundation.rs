@@ -3,7 +3,8 @@
 //!
 //! `cargo bench --bench foundation`. Environment: `BENCH_SECONDS` (measured seconds per scenario,
 //! default 5), `BENCH_PRODUCTS` (products seeded, default 10000), `BENCH_ONLY_BASELINES=1`
-//! (measure the two baselines only, without the server).
+//! (measure the two baselines only, without the server), `BENCH_SHOPCELL` (the binary to serve,
+//! e.g. an earlier build's, for a before and after in one session).
 //!
 //! Targets are ratios to baselines measured in the same run, since absolute figures drift with the
 //! machine. A missed target prints FAIL but never fails the run: timings are not assertions.
@@ -90,7 +91,7 @@ struct ServerRun {
 /// Starts and seeds the real server, then measures the bare baseline and the product routes with
 /// the same token. The server is killed on return.
 fn run_server_scenarios(settings: &Settings, load: &tokio::runtime::Runtime, bare: &BareServer) -> Result<ServerRun, BoxError> {
-    let server = ServerProcess::spawn(env!("CARGO_BIN_EXE_shopcell"))?;
+    let server = ServerProcess::spawn(&common::served_binary())?;
     println!("server under test at {}", server.url);
 
     let endpoint = Endpoint::new(server.addr);

@@ -42,7 +42,7 @@ fn bench() -> Result<(), BoxError> {
     let records: usize = env_or("LISTS_RECORDS", 20_000)?;
     let settings = Settings::from_env()?;
     let load = common::runtime("load-gen")?;
-    let binary = std::env::var("BENCH_SHOPCELL").unwrap_or_else(|_| env!("CARGO_BIN_EXE_shopcell").to_string());
+    let binary = common::served_binary();
     let flags = ["--answer-cache", "false"];
     let server = ServerProcess::spawn_with(&binary, &flags)?;
     let endpoint = Endpoint::new(server.addr);

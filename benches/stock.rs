@@ -80,7 +80,7 @@ fn bench() -> Result<Vec<Row>, BoxError> {
     let load = common::runtime("load-gen")?;
     // The job runner paused: the scenarios time what the writes and reads cost, not the mail
     // each order and shipment sends afterwards (the offline mailer makes a file per message).
-    let binary = std::env::var("BENCH_SHOPCELL").unwrap_or_else(|_| env!("CARGO_BIN_EXE_shopcell").to_string());
+    let binary = common::served_binary();
     let scenarios = std::env::var("BENCH_SCENARIOS").unwrap_or_default();
     let (reads_alone, fulfills_alone) = (scenarios == "reads", scenarios == "fulfills");
     let server = ServerProcess::spawn_with(&binary, &["--answer-cache", "false", "--jobs-paused"])?;

@@ -4,6 +4,7 @@
 //! when the destination falls behind, lines past the buffer are dropped and counted, and the
 //! count is a metric.
 
+pub mod access;
 mod batched;
 
 use std::io::IsTerminal;
@@ -32,8 +33,12 @@ pub const ACCESS: &str = "access";
 /// server's access lines.
 const BUFFER_BYTES: usize = 8 << 20;
 
-/// The writer, once [`init`] has run: its count of dropped lines.
+/// The writer, once [`init`] has run: its count of dropped lines, and the access lines written
+/// to it directly ([`access`]).
 static WRITER: OnceLock<Batched> = OnceLock::new();
+
+/// The format chosen at [`init`].
+static FORMAT: OnceLock<LogFormat> = OnceLock::new();
 
 /// Installs the process's logger: `format`, or JSON unless stderr is a terminal; the level from
 /// `SHOPCELL_LOG` (default `info`). Keep the flusher until exit: dropping it writes out the
@@ -43,6 +48,7 @@ pub fn init(format: Option<LogFormat>) -> Flusher {
     let format = format.unwrap_or(if terminal { LogFormat::Text } else { LogFormat::Json });
     let (writer, flusher) = batched(std::io::stderr(), BUFFER_BYTES);
     let _ = WRITER.set(writer.clone());
+    let _ = FORMAT.set(format);
     let filter = EnvFilter::try_from_env("SHOPCELL_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
     let _ = match format {

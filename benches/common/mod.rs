@@ -695,6 +695,12 @@ impl ServerProcess {
     }
 }
 
+/// The binary served as the server under test: `BENCH_SHOPCELL` (another build's, for a before
+/// and after in one session), else this build's.
+pub fn served_binary() -> String {
+    std::env::var("BENCH_SHOPCELL").unwrap_or_else(|_| env!("CARGO_BIN_EXE_shopcell").to_string())
+}
+
 /// Whether the server under test writes its JSON access line per request (`BENCH_ACCESS_LOG`,
 /// `on` by default as in production, or `off`), so a benchmark can be run both ways.
 pub fn access_log() -> Result<bool, BoxError> {

@@ -73,6 +73,16 @@ pub fn batched<W: Write + Send + 'static>(mut out: W, bound: usize) -> (Batched,
 }
 
 impl Batched {
+    /// Takes one whole line, or drops and counts it when the buffer is full.
+    pub fn push(&self, line: &[u8]) {
+        let Ok(mut gathered) = self.0.lines.lock() else { return };
+        if gathered.bytes.len() + line.len() > self.0.bound {
+            self.0.dropped.fetch_add(1, Ordering::Relaxed);
+        } else {
+            gathered.bytes.extend_from_slice(line);
+        }
+    }
+
     /// Lines dropped because the destination was behind.
     pub fn dropped(&self) -> u64 {
         self.0.dropped.load(Ordering::Relaxed)
@@ -82,12 +92,7 @@ impl Batched {
 impl Write for Batched {
     /// Takes one line (the logger writes each event whole), or drops it when the buffer is full.
     fn write(&mut self, line: &[u8]) -> std::io::Result<usize> {
-        let mut gathered = self.0.lines.lock().map_err(|_| std::io::Error::other("log buffer poisoned"))?;
-        if gathered.bytes.len() + line.len() > self.0.bound {
-            self.0.dropped.fetch_add(1, Ordering::Relaxed);
-        } else {
-            gathered.bytes.extend_from_slice(line);
-        }
+        self.push(line);
         Ok(line.len())
     }
 

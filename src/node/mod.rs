@@ -206,17 +206,15 @@ impl Node {
         self.requests.record(route.map(|r| r.index), status, elapsed.as_micros() as u64);
         // The route's pattern, never the raw path (ids, and whatever a client put in it); no
         // query string, header or body: tokens, passwords and codes stay out of the log.
-        tracing::info!(
-            target: crate::logs::ACCESS,
-            method = %method,
-            route = route.map_or(crate::metrics::requests::UNMATCHED, |r| r.path.as_str()),
+        crate::logs::access::write(&crate::logs::access::Access {
+            method: method.as_str(),
+            route: route.map_or(crate::metrics::requests::UNMATCHED, |r| r.path.as_str()),
             status,
-            duration_ms = elapsed.as_micros() as f64 / 1000.0,
-            bytes = hyper::body::Body::size_hint(resp.body()).exact().unwrap_or(0),
-            request_id = request_id.to_str().unwrap_or("-"),
-            client = %client.map_or_else(|| "-".to_string(), |c| c.to_string()),
-            "request"
-        );
+            duration_us: elapsed.as_micros() as u64,
+            bytes: hyper::body::Body::size_hint(resp.body()).exact().unwrap_or(0),
+            request_id: request_id.to_str().unwrap_or("-"),
+            client,
+        });
         resp
     }
 
