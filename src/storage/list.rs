@@ -108,38 +108,29 @@ pub async fn page<R: Record>(
 ) -> ApiResult<Listed<R>> {
     let Some(held) = held_lists::<R>(q) else { return page_from_rows(&db.begin_read()?, store, q, now) };
     let (desc, offset, limit) = (q.desc, q.offset, q.limit);
-    let (keys, total) = match held.as_slice() {
-        [one] => {
-            let (id, build) = held_list::<R>(db, store, q.scope, one);
-            orders
-                .read(id, build, move |l| {
-                    let (keys, len) = l.page(desc, offset, limit);
-                    (keys.into_iter().map(Box::from).collect::<Vec<Box<[u8]>>>(), len)
-                })
-                .await?
+    // One list answers the page itself; several (a filter's values) each give their head up to
+    // the page's end, merged in the list's order.
+    let merged = held.len() > 1;
+    let (from, take) = if merged { (0, offset.saturating_add(limit)) } else { (offset, limit) };
+    let (mut keys, mut total) = (Vec::new(), 0);
+    for one in &held {
+        let (id, build) = held_list::<R>(db, store, q.scope, one);
+        let (mut head, len) = orders
+            .read(id, build, move |l| {
+                let (keys, len) = l.page(desc, from, take);
+                (keys.into_iter().map(Box::from).collect::<Vec<Box<[u8]>>>(), len)
+            })
+            .await?;
+        keys.append(&mut head);
+        total += len;
+    }
+    if merged {
+        keys.sort_unstable();
+        if desc {
+            keys.reverse();
         }
-        several => {
-            // Each value's list up to the page's end, merged in the list's order.
-            let end = offset.saturating_add(limit);
-            let (mut keys, mut total) = (Vec::new(), 0);
-            for one in several {
-                let (id, build) = held_list::<R>(db, store, q.scope, one);
-                let (mut head, len) = orders
-                    .read(id, build, move |l| {
-                        let (keys, len) = l.page(desc, 0, end);
-                        (keys.into_iter().map(Box::from).collect::<Vec<Box<[u8]>>>(), len)
-                    })
-                    .await?;
-                keys.append(&mut head);
-                total += len;
-            }
-            keys.sort_unstable();
-            if desc {
-                keys.reverse();
-            }
-            (keys.into_iter().skip(offset).take(limit).collect(), total)
-        }
-    };
+        keys = keys.into_iter().skip(offset).take(limit).collect();
+    }
     // Read after the page: the lists hold only committed writes, so every key of the page has
     // its record unless it was deleted meanwhile.
     let items = record::get_listed::<R>(&db.begin_read()?, store, q.scope, keys.iter().map(|k| &k[..]))?;
