@@ -11,9 +11,16 @@ pub fn rfc3339(ms: i64) -> String {
     if !(0..=9999).contains(&t.year()) {
         return String::new();
     }
-    // Digits placed by hand: every view formats its times, a page of levels fifty of them, and
-    // `format!` with padding took as long as the page's other JSON.
-    let mut out = *b"0000-00-00T00:00:00.000Z";
+    utc_text(t, 3)
+}
+
+/// `t` (a year 0 to 9999) as RFC 3339 in UTC with `fraction` digits of the second (3:
+/// milliseconds, 6: microseconds; at most 9). Digits are placed by hand: every view formats its
+/// times, a page of levels fifty of them, and `format!` with padding took as long as the page's
+/// other JSON; the log writes one per request.
+pub fn utc_text(t: OffsetDateTime, fraction: usize) -> String {
+    let fraction = fraction.min(9);
+    let mut out = [b'0'; 30];
     let mut put = |at: usize, width: usize, mut n: u32| {
         for i in (at..at.saturating_add(width)).rev() {
             if let Some(b) = out.get_mut(i) {
@@ -22,14 +29,20 @@ pub fn rfc3339(ms: i64) -> String {
             n /= 10;
         }
     };
-    put(0, 4, t.year() as u32);
+    put(0, 4, t.year().clamp(0, 9999) as u32);
     put(5, 2, u32::from(u8::from(t.month())));
     put(8, 2, u32::from(t.day()));
     put(11, 2, u32::from(t.hour()));
     put(14, 2, u32::from(t.minute()));
     put(17, 2, u32::from(t.second()));
-    put(20, 3, u32::from(t.millisecond()));
-    out.iter().map(|&b| char::from(b)).collect()
+    put(20, fraction, t.nanosecond().checked_div(10u32.saturating_pow(9u32.saturating_sub(fraction as u32))).unwrap_or(0));
+    let end = 20usize.saturating_add(fraction);
+    for (at, sep) in [(4, b'-'), (7, b'-'), (10, b'T'), (13, b':'), (16, b':'), (19, b'.'), (end, b'Z')] {
+        if let Some(b) = out.get_mut(at) {
+            *b = sep;
+        }
+    }
+    out.iter().take(end.saturating_add(1)).map(|&b| char::from(b)).collect()
 }
 
 /// Parses an RFC 3339 timestamp into Unix milliseconds.

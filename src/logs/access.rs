@@ -71,24 +71,7 @@ fn text(line: &mut String, a: &Access) -> std::fmt::Result {
 
 /// Now in UTC with microseconds, as the logger writes its other lines' times.
 fn timestamp(line: &mut String) {
-    let t = time::OffsetDateTime::now_utc();
-    let mut out = *b"0000-00-00T00:00:00.000000Z";
-    let mut put = |at: usize, width: usize, mut n: u32| {
-        for i in (at..at.saturating_add(width)).rev() {
-            if let Some(b) = out.get_mut(i) {
-                *b = b'0'.saturating_add((n % 10) as u8);
-            }
-            n /= 10;
-        }
-    };
-    put(0, 4, t.year().clamp(0, 9999) as u32);
-    put(5, 2, u32::from(u8::from(t.month())));
-    put(8, 2, u32::from(t.day()));
-    put(11, 2, u32::from(t.hour()));
-    put(14, 2, u32::from(t.minute()));
-    put(17, 2, u32::from(t.second()));
-    put(20, 6, t.microsecond());
-    line.extend(out.iter().map(|&b| char::from(b)));
+    line.push_str(&crate::domain::time::utc_text(time::OffsetDateTime::now_utc(), 6));
 }
 
 /// Microseconds as milliseconds with three decimals (`0.388`).
