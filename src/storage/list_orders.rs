@@ -150,13 +150,14 @@ impl ListOrders {
 
     /// Applies the changes of a committed transaction, in the order they were recorded, then
     /// keeps the lists within the budget.
-    pub fn apply(&self, changes: Vec<Change>) {
+    /// Applies a committed batch's changes, leaving `changes` empty (its capacity kept).
+    pub fn apply(&self, changes: &mut Vec<Change>) {
         if changes.is_empty() {
             return;
         }
         {
             let Ok(lists) = self.lists.read() else { return };
-            for c in changes {
+            for c in changes.drain(..) {
                 let id = (c.store, c.list);
                 match lists.get(&id) {
                     Some(Slot::Loaded(l)) => {
@@ -385,7 +386,7 @@ mod tests {
         let orders = orders(1 << 20);
         let (a, b) = (Uuid::from_u128(1), Uuid::from_u128(2));
         assert_eq!(keys(&orders, a, vec![3, 1]).await, vec![1, 3]);
-        orders.apply(vec![change(a, 2, true), change(a, 3, false), change(b, 9, true)]);
+        orders.apply(&mut vec![change(a, 2, true), change(a, 3, false), change(b, 9, true)]);
         assert_eq!(keys(&orders, a, vec![]).await, vec![1, 2], "held lists are not built again");
         assert_eq!(keys(&orders, b, vec![5]).await, vec![5], "a list not held is built from its rows");
         let stats = orders.meter.stats();
@@ -405,7 +406,7 @@ mod tests {
                 (a, ONE),
                 move || {
                     // Committed while the snapshot is read: one change it holds, one it misses.
-                    during.apply(vec![change(a, 1, false), change(a, 2, true), change(a, 4, true)]);
+                    during.apply(&mut vec![change(a, 1, false), change(a, 2, true), change(a, 4, true)]);
                     Ok(keys_of(&[2, 3]))
                 },
                 |l| l.page(false, 0, 100).0.concat(),
@@ -449,7 +450,7 @@ mod tests {
         assert_eq!(keys(&orders, b, vec![9]).await, vec![9], "b was dropped and is built again");
         assert!(orders.meter.stats().bytes <= orders.meter.budget());
         // Writes that grow a held list past the budget drop another list.
-        orders.apply(vec![change(b, 10, true), change(b, 11, true), change(b, 12, true)]);
+        orders.apply(&mut vec![change(b, 10, true), change(b, 11, true), change(b, 12, true)]);
         let stats = orders.meter.stats();
         assert!(stats.bytes <= stats.budget, "{stats:?}");
         // A list larger than the whole budget is answered, never kept.
