@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use crate::account::AccountService;
 use crate::account::count_in_cell;
-use crate::account::members::put_membership;
+use crate::account::membership::put_membership;
 use crate::account::model::{Membership, StoreEntry};
 use crate::domain::role::Role;
 use crate::error::{ApiError, ApiResult, Code};

@@ -15,7 +15,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::account::members::{AddMember, ChangeRole, MemberView, Transferred};
+use crate::account::members::{AddMember, ChangeRole, Transferred};
+use crate::account::membership::MemberView;
 use crate::account::publishable::{CreateKey, CreatedKey, KeyCache, KeyGrant, KeyView, digest_hex, key_digest, well_formed};
 use crate::account::{AccountService, Admission};
 use crate::domain::role::Role;

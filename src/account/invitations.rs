@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::links::{LinkToken, digest_of, invalid_token, letter, link};
-use super::members::{MemberView, put_membership};
+use super::membership::{MemberView, put_membership};
 use super::model::{Membership, Register, StoreEntry, User, validate_register};
 use super::{AccountService, hash_password, new_session, put_session};
 use crate::account::jobs::DIRECTORY;

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::account::links::LinkToken;
+use crate::account::membership::{MemberView, put_membership};
 use crate::account::model::{Membership, StoreEntry, User, normalize_email, valid_email};
 use crate::account::plans::ensure_room;
 use crate::account::{AccountService, invitations};
@@ -21,23 +22,7 @@ use crate::domain::role::Role;
 use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::codec::{decode, encode};
-use crate::storage::tables::{MEMBERS, STORE_DIRECTORY, USER_EMAILS, USER_STORES, USERS};
-
-/// A member as `S/members` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MemberView {
-    pub user_id: Uuid,
-    pub email: String,
-    pub name: String,
-    /// `owner`, `admin` or `staff`.
-    pub role: String,
-    /// When they were added, or invited.
-    pub added_at: String,
-    /// `active` for a member, `invited` for an email invited without an account (listed under
-    /// the user id its account will have).
-    pub status: String,
-}
+use crate::storage::tables::{MEMBERS, STORE_DIRECTORY, USER_EMAILS, USERS};
 
 /// `POST S/members`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -91,23 +76,6 @@ fn view(user: &User, m: &Membership) -> MemberView {
         added_at: rfc3339(m.added_at),
         status: "active".into(),
     }
-}
-
-/// The one writer of a membership and its `user_stores` index: `None` removes both.
-pub fn put_membership(txn: &WriteTransaction, store: Uuid, user: Uuid, m: Option<&Membership>) -> ApiResult<()> {
-    let mut members = txn.open_table(MEMBERS)?;
-    let mut links = txn.open_table(USER_STORES)?;
-    match m {
-        Some(m) => {
-            members.insert((store.as_u128(), user.as_u128()), encode(m)?.as_slice())?;
-            links.insert((user.as_u128(), store.as_u128()), ())?;
-        }
-        None => {
-            members.remove((store.as_u128(), user.as_u128()))?;
-            links.remove((user.as_u128(), store.as_u128()))?;
-        }
-    }
-    Ok(())
 }
 
 fn membership(txn: &WriteTransaction, store: Uuid, user: Uuid) -> ApiResult<Option<Membership>> {

@@ -9,6 +9,7 @@ pub mod jobs;
 pub mod keys;
 pub mod links;
 pub mod members;
+pub mod membership;
 pub mod mfa;
 mod migrations;
 pub mod model;
@@ -370,7 +371,7 @@ impl AccountService {
                 plans::ensure_room(txn, &catalogue, entry.owner_id, now, "you own")?;
                 txn.open_table(STORE_DIRECTORY)?.insert(entry.id.as_u128(), encode(&entry)?.as_slice())?;
                 let m = Membership { role: Role::Owner, added_at: now };
-                members::put_membership(txn, entry.id, entry.owner_id, Some(&m))?;
+                membership::put_membership(txn, entry.id, entry.owner_id, Some(&m))?;
                 count_in_cell(txn, &entry.cell, 1)
             })
             .await

@@ -5,7 +5,7 @@
 use redb::{ReadableDatabase, ReadableTable};
 use uuid::Uuid;
 
-use crate::account::members::put_membership;
+use crate::account::membership::put_membership;
 use crate::account::model::{Membership, StoreEntry, normalize_email};
 use crate::account::publishable::{Environment, PublishableKey, digest_hex, parse_digest_hex, put_imported_keys};
 use crate::account::{AccountService, count_in_cell, plans};

@@ -7,7 +7,8 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::account::directory::Acting;
-use crate::account::members::{AddMember, ChangeRole, MemberView, Transferred, assignable_role};
+use crate::account::members::{AddMember, ChangeRole, Transferred, assignable_role};
+use crate::account::membership::MemberView;
 use crate::api::auth::account;
 use crate::cells::stores;
 use crate::domain::role::Role;
