@@ -20,6 +20,9 @@ use crate::storage::copy;
 /// queue behind.
 const SYNC_EVERY: u64 = 64 << 20;
 
+/// Rows a restore inserts in one write transaction.
+const RESTORE_TXN_BYTES: usize = 64 << 20;
+
 /// A rows file being written.
 pub struct Writer {
     file: File,
@@ -121,14 +124,28 @@ pub fn to_redb(path: &Path, target: &Path, kind: &str, tables: &BTreeMap<String,
     let find = |name: &str| {
         known.iter().find(|t| t.name() == name).ok_or_else(|| format!("{}: unknown table {name}", path.display()))
     };
+    // Blocks are inserted a transaction per [`RESTORE_TXN_BYTES`] of rows: a commit per block
+    // cost the restore more than its inserts.
+    let mut open: Option<(WriteTransaction, usize)> = None;
     each_block(path, |raw| {
-        let txn = begin(&db, Durability::None)?;
+        let (txn, bytes) = match open.take() {
+            Some(t) => t,
+            None => (begin(&db, Durability::None)?, 0),
+        };
         for (table, rows) in block::sections(raw).map_err(|e| format!("{}: {e}", path.display()))? {
             find(table)?.write(&txn, &mut rows.into_iter())?;
         }
-        txn.commit()?;
+        let bytes = bytes + raw.len();
+        if bytes >= RESTORE_TXN_BYTES {
+            txn.commit()?;
+        } else {
+            open = Some((txn, bytes));
+        }
         Ok(())
     })?;
+    if let Some((txn, _)) = open {
+        txn.commit()?;
+    }
     // The last commit is the durable one: an fsync of everything written before it.
     let txn = begin(&db, Durability::Immediate)?;
     for name in tables.keys() {
