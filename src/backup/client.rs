@@ -6,13 +6,13 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use hyper::Method;
 use crate::backup::manifest::{self, Entry, Manifest};
 use crate::backup::{BACKUP_FORMAT, Begun, Chunk, Part, rows_file, rows_path};
 use crate::error::BoxError;
 use crate::http::upstream::{Body, Upstream};
 use crate::private_files::{private_dir, write_private};
 use crate::storage::FORMAT_VERSION;
+use hyper::Method;
 
 /// What a finished backup reports.
 #[derive(Debug)]
@@ -160,7 +160,7 @@ impl Writing {
         self.open.get_mut(db).ok_or_else(|| "database not open".into())
     }
 
-/// Where `path` (as the service names it) goes under the backup directory, its parent
+    /// Where `path` (as the service names it) goes under the backup directory, its parent
     /// directories made 0700.
     fn path_of(&self, path: &str) -> Result<PathBuf, BoxError> {
         let file = self.to.join(manifest::relative(path)?);
@@ -169,7 +169,6 @@ impl Writing {
         }
         Ok(file)
     }
-
 }
 
 /// Removes what a failed backup wrote into `to` (empty before it began: [`prepare`]); answers

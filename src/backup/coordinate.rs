@@ -42,7 +42,7 @@ pub async fn begin(node: &Arc<Node>) -> ApiResult<Begun> {
     databases.extend(cells.iter().map(|(name, _)| Database { path: cell_path(name), kind: "cell".into() }));
     tracing::info!(backup = %id, held_us, cells = cells.len(), "backup cut taken");
     let source = Source { id, files, account: Some(snapshot), cells };
-    *slot = Some(Run { id, seq: 0, last_used_ms: now, ahead: Ahead::Ready(source) });
+    *slot = Some(Run { id, seq: 0, last_used_ms: now, ahead: Ahead::Ready(Box::new(source)) });
     drop(slot);
     lapse_when_idle(node.clone(), id);
     Ok(Begun { id, backup_format: BACKUP_FORMAT, data_format: FORMAT_VERSION, cut_at_ms, held_us, databases })
@@ -102,7 +102,7 @@ pub async fn next(node: &Node, id: Uuid, seq: u64) -> ApiResult<Chunk> {
     }
     run.last_used_ms = node.clock.now_ms();
     let (source, parts) = match std::mem::replace(&mut run.ahead, Ahead::Taken) {
-        Ahead::Ready(source) => read_chunk(source).await,
+        Ahead::Ready(source) => read_chunk(*source).await,
         Ahead::Reading(task) => match task.await {
             Ok(read) => read,
             Err(e) => {

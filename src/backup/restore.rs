@@ -93,9 +93,7 @@ pub fn materialize(from: &Path, manifest: &Manifest, into: &Path) -> Result<Data
             private_dir(dir)?;
         }
         match (&entry.kind, manifest.backup_format) {
-            (Some(kind), 2..) => {
-                rows_file::to_redb(&from.join(&rel), &target, kind, &entry.tables.clone().unwrap_or_default())?
-            }
+            (Some(kind), 2..) => rows_file::to_redb(&from.join(&rel), &target, kind, &entry.tables.clone().unwrap_or_default())?,
             _ => copy_private(&from.join(&rel), &target)?,
         }
     }

@@ -121,9 +121,8 @@ pub fn to_redb(path: &Path, target: &Path, kind: &str, tables: &BTreeMap<String,
     write_private(target, b"").map_err(|e| format!("{}: {e}", target.display()))?;
     let db = redb::Database::create(target).map_err(|e| format!("{}: {e}", target.display()))?;
     let known = copy::tables(kind);
-    let find = |name: &str| {
-        known.iter().find(|t| t.name() == name).ok_or_else(|| format!("{}: unknown table {name}", path.display()))
-    };
+    let find =
+        |name: &str| known.iter().find(|t| t.name() == name).ok_or_else(|| format!("{}: unknown table {name}", path.display()));
     // Blocks are inserted a transaction per [`RESTORE_TXN_BYTES`] of rows: a commit per block
     // cost the restore more than its inserts.
     let mut open: Option<(WriteTransaction, usize)> = None;

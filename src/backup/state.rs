@@ -40,7 +40,7 @@ pub(super) struct Source {
 /// the one being sent, a backup holds two in memory.
 pub(super) enum Ahead {
     /// Nothing read ahead yet: the first chunk is read when asked for.
-    Ready(Source),
+    Ready(Box<Source>),
     /// The next chunk's parts being read, and what is left after it.
     Reading(JoinHandle<(Source, ApiResult<Vec<Part>>)>),
     /// Taken by the request being answered.
@@ -67,7 +67,7 @@ impl Run {
     /// Ends the backup everywhere, once a chunk being read ahead is done with its cell.
     pub(super) async fn end(self) {
         let source = match self.ahead {
-            Ahead::Ready(source) => Some(source),
+            Ahead::Ready(source) => Some(*source),
             Ahead::Reading(task) => task.await.ok().map(|(source, _)| source),
             Ahead::Taken => None,
         };

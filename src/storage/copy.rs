@@ -31,11 +31,7 @@ pub trait CopyTable: Sync {
         out: &mut dyn RowSink,
     ) -> Result<Option<Vec<u8>>, redb::Error>;
     /// Inserts `rows` (read by [`CopyTable::read`]).
-    fn write<'a>(
-        &self,
-        txn: &WriteTransaction,
-        rows: &mut dyn Iterator<Item = (&'a [u8], &'a [u8])>,
-    ) -> Result<(), redb::Error>;
+    fn write<'a>(&self, txn: &WriteTransaction, rows: &mut dyn Iterator<Item = (&'a [u8], &'a [u8])>) -> Result<(), redb::Error>;
     /// How many rows the table holds (0 when it does not exist).
     fn count(&self, txn: &ReadTransaction) -> Result<u64, redb::Error>;
 }
@@ -78,11 +74,7 @@ impl<K: Key + Sync + 'static, V: Value + Sync + 'static> CopyTable for Typed<K, 
         Ok(None)
     }
 
-    fn write<'a>(
-        &self,
-        txn: &WriteTransaction,
-        rows: &mut dyn Iterator<Item = (&'a [u8], &'a [u8])>,
-    ) -> Result<(), redb::Error> {
+    fn write<'a>(&self, txn: &WriteTransaction, rows: &mut dyn Iterator<Item = (&'a [u8], &'a [u8])>) -> Result<(), redb::Error> {
         let mut table = txn.open_table(self.0)?;
         for (k, v) in rows {
             table.insert(K::from_bytes(k), V::from_bytes(v))?;
@@ -112,11 +104,7 @@ impl CopyTable for StoreTable {
     ) -> Result<Option<Vec<u8>>, redb::Error> {
         Typed(self.def).read(txn, after, max_bytes, out)
     }
-    fn write<'a>(
-        &self,
-        txn: &WriteTransaction,
-        rows: &mut dyn Iterator<Item = (&'a [u8], &'a [u8])>,
-    ) -> Result<(), redb::Error> {
+    fn write<'a>(&self, txn: &WriteTransaction, rows: &mut dyn Iterator<Item = (&'a [u8], &'a [u8])>) -> Result<(), redb::Error> {
         Typed(self.def).write(txn, rows)
     }
     fn count(&self, txn: &ReadTransaction) -> Result<u64, redb::Error> {
