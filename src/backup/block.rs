@@ -78,14 +78,16 @@ impl Builder {
     }
 
     /// Compresses the block.
-    pub fn finish(mut self) -> Block {
+    pub fn finish(mut self) -> Result<Block, String> {
         self.close();
+        let raw = u32::try_from(self.raw.len()).ok().filter(|n| *n as usize <= MAX_RAW);
+        let raw = raw.ok_or_else(|| format!("{} bytes of rows in one block, more than a block holds", self.raw.len()))?;
+        // Sized for LZ4's worst case, so compression does not run out of room.
         let mut bytes = vec![0u8; 4 + lz4_flex::block::get_maximum_output_size(self.raw.len())];
-        bytes[..4].copy_from_slice(&(self.raw.len() as u32).to_le_bytes());
-        // The output is sized for the worst case, so compression cannot run out of room.
-        let n = lz4_flex::block::compress_into(&self.raw, &mut bytes[4..]).unwrap_or(0);
+        bytes[..4].copy_from_slice(&raw.to_le_bytes());
+        let n = lz4_flex::block::compress_into(&self.raw, &mut bytes[4..]).map_err(|e| format!("compressing a block: {e}"))?;
         bytes.truncate(4 + n);
-        Block { bytes, tables: self.tables }
+        Ok(Block { bytes, tables: self.tables })
     }
 }
 
@@ -175,7 +177,7 @@ mod tests {
         }
         b.table("meta");
         b.row(b"kind", b"");
-        let block = b.finish();
+        let block = b.finish().unwrap();
         assert_eq!(block.tables, vec![("products".to_string(), 100), ("meta".to_string(), 1)]);
         let raw = decompress(&block.bytes).unwrap();
         assert!(block.bytes.len() < raw.len() / 2, "repeats compress: {} of {}", block.bytes.len(), raw.len());
@@ -190,7 +192,7 @@ mod tests {
         claims[..4].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(decompress(&claims).unwrap_err().contains("more than any block"));
         assert!(sections(&raw[..raw.len() - 1]).unwrap_err().contains("ends inside a row"));
-        let empty = Builder::default().finish();
+        let empty = Builder::default().finish().unwrap();
         assert!(empty.tables.is_empty());
         assert!(sections(&decompress(&empty.bytes).unwrap()).unwrap().is_empty());
     }

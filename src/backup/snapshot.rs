@@ -60,7 +60,7 @@ impl Snapshot {
                 }
             }
         }
-        let block = block.finish();
+        let block = block.finish().map_err(ApiError::internal)?;
         for (name, rows) in &block.tables {
             *self.counts.entry(name.clone()).or_insert(0) += rows;
         }
