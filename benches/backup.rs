@@ -69,7 +69,11 @@ fn bench() -> Result<(), BoxError> {
         let path = format!("{}/products", shop.base);
         let created = Arc::new(AtomicU64::new(products as u64));
         let window = settings.warmup + settings.duration;
+        let cpu = server.cpu()?;
         let (alone, ()) = load.block_on(write_while(&shop.owner, &path, &created, async { tokio::time::sleep(window).await }))?;
+        // The server's CPU per create without a backup, to tell the backup's share of its CPU
+        // during one from the writers'.
+        let per_create = (server.cpu()? - cpu).as_secs_f64() / alone.samples.len().max(1) as f64;
         let from = alone.started + settings.warmup;
         let alone = alone.window(from, from + settings.duration);
         println!("measured {WRITERS} writers without a backup: {} creates/s, p99 {}", thousands(alone.rate), millis(alone.p99));
@@ -79,10 +83,13 @@ fn bench() -> Result<(), BoxError> {
         let data = server.dir().join("data");
         let (url, to_arg, warmup) = (server.url.clone(), to.clone(), settings.warmup);
         let nice: i32 = env_or("BACKUP_NICE", 0)?;
+        let cpu = server.cpu()?;
         let (during, backed_up) = load.block_on(write_while(&shop.owner, &path, &created, async move {
             tokio::time::sleep(warmup).await;
             tokio::task::spawn_blocking(move || backup(binary, &url, &data, &to_arg, nice)).await?
         }))?;
+        let server_cpu = (server.cpu()? - cpu).as_secs_f64();
+        let backup_cpu = server_cpu - per_create * during.samples.len() as f64;
         let (began, ended) = backed_up?;
         let took = ended - began;
         let busy = during.window(began, ended);
@@ -101,6 +108,12 @@ fn bench() -> Result<(), BoxError> {
             thousands(rows("orders") as f64),
             thousands(cell.values().sum::<u64>() as f64),
             millis(held),
+        );
+        let gb = bytes as f64 / 1e9;
+        println!(
+            "measured server CPU: {server_cpu:.2} s while the writers ran with the backup, of which the backup's about {backup_cpu:.2} s ({:.2} s per GB written; the writers' share at {:.0} µs per create as without a backup)",
+            backup_cpu / gb,
+            per_create * 1e6
         );
         println!(
             "measured {WRITERS} writers during the backup: {} creates/s ({:.1} % of without), p99 {}, longest {}",

@@ -244,12 +244,30 @@ fn check_backup(dir: &std::path::Path) -> Result<(), BoxError> {
         manifest.data_format,
         manifest.files.len()
     );
-    let (account, cells) = crate::backup::restore::databases(dir, &manifest)?;
+    if manifest.backup_format == 1 {
+        // The backup holds the redb files themselves.
+        let (account, cells) = crate::backup::restore::databases(dir, &manifest)?;
+        return check_databases(&account, &cells);
+    }
+    // Its rows are built into redb files beside it, checked, and removed.
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "backup".into());
+    let scratch = dir.with_file_name(format!(".{name}.checking-{}", std::process::id()));
+    let checked = crate::backup::restore::materialize(dir, &manifest, &scratch)
+        .and_then(|(account, cells)| check_databases(&account, &cells));
+    let _ = std::fs::remove_dir_all(&scratch);
+    checked
+}
+
+/// Each cell's counters against its rows, then placement.
+fn check_databases(
+    account: &std::path::Path,
+    cells: &std::collections::BTreeMap<String, std::path::PathBuf>,
+) -> Result<(), BoxError> {
     for file in cells.values() {
         let db = redb::ReadOnlyDatabase::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
         report_recount(file, &redb::ReadableDatabase::begin_read(&db)?)?;
     }
-    report_placement(&account, &cells)
+    report_placement(account, cells)
 }
 
 /// Fails when a counter of the cell `file` disagrees with its rows.

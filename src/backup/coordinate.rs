@@ -9,7 +9,7 @@ use std::time::Instant;
 use uuid::Uuid;
 
 use crate::backup::snapshot::Snapshot;
-use crate::backup::state::Run;
+use crate::backup::state::{Ahead, Run, Source};
 use crate::backup::{BACKUP_FORMAT, Begun, CHUNK_BYTES, Chunk, Database, IDLE_MS, Part, account_path, cell_path};
 use crate::cells::link::CellLink;
 use crate::error::{ApiError, ApiResult, Code};
@@ -41,7 +41,8 @@ pub async fn begin(node: &Arc<Node>) -> ApiResult<Begun> {
     let mut databases = vec![Database { path: account_path(), kind: "account".into() }];
     databases.extend(cells.iter().map(|(name, _)| Database { path: cell_path(name), kind: "cell".into() }));
     tracing::info!(backup = %id, held_us, cells = cells.len(), "backup cut taken");
-    *slot = Some(Run { id, seq: 0, last_used_ms: now, files, account: Some(snapshot), cells });
+    let source = Source { id, files, account: Some(snapshot), cells };
+    *slot = Some(Run { id, seq: 0, last_used_ms: now, ahead: Ahead::Ready(Box::new(source)) });
     drop(slot);
     lapse_when_idle(node.clone(), id);
     Ok(Begun { id, backup_format: BACKUP_FORMAT, data_format: FORMAT_VERSION, cut_at_ms, held_us, databases })
@@ -87,7 +88,8 @@ async fn take_cut(
     }
 }
 
-/// The chunk numbered `seq` of backup `id`. A failure (a cell that does not answer) ends the
+/// The chunk numbered `seq` of backup `id`, read ahead while the one before it was sent; the
+/// chunk after it is read ahead in turn. A failure (a cell that does not answer) ends the
 /// backup everywhere and names the cell.
 pub async fn next(node: &Node, id: Uuid, seq: u64) -> ApiResult<Chunk> {
     let mut slot = node.backups.0.lock().await;
@@ -99,47 +101,66 @@ pub async fn next(node: &Node, id: Uuid, seq: u64) -> ApiResult<Chunk> {
         return Err(ApiError::msg(Code::CONFLICT, format!("chunk {seq} asked for, chunk {} is next", run.seq)));
     }
     run.last_used_ms = node.clock.now_ms();
-    let mut parts: Vec<Part> =
-        std::mem::take(&mut run.files).into_iter().map(|(path, bytes)| Part::File { path, bytes }).collect();
-    let read = read_next(run, &mut parts).await;
-    if let Err(e) = read {
-        if let Some(run) = slot.take() {
-            run.end().await;
+    let (source, parts) = match std::mem::replace(&mut run.ahead, Ahead::Taken) {
+        Ahead::Ready(source) => read_chunk(*source).await,
+        Ahead::Reading(task) => match task.await {
+            Ok(read) => read,
+            Err(e) => {
+                // The read panicked with the snapshots: the cells' parts lapse.
+                *slot = None;
+                return Err(ApiError::internal(format!("a backup chunk's read failed: {e}")));
+            }
+        },
+        Ahead::Taken => {
+            *slot = None;
+            return Err(ApiError::internal("a backup chunk was read twice"));
         }
-        return Err(e);
-    }
+    };
+    let parts = match parts {
+        Ok(parts) => parts,
+        Err(e) => {
+            *slot = None;
+            source.end().await;
+            return Err(e);
+        }
+    };
     run.seq += 1;
-    let last = run.account.is_none() && run.cells.is_empty();
+    let last = source.finished();
     if last {
         *slot = None;
+    } else {
+        run.ahead = Ahead::Reading(tokio::spawn(read_chunk(source)));
     }
     Ok(Chunk { seq, parts, last })
 }
 
-/// Appends about [`CHUNK_BYTES`] of rows of the first database not yet read out.
-async fn read_next(run: &mut Run, parts: &mut Vec<Part>) -> ApiResult<()> {
-    if let Some(snapshot) = run.account.as_mut() {
+/// The parts of the next chunk: the files first, then about [`CHUNK_BYTES`] of rows of the
+/// first database not yet read out.
+async fn read_chunk(mut source: Source) -> (Source, ApiResult<Vec<Part>>) {
+    let mut parts: Vec<Part> =
+        std::mem::take(&mut source.files).into_iter().map(|(path, bytes)| Part::File { path, bytes }).collect();
+    let read = read_rows(&mut source, &mut parts).await;
+    (source, read.map(|()| parts))
+}
+
+async fn read_rows(source: &mut Source, parts: &mut Vec<Part>) -> ApiResult<()> {
+    if let Some(snapshot) = source.account.as_mut() {
         let rows = snapshot.read(CHUNK_BYTES)?;
-        let db = account_path();
-        parts.extend(rows.tables.into_iter().map(|(table, rows)| Part::Rows { db: db.clone(), table, rows }));
-        if let Some(counts) = rows.done {
-            parts.push(Part::Done { db, counts });
-            run.account = None;
+        if rows.done.is_some() {
+            source.account = None;
         }
+        rows.into_parts(&account_path(), parts);
         return Ok(());
     }
-    let Some((name, link)) = run.cells.front() else { return Ok(()) };
-    let bytes = link.backup_step(run.id, "read").await.map_err(|e| about_cell(name, e))?;
-    let rows: crate::backup::CellRows = crate::storage::codec::decode(&bytes)?;
-    let db = cell_path(name);
-    parts.extend(rows.tables.into_iter().map(|(table, rows)| Part::Rows { db: db.clone(), table, rows }));
-    if let Some(counts) = rows.done {
-        parts.push(Part::Done { db, counts });
-        if let Some((name, link)) = run.cells.pop_front()
-            && let Err(e) = link.backup_step(run.id, "end").await
-        {
-            tracing::warn!(cell = %name, error = %e, "a cell did not end its part of a backup; it lapses");
-        }
+    let Some((name, link)) = source.cells.front() else { return Ok(()) };
+    let rows = link.backup_read(source.id).await.map_err(|e| about_cell(name, e))?;
+    let done = rows.done.is_some();
+    rows.into_parts(&cell_path(name), parts);
+    if done
+        && let Some((name, link)) = source.cells.pop_front()
+        && let Err(e) = link.backup_step(source.id, "end").await
+    {
+        tracing::warn!(cell = %name, error = %e, "a cell did not end its part of a backup; it lapses");
     }
     Ok(())
 }

@@ -12,10 +12,12 @@
 //! relayed chunk by chunk by the account service in split roles, and a caller that dies leaves
 //! nothing held but read transactions, which lapse ([`IDLE_MS`]).
 
+pub mod block;
 pub mod client;
 pub mod coordinate;
 pub mod manifest;
 pub mod restore;
+pub mod rows_file;
 pub mod snapshot;
 pub mod state;
 
@@ -25,13 +27,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::storage::copy::RawRows;
-
 /// The version of the backup layout (`manifest.json` and the files beside it) this build
 /// writes and reads; see `data-format/README.md`, "Backups".
-pub const BACKUP_FORMAT: u32 = 1;
+pub const BACKUP_FORMAT: u32 = 2;
 
-/// Row bytes in one chunk of a database.
+/// Row bytes in one chunk of a database, before compression ([`block`]).
 pub const CHUNK_BYTES: usize = 4 << 20;
 
 /// A backup no request has touched for this long is abandoned: its read transactions end
@@ -66,9 +66,18 @@ pub struct Database {
 #[derive(Debug, Serialize, Deserialize)]
 pub enum Part {
     /// A whole small file (a key, the taxonomy), by its path in the data directory.
-    File { path: String, bytes: Vec<u8> },
-    /// Rows of one table of database `db`, in key order.
-    Rows { db: String, table: String, rows: RawRows },
+    File {
+        path: String,
+        #[serde(with = "crate::storage::codec::byte_string")]
+        bytes: Vec<u8>,
+    },
+    /// A compressed [`block`] of database `db`'s rows, and the rows of each table in it.
+    Rows {
+        db: String,
+        tables: Vec<(String, u64)>,
+        #[serde(with = "crate::storage::codec::byte_string")]
+        block: Vec<u8>,
+    },
     /// Database `db` is complete: the rows of each table sent.
     Done { db: String, counts: BTreeMap<String, u64> },
 }
@@ -81,12 +90,27 @@ pub struct Chunk {
     pub last: bool,
 }
 
-/// The part of a cell's database a cell answers to `read`: rows by table, and the counts of
-/// every table once it is complete.
+/// The next rows of a database's snapshot (what a cell answers to `read`): a compressed
+/// [`block`] (none when no rows were left) with the rows of each table in it, and the counts of
+/// every table once the database is complete.
 #[derive(Debug, Default, Serialize, Deserialize)]
-pub struct CellRows {
-    pub tables: Vec<(String, RawRows)>,
+pub struct Rows {
+    #[serde(with = "crate::storage::codec::byte_string")]
+    pub block: Vec<u8>,
+    pub tables: Vec<(String, u64)>,
     pub done: Option<BTreeMap<String, u64>>,
+}
+
+impl Rows {
+    /// The parts of database `db` these rows make.
+    pub fn into_parts(self, db: &str, parts: &mut Vec<Part>) {
+        if !self.tables.is_empty() {
+            parts.push(Part::Rows { db: db.to_string(), tables: self.tables, block: self.block });
+        }
+        if let Some(counts) = self.done {
+            parts.push(Part::Done { db: db.to_string(), counts });
+        }
+    }
 }
 
 /// Where a database lives in a data directory (and in a backup).
@@ -96,4 +120,10 @@ pub fn account_path() -> String {
 
 pub fn cell_path(name: &str) -> String {
     format!("cells/{name}/cell.redb")
+}
+
+/// Where a backup keeps the rows of the database at `path` (backup format 2): beside where it
+/// restores, `.rows` for `.redb`.
+pub fn rows_path(path: &str) -> String {
+    format!("{}.rows", path.strip_suffix(".redb").unwrap_or(path))
 }

@@ -15,6 +15,7 @@ use uuid::Uuid;
 use crate::account::closing::ClosedStore;
 use crate::account::model::StoreEntry;
 use crate::backup::manifest::{self, Manifest};
+use crate::backup::rows_file;
 use crate::error::BoxError;
 use crate::private_files::{private_dir, sync_dir, write_private};
 use crate::storage::codec::decode;
@@ -80,18 +81,28 @@ pub fn restore(from: &Path, data: &Path, replace: bool) -> Result<Restored, BoxE
 
 type Built = (Vec<(String, Uuid)>, BTreeMap<String, u64>);
 
-/// Copies the backup's files into `staging`, drops unplaced stores, rebuilds search.
-fn build(from: &Path, manifest: &Manifest, staging: &Path) -> Result<Built, BoxError> {
-    private_dir(staging)?;
+/// Lays the backup in `from` out in `into` as a data directory: keys and taxonomy copied, each
+/// database built from its rows (backup format 2) or copied (format 1, where the backup holds
+/// redb files). Answers the account database and each cell's, by name.
+pub fn materialize(from: &Path, manifest: &Manifest, into: &Path) -> Result<Databases, BoxError> {
+    private_dir(into)?;
     for entry in &manifest.files {
         let rel = manifest::relative(&entry.path)?;
-        let target = staging.join(&rel);
+        let target = into.join(manifest::relative(&place(manifest, &entry.path))?);
         if let Some(dir) = target.parent() {
             private_dir(dir)?;
         }
-        copy_private(&from.join(&rel), &target)?;
+        match (&entry.kind, manifest.backup_format) {
+            (Some(kind), 2..) => rows_file::to_redb(&from.join(&rel), &target, kind, &entry.tables.clone().unwrap_or_default())?,
+            _ => copy_private(&from.join(&rel), &target)?,
+        }
     }
-    let (account, cells) = databases(staging, manifest)?;
+    databases(into, manifest)
+}
+
+/// Copies the backup's files into `staging`, drops unplaced stores, rebuilds search.
+fn build(from: &Path, manifest: &Manifest, staging: &Path) -> Result<Built, BoxError> {
+    let (account, cells) = materialize(from, manifest, staging)?;
     let placement = placement(&account, &cells)?;
     if let Some(problem) = placement.problems.first() {
         return Err(format!("the backup's directory and cells disagree: {problem}").into());
@@ -110,16 +121,30 @@ fn build(from: &Path, manifest: &Manifest, staging: &Path) -> Result<Built, BoxE
     Ok((placement.unplaced, indexed))
 }
 
-/// The account database and each cell's, under `root`, as the manifest lists them.
-pub fn databases(root: &Path, manifest: &Manifest) -> Result<(PathBuf, BTreeMap<String, PathBuf>), BoxError> {
+/// The account database and each cell's by name.
+pub type Databases = (PathBuf, BTreeMap<String, PathBuf>);
+
+/// Where the backup's file `path` goes in a data directory: a database's rows file (backup
+/// format 2) becomes its redb file, everything else keeps its path.
+fn place(manifest: &Manifest, path: &str) -> String {
+    match path.strip_suffix(".rows") {
+        Some(db) if manifest.backup_format >= 2 => format!("{db}.redb"),
+        _ => path.to_string(),
+    }
+}
+
+/// The account database and each cell's, in the data directory `root` a backup is laid out
+/// in ([`materialize`]).
+pub fn databases(root: &Path, manifest: &Manifest) -> Result<Databases, BoxError> {
     let mut account = None;
     let mut cells = BTreeMap::new();
     for (entry, kind) in manifest.databases() {
-        let file = root.join(manifest::relative(&entry.path)?);
+        let path = place(manifest, &entry.path);
+        let file = root.join(manifest::relative(&path)?);
         match kind {
             "account" => account = Some(file),
             "cell" => {
-                let name = entry.path.strip_prefix("cells/").and_then(|p| p.strip_suffix("/cell.redb"));
+                let name = path.strip_prefix("cells/").and_then(|p| p.strip_suffix("/cell.redb"));
                 let name = name.ok_or_else(|| format!("{}: not where a cell lives", entry.path))?;
                 cells.insert(name.to_string(), file);
             }

@@ -8,7 +8,8 @@ use std::sync::Mutex;
 use redb::{Database, ReadTransaction, ReadableDatabase};
 use uuid::Uuid;
 
-use crate::backup::{CellRows, IDLE_MS};
+use crate::backup::block::Builder;
+use crate::backup::{IDLE_MS, Rows};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::copy::{self, CopyTable};
 use crate::storage::writer::{Hold, Writer};
@@ -31,41 +32,46 @@ impl Snapshot {
         Ok(Snapshot { txn, tables, table: 0, after: None, counts: BTreeMap::new() })
     }
 
-    /// The next rows, about `max_bytes` of them, by table; with the counts of every table once
-    /// the last has been read.
-    pub fn read(&mut self, max_bytes: usize) -> ApiResult<CellRows> {
+    /// The next rows, about `max_bytes` of them, as one compressed block; with the counts of
+    /// every table once the last has been read.
+    pub fn read(&mut self, max_bytes: usize) -> ApiResult<Rows> {
         off_the_workers(|| self.read_rows(max_bytes))
     }
 
-    fn read_rows(&mut self, max_bytes: usize) -> ApiResult<CellRows> {
-        let mut out = CellRows::default();
-        let mut budget = max_bytes;
+    fn read_rows(&mut self, max_bytes: usize) -> ApiResult<Rows> {
+        // Each row is copied once, from redb's page into the block.
+        let mut block = Builder::with_capacity(max_bytes + (max_bytes >> 4));
         while self.table < self.tables.len() {
-            let table = self.tables[self.table];
-            let mut rows = Vec::new();
-            let more = table.read(&self.txn, self.after.as_deref(), budget, &mut rows).map_err(ApiError::internal)?;
-            let bytes: usize = rows.iter().map(|(k, v)| k.len() + v.len() + 16).sum();
-            *self.counts.entry(table.name().to_string()).or_insert(0) += rows.len() as u64;
-            if !rows.is_empty() {
-                out.tables.push((table.name().to_string(), rows));
+            let budget = max_bytes.saturating_sub(block.len());
+            if budget == 0 {
+                break;
             }
+            let table = self.tables[self.table];
+            block.table(table.name());
+            let more = table.read(&self.txn, self.after.as_deref(), budget, &mut block).map_err(ApiError::internal)?;
             match more {
                 Some(last) => {
                     self.after = Some(last);
-                    return Ok(out);
+                    break;
                 }
                 None => {
                     self.table += 1;
                     self.after = None;
-                    budget = budget.saturating_sub(bytes);
-                    if budget == 0 {
-                        return Ok(out);
-                    }
                 }
             }
         }
-        out.done = Some(std::mem::take(&mut self.counts));
-        Ok(out)
+        let block = block.finish().map_err(ApiError::internal)?;
+        for (name, rows) in &block.tables {
+            *self.counts.entry(name.clone()).or_insert(0) += rows;
+        }
+        let done = (self.table == self.tables.len()).then(|| {
+            // Every table the database holds is counted, its empty ones too.
+            for t in &self.tables {
+                self.counts.entry(t.name().to_string()).or_insert(0);
+            }
+            std::mem::take(&mut self.counts)
+        });
+        Ok(Rows { block: block.bytes, tables: block.tables, done })
     }
 }
 
@@ -122,7 +128,7 @@ impl Sessions {
     }
 
     /// The next rows of the backup's snapshot.
-    pub fn read(&self, id: Uuid, now_ms: i64, max_bytes: usize) -> ApiResult<CellRows> {
+    pub fn read(&self, id: Uuid, now_ms: i64, max_bytes: usize) -> ApiResult<Rows> {
         let mut sessions = self.0.lock().map_err(|_| ApiError::internal("backup sessions poisoned"))?;
         let s = sessions.get_mut(&id).ok_or_else(gone)?;
         s.last_used_ms = now_ms;

@@ -21,6 +21,34 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     bincode::serde::decode_from_slice(bytes, config()).map(|(v, _)| v).map_err(ApiError::internal)
 }
 
+/// `#[serde(with = "crate::storage::codec::byte_string")]` on a `Vec<u8>`: written as one byte
+/// string (its length, then the bytes copied whole) rather than serde's default of a sequence
+/// handed over a byte at a time, which costs a call per byte on megabyte payloads.
+pub mod byte_string {
+    use serde::{Deserializer, Serializer, de};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(bytes)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        struct Bytes;
+        impl<'de> de::Visitor<'de> for Bytes {
+            type Value = Vec<u8>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a byte string")
+            }
+            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+                Ok(v.to_vec())
+            }
+            fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
+                Ok(v)
+            }
+        }
+        d.deserialize_byte_buf(Bytes)
+    }
+}
+
 /// A record's fields read where they lie, in the codec's encoding (bincode's standard
 /// configuration: integers as varints, signed ones zigzagged; a string as its length then its
 /// bytes; an enum's variant as a u32 varint), without decoding the record whole: for a loop over

@@ -12,23 +12,26 @@ use redb::{Key, ReadTransaction, ReadableTableMetadata, TableDefinition, TableHa
 
 use crate::storage::tables::*;
 
-/// One table's rows in transit: `(key bytes, value bytes)`.
-pub type RawRows = Vec<(Vec<u8>, Vec<u8>)>;
+/// Where rows read by [`CopyTable::read`] go, each as redb's own bytes (borrowed: a sink copies
+/// what it keeps, so a row is copied once, into the sink).
+pub trait RowSink {
+    fn row(&mut self, key: &[u8], value: &[u8]);
+}
 
 /// A table whose rows can be read and written as bytes.
 pub trait CopyTable: Sync {
     fn name(&self) -> &str;
-    /// Appends the rows after `after` (from the start when `None`) to `out` until about
-    /// `max_bytes` (at least one row); the last key read when more remain.
+    /// Hands the rows after `after` (from the start when `None`) to `out` until about
+    /// `max_bytes` (at least one row); the last key handed over when the budget ran out.
     fn read(
         &self,
         txn: &ReadTransaction,
         after: Option<&[u8]>,
         max_bytes: usize,
-        out: &mut RawRows,
+        out: &mut dyn RowSink,
     ) -> Result<Option<Vec<u8>>, redb::Error>;
     /// Inserts `rows` (read by [`CopyTable::read`]).
-    fn write(&self, txn: &WriteTransaction, rows: &[(Vec<u8>, Vec<u8>)]) -> Result<(), redb::Error>;
+    fn write<'a>(&self, txn: &WriteTransaction, rows: &mut dyn Iterator<Item = (&'a [u8], &'a [u8])>) -> Result<(), redb::Error>;
     /// How many rows the table holds (0 when it does not exist).
     fn count(&self, txn: &ReadTransaction) -> Result<u64, redb::Error>;
 }
@@ -45,7 +48,7 @@ impl<K: Key + Sync + 'static, V: Value + Sync + 'static> CopyTable for Typed<K, 
         txn: &ReadTransaction,
         after: Option<&[u8]>,
         max_bytes: usize,
-        out: &mut RawRows,
+        out: &mut dyn RowSink,
     ) -> Result<Option<Vec<u8>>, redb::Error> {
         let table = match txn.open_table(self.0) {
             Ok(t) => t,
@@ -59,18 +62,19 @@ impl<K: Key + Sync + 'static, V: Value + Sync + 'static> CopyTable for Typed<K, 
         };
         let mut bytes = 0;
         for item in table.range::<K::SelfType<'_>>((lower, Bound::Unbounded))? {
-            if bytes >= max_bytes {
-                return Ok(out.last().map(|(k, _)| k.clone()));
-            }
             let (k, v) = item?;
-            let (k, v) = (K::as_bytes(&k.value()).as_ref().to_vec(), V::as_bytes(&v.value()).as_ref().to_vec());
-            bytes += k.len() + v.len() + 16;
-            out.push((k, v));
+            let (k, v) = (k.value(), v.value());
+            let (k, v) = (K::as_bytes(&k), V::as_bytes(&v));
+            out.row(k.as_ref(), v.as_ref());
+            bytes += k.as_ref().len() + v.as_ref().len() + 16;
+            if bytes >= max_bytes {
+                return Ok(Some(k.as_ref().to_vec()));
+            }
         }
         Ok(None)
     }
 
-    fn write(&self, txn: &WriteTransaction, rows: &[(Vec<u8>, Vec<u8>)]) -> Result<(), redb::Error> {
+    fn write<'a>(&self, txn: &WriteTransaction, rows: &mut dyn Iterator<Item = (&'a [u8], &'a [u8])>) -> Result<(), redb::Error> {
         let mut table = txn.open_table(self.0)?;
         for (k, v) in rows {
             table.insert(K::from_bytes(k), V::from_bytes(v))?;
@@ -96,11 +100,11 @@ impl CopyTable for StoreTable {
         txn: &ReadTransaction,
         after: Option<&[u8]>,
         max_bytes: usize,
-        out: &mut RawRows,
+        out: &mut dyn RowSink,
     ) -> Result<Option<Vec<u8>>, redb::Error> {
         Typed(self.def).read(txn, after, max_bytes, out)
     }
-    fn write(&self, txn: &WriteTransaction, rows: &[(Vec<u8>, Vec<u8>)]) -> Result<(), redb::Error> {
+    fn write<'a>(&self, txn: &WriteTransaction, rows: &mut dyn Iterator<Item = (&'a [u8], &'a [u8])>) -> Result<(), redb::Error> {
         Typed(self.def).write(txn, rows)
     }
     fn count(&self, txn: &ReadTransaction) -> Result<u64, redb::Error> {
@@ -167,6 +171,12 @@ mod tests {
     use super::*;
     use redb::ReadableDatabase;
 
+    impl RowSink for Vec<(Vec<u8>, Vec<u8>)> {
+        fn row(&mut self, key: &[u8], value: &[u8]) {
+            self.push((key.to_vec(), value.to_vec()));
+        }
+    }
+
     #[test]
     fn every_table_of_either_kind_is_listed_and_rows_of_every_type_copy_in_chunks() {
         let dir = tempfile::tempdir().unwrap();
@@ -193,11 +203,11 @@ mod tests {
                 // Chunks of about 100 bytes: several per table with rows.
                 let mut after = None;
                 loop {
-                    let mut rows = Vec::new();
+                    let mut rows: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
                     let more = t.read(&read, after.as_deref(), 100, &mut rows).unwrap();
                     total += rows.len() as u64;
                     let w = copy.begin_write().unwrap();
-                    t.write(&w, &rows).unwrap();
+                    t.write(&w, &mut rows.iter().map(|(k, v)| (k.as_slice(), v.as_slice()))).unwrap();
                     w.commit().unwrap();
                     match more {
                         Some(last) => after = Some(last),

@@ -73,15 +73,15 @@ async fn a_backup_under_write_load_restores_every_acknowledged_write_whole_or_ab
 
     // The layout: private files and directories, the keys, a manifest listing checksums.
     assert_eq!(mode(&to), 0o700);
-    for f in ["manifest.json", "account/account.redb", "account/jwt-rs256.pem", "account/service.key", "cells/cell-1/cell.redb"] {
+    for f in ["manifest.json", "account/account.rows", "account/jwt-rs256.pem", "account/service.key", "cells/cell-1/cell.rows"] {
         assert_eq!(mode(&to.join(f)), 0o600, "{f}");
     }
     assert_eq!(mode(&to.join("cells/cell-1")), 0o700);
     assert!(!to.join("cells/cell-1/search").exists(), "the search index is rebuilt, not copied");
     let m: Value = serde_json::from_slice(&std::fs::read(to.join("manifest.json")).unwrap()).unwrap();
-    assert_eq!(m["backupFormat"], 1);
+    assert_eq!(m["backupFormat"], 2);
     assert_eq!(m["dataFormat"], shopcell::storage::FORMAT_VERSION);
-    let cell_entry = m["files"].as_array().unwrap().iter().find(|f| f["path"] == "cells/cell-1/cell.redb").unwrap().clone();
+    let cell_entry = m["files"].as_array().unwrap().iter().find(|f| f["path"] == "cells/cell-1/cell.rows").unwrap().clone();
     assert_eq!(cell_entry["kind"], "cell");
     assert_eq!(cell_entry["sha256"].as_str().unwrap().len(), 64);
     let products_rows = cell_entry["tables"]["products"].as_u64().unwrap();
@@ -206,6 +206,59 @@ async fn small_backup() -> (TestApp, User, tempfile::TempDir, std::path::PathBuf
     (app, owner, tmp, to)
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_in_format_1_of_redb_files_still_checks_and_restores() {
+    let mut app = spawn_app().await;
+    let owner = create_user(&app.client).await;
+    let store = create_store(&app.client, &owner).await;
+    create_product(&app.client, &owner, &store, "Kept in format 1", 100).await;
+    let data = app.dir.path().to_path_buf();
+    app.stop().await;
+    // Laid out as format 1 wrote a backup: each database as a redb file (a stopped directory's
+    // file holds what the row-by-row copy held), the keys, a manifest of checksums and rows.
+    let tmp = tempfile::tempdir().unwrap();
+    let old = tmp.path().join("old");
+    let mut files = Vec::new();
+    for (path, kind) in [
+        ("account/account.redb", Some("account")),
+        ("cells/cell-1/cell.redb", Some("cell")),
+        ("account/jwt-rs256.pem", None),
+        ("account/service.key", None),
+    ] {
+        let file = old.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::copy(data.join(path), &file).unwrap();
+        files.push(match kind {
+            Some(kind) => {
+                let rows = manifest::table_counts(&file, kind).unwrap();
+                manifest::Entry::database(path.into(), kind.into(), &file, rows).unwrap()
+            }
+            None => manifest::Entry::file(path.into(), &std::fs::read(&file).unwrap()),
+        });
+    }
+    let begun = shopcell::backup::Begun {
+        id: uuid::Uuid::nil(),
+        backup_format: 1,
+        data_format: shopcell::storage::FORMAT_VERSION,
+        cut_at_ms: 0,
+        held_us: 0,
+        databases: Vec::new(),
+    };
+    manifest::write(&old, &manifest::Manifest::new(&begun, files)).unwrap();
+
+    assert_eq!(manifest::verify(&old).expect("format 1 verifies").backup_format, 1);
+    shopcell::admin::run(shopcell::cli::AdminCommand::Check { data: tmp.path().join("none"), backup: Some(old.clone()) })
+        .await
+        .expect("a format 1 backup checks");
+    let restored = tmp.path().join("data");
+    let done = restore::restore(&old, &restored, false).expect("a format 1 backup restores");
+    assert_eq!(done.indexed["cell-1"], 1);
+    let again = spawn_app_in(&restored).await;
+    let list = again.client.get(&format!("/api/v1/stores/{store}/products"), Some(&owner.token)).await.expect(200);
+    assert_eq!(list.body["total"], 1);
+    assert_eq!(list.body["data"][0]["title"], "Kept in format 1");
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
@@ -236,10 +289,10 @@ async fn damaged_or_newer_backups_are_refused_before_anything_is_written() {
         dir
     };
     let truncated = case("truncated");
-    let cell = truncated.join("cells/cell-1/cell.redb");
+    let cell = truncated.join("cells/cell-1/cell.rows");
     let len = std::fs::metadata(&cell).unwrap().len();
     std::fs::OpenOptions::new().write(true).open(&cell).unwrap().set_len(len / 2).unwrap();
-    refuse(&truncated, "cells/cell-1/cell.redb is");
+    refuse(&truncated, "cells/cell-1/cell.rows is");
     refuse(&truncated, "truncated");
 
     let altered = case("altered");
@@ -256,9 +309,9 @@ async fn damaged_or_newer_backups_are_refused_before_anything_is_written() {
     std::fs::write(&m, serde_json::to_vec(&v).unwrap()).unwrap();
     refuse(&newer, "newer than this build supports");
     v["dataFormat"] = shopcell::storage::FORMAT_VERSION.into();
-    v["backupFormat"] = 2.into();
+    v["backupFormat"] = (shopcell::backup::BACKUP_FORMAT + 1).into();
     std::fs::write(&m, serde_json::to_vec(&v).unwrap()).unwrap();
-    refuse(&newer, "backup format 2, newer");
+    refuse(&newer, &format!("backup format {}, newer", shopcell::backup::BACKUP_FORMAT + 1));
 
     let unfinished = case("unfinished");
     std::fs::remove_file(unfinished.join("manifest.json")).unwrap();
@@ -309,7 +362,7 @@ async fn split_roles_back_up_through_the_account_service_and_a_lost_cell_is_name
     let key = std::fs::read_to_string(&routed.service_key).unwrap().trim().to_string();
     let tmp = tempfile::tempdir().unwrap();
     let report = client::backup(&routed.account.url, &key, &tmp.path().join("b")).await.expect("backup");
-    let cell = report.manifest.files.iter().find(|f| f.path == "cells/c1/cell.redb").expect("the cell's part, relayed");
+    let cell = report.manifest.files.iter().find(|f| f.path == "cells/c1/cell.rows").expect("the cell's part, relayed");
     assert_eq!(cell.tables.as_ref().unwrap()["products"], 1);
 
     // The backup starts as one `serve` (or as each role on the same directory), same keys.
@@ -431,17 +484,32 @@ fn files_under(dir: &Path) -> Vec<String> {
     out
 }
 
-/// A store whose products hold about `megabytes` MiB of descriptions: several chunks of the
-/// cell's rows, so a backup of it is mid-stream for a while. Answers the store id.
+/// Text that does not compress: `len` hex digits of a generator seeded with `seed`.
+fn noise(seed: u64, len: usize) -> String {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            char::from_digit((x % 16) as u32, 16).unwrap_or('0')
+        })
+        .collect()
+}
+
+/// A store whose products hold about `megabytes` MiB of descriptions that do not compress:
+/// several chunks of the cell's rows, on the wire and on disk, so a backup of it is mid-stream
+/// for a while. Answers the store id.
 async fn sizeable_store(app: &TestApp, owner: &User, megabytes: usize) -> String {
     let store = create_store(&app.client, owner).await;
-    let description = "lorem ipsum ".repeat(5_000); // 60,000 bytes
-    let per_task = megabytes * (1 << 20) / description.len() / 8 + 1;
+    const DESCRIPTION: usize = 60_000;
+    let per_task = megabytes * (1 << 20) / DESCRIPTION / 8 + 1;
     let mut tasks = Vec::new();
     for t in 0..8 {
-        let (c, token, store, description) = (app.client.clone(), owner.token.clone(), store.clone(), description.clone());
+        let (c, token, store) = (app.client.clone(), owner.token.clone(), store.clone());
         tasks.push(tokio::spawn(async move {
             for i in 0..per_task {
+                let description = noise((t * per_task + i) as u64, DESCRIPTION);
                 let body = serde_json::json!({"title": format!("Bulky {t}-{i}"), "description": description,
                     "price": {"amount": 900, "currency": "USD"}, "status": "ACTIVE"});
                 c.post(&format!("/api/v1/stores/{store}/products"), Some(&token), body).await.expect(201);
@@ -472,7 +540,7 @@ async fn a_backup_to_a_full_disk_fails_naming_the_file_and_leaves_the_service_as
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "a clear failure, not a crash: {stderr}");
     assert!(stderr.contains("backup failed, no manifest written"), "{stderr}");
-    assert!(stderr.contains("cells/cell-1/cell.redb"), "the file is named: {stderr}");
+    assert!(stderr.contains("cells/cell-1/cell.rows"), "the file is named: {stderr}");
     assert!(stderr.contains("File too large"), "the I/O error is given: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(!to.join("manifest.json").exists());
@@ -490,7 +558,7 @@ async fn a_backup_to_a_full_disk_fails_naming_the_file_and_leaves_the_service_as
     // The caller told the service: a new backup begins at once (no minute's lapse) and restores.
     let again = tmp.path().join("again");
     let report = client::backup(&app.base, &service_key(&app), &again).await.expect("a new backup");
-    let cell = report.manifest.files.iter().find(|f| f.path == "cells/cell-1/cell.redb").unwrap();
+    let cell = report.manifest.files.iter().find(|f| f.path == "cells/cell-1/cell.rows").unwrap();
     assert_eq!(cell.tables.as_ref().unwrap()["products"], total + 1);
     let data = tmp.path().join("data");
     restore::restore(&again, &data, false).expect("restore");
@@ -517,7 +585,7 @@ async fn a_caller_killed_mid_stream_holds_nothing_and_after_the_lapse_a_new_back
     let to = tmp.path().join("b");
     let mut child = backup_process(&app, &to, "");
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !to.join("cells/cell-1/cell.redb").exists() {
+    while !to.join("cells/cell-1/cell.rows").exists() {
         assert!(child.try_wait().unwrap().is_none(), "the backup ended before the cell's rows arrived");
         assert!(Instant::now() < deadline, "the cell's rows never arrived");
         tokio::time::sleep(Duration::from_millis(2)).await;
@@ -525,7 +593,7 @@ async fn a_caller_killed_mid_stream_holds_nothing_and_after_the_lapse_a_new_back
     child.kill().unwrap();
     let status = child.wait().unwrap();
     assert_eq!(status.signal(), Some(9), "killed mid-stream, not finished: {status:?}");
-    assert!(to.join("account/account.redb").exists(), "the account database had been written");
+    assert!(to.join("account/account.rows").exists(), "the account database had been written");
     assert!(!to.join("manifest.json").exists(), "no manifest, no backup");
 
     // No writer is held: writes go on at once.
@@ -539,7 +607,7 @@ async fn a_caller_killed_mid_stream_holds_nothing_and_after_the_lapse_a_new_back
     app.clock.advance(Duration::from_secs(61));
     let again = tmp.path().join("again");
     let report = client::backup(&app.base, &key, &again).await.expect("a backup after the lapse");
-    let cell = report.manifest.files.iter().find(|f| f.path == "cells/cell-1/cell.redb").unwrap();
+    let cell = report.manifest.files.iter().find(|f| f.path == "cells/cell-1/cell.rows").unwrap();
     assert_eq!(cell.tables.as_ref().unwrap()["products"], total + 1, "every product, the one after the kill too");
     let data = tmp.path().join("data");
     restore::restore(&again, &data, false).expect("restore");
