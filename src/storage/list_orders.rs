@@ -619,6 +619,59 @@ mod tests {
         assert_eq!(orders.hottest(2), vec![(a, ONE), (c, ONE)]);
     }
 
+    /// A saved form that loads `ns`, and counts its loads in `loads`.
+    fn saved(ns: &[u8], loads: &Arc<AtomicU64>) -> SavedList {
+        let (keys, loads) = (keys_of(ns), loads.clone());
+        Box::new(move || {
+            loads.fetch_add(1, Ordering::Relaxed);
+            Some(Ranked::from_keys(keys))
+        })
+    }
+
+    #[tokio::test]
+    async fn a_restored_list_is_loaded_by_its_first_reader_with_the_changes_committed_since() {
+        let orders = orders(1 << 20);
+        let (a, b, c) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
+        let loads = Arc::new(AtomicU64::new(0));
+        let damaged: SavedList = Box::new(|| None);
+        let marked = orders.restore(vec![((a, ONE), saved(&[1, 3], &loads)), ((b, ONE), damaged), ((c, ONE), saved(&[5], &loads))]);
+        assert_eq!(marked.len(), 3);
+        assert!(orders.holds(&(a, ONE)) && orders.hottest(5).is_empty(), "marked, not yet held");
+        // Committed after the restore, before anyone read the lists.
+        orders.apply(vec![change(a, 2, true), change(a, 3, false), change(b, 8, true)]);
+        assert_eq!(keys(&orders, a, vec![9]).await, vec![1, 2], "loaded, not built, and the changes replayed");
+        assert_eq!(keys(&orders, b, vec![7]).await, vec![7, 8], "a damaged list is built from its rows");
+        assert_eq!(keys(&orders, a, vec![9]).await, vec![1, 2], "held");
+        // The loader finds a and b taken and loads c alone.
+        orders.load_restored(marked, &AtomicBool::new(false));
+        assert_eq!(loads.load(Ordering::Relaxed), 2);
+        assert_eq!(keys(&orders, c, vec![9]).await, vec![5]);
+        let stats = orders.meter.stats();
+        assert_eq!((stats.entries, stats.hits, stats.misses), (3, 2, 3));
+    }
+
+    #[tokio::test]
+    async fn the_loader_goes_hottest_first_and_stops_at_four_fifths_of_the_share_or_when_told() {
+        let lists: Vec<Uuid> = (1..=4).map(Uuid::from_u128).collect();
+        let loads = Arc::new(AtomicU64::new(0));
+        let ten: Vec<u8> = (0..10).collect();
+        // Room for the first three lists' four fifths: the fourth is left to its build.
+        let orders = orders(cost(&ten) * 3 * 10 / 8 + 1);
+        let saved_all = |loads: &Arc<AtomicU64>| lists.iter().map(|s| ((*s, ONE), saved(&ten, loads))).collect();
+        let marked = orders.restore(saved_all(&loads));
+        orders.load_restored(marked, &AtomicBool::new(false));
+        assert_eq!(loads.load(Ordering::Relaxed), 3);
+        assert_eq!(orders.hottest(5), lists[..3].iter().map(|s| (*s, ONE)).collect::<Vec<_>>(), "the hottest first");
+        assert!(!orders.holds(&(lists[3], ONE)), "unmarked: built when read");
+        assert_eq!(keys(&orders, lists[3], vec![42]).await, vec![42]);
+        // Told to stop: nothing more is loaded, and nothing stays marked.
+        let fresh = Arc::new(ListOrders::new(1 << 20));
+        let marked = fresh.restore(saved_all(&loads));
+        fresh.load_restored(marked, &AtomicBool::new(true));
+        assert_eq!((loads.load(Ordering::Relaxed), fresh.meter.stats().entries), (3, 0));
+        assert!(lists.iter().all(|s| !fresh.holds(&(*s, ONE))));
+    }
+
     #[tokio::test]
     async fn a_failed_build_leaves_nothing_behind() {
         let orders = orders(1 << 20);
