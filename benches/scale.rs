@@ -221,7 +221,9 @@ fn run_row(shape: Shape, settings: &Settings, load: &Runtime, flags: &[&str]) ->
     let (token, stores, seed_rate, throughput) = measured.map_err(|e| format!("{e}\n{}", server.log_tail()))?;
     let after_load = Memory::of(&load.block_on(scrape(&endpoint, &key))?)?;
 
+    let stopping = Instant::now();
     let dir = server.stop()?;
+    println!("graceful stop: {:.2} s; {}", stopping.elapsed().as_secs_f64(), log_line(dir.path(), "held lists saved"));
     let data = dir.path().join("data");
     let disk = disk_usage(&data)?;
     let disk_search = search_dirs_usage(&data)?;
@@ -235,6 +237,7 @@ fn run_row(shape: Shape, settings: &Settings, load: &Runtime, flags: &[&str]) ->
     let (first_lists, again) =
         load.block_on(first_lists(&authed, &stores, &picks, shape.each)).map_err(|e| format!("{e}\n{}", server.log_tail()))?;
     let restarted = Memory::of(&load.block_on(scrape(&authed, &key))?)?;
+    println!("after the restart: {}", log_line(server.dir(), "saved lists loaded"));
     println!(
         "restart: serving {:.2} s after launch; first list {} (median of {}), max {}; the same list again {}; anonymous {}",
         start.as_secs_f64(),
@@ -484,6 +487,12 @@ async fn check_answers(authed: &Endpoint, stores: &[String], shape: Shape, produ
     }
     println!("check  list, product by id, search: ok (the search of product {n} finds {} products)", found["total"]);
     Ok(())
+}
+
+/// The server's last log line in `dir` that contains `what` (the list snapshot's own timings).
+fn log_line(dir: &std::path::Path, what: &str) -> String {
+    let log = std::fs::read_to_string(dir.join("stdout.log")).unwrap_or_default();
+    log.lines().rfind(|l| l.contains(what)).map_or_else(|| format!("no \"{what}\" line"), str::to_string)
 }
 
 /// After a restart: the first list page of each picked store, one at a time on a connection

@@ -159,8 +159,9 @@ impl Cell {
             floor,
         )?;
         // Before anything can send the writer a job (the indexer and publisher below can).
-        let lists_loader = storage::list_snapshot::Snapshot::open(dir, lists_token.as_deref())
-            .map(|saved| storage::list_snapshot::Loader::start(name, &writer.orders, saved, |(store, _)| states.contains_key(store)));
+        let lists_loader = storage::list_snapshot::Snapshot::open(dir, lists_token.as_deref()).map(|saved| {
+            storage::list_snapshot::Loader::start(name, &writer.orders, saved, |(store, _)| states.contains_key(store))
+        });
         let search = crate::search::Search::start(&dir.join("search"), db.clone(), writer.clone(), name, memory)?;
         let publisher = publisher::Publisher::start(db.clone(), writer.clone(), name, clock.clone())?;
         Ok(Cell {

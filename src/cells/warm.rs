@@ -1,12 +1,12 @@
 //! Warming after a restart: the lists held when the cell closed (products' and other records')
-//! are built again in the background, the most recently read first, so their first read after
-//! the restart is answered from memory. Readiness does not wait for it.
+//! are read back from the list snapshot (`storage::list_snapshot`, started by `Cell::open`) or,
+//! those it does not hold, built again in the background, the most recently read first, so
+//! their first read after the restart is answered from memory. Readiness does not wait for it.
 //!
-//! The hint is `<cell dir>/hot-lists`: `HOT2`, then per list a store id (16 bytes), a kind (0 a
-//! product list, 1 a record list), the name's length (u16 big-endian) and the name (a product
-//! list's number, u16 big-endian; a record list's name, `storage::record::list_name`). A file
-//! without the mark is the earlier form: a store id and a product list number per list. It is a
-//! hint, not data: a missing or damaged file warms nothing, a store since moved away is skipped.
+//! The hint is `<cell dir>/hot-lists`: `HOT2`, then per list its id as
+//! `storage::list_orders::write_id` writes it. A file without the mark is the earlier form: a
+//! store id and a product list number per list. It is a hint, not data: a missing or damaged
+//! file warms nothing, a store since moved away is skipped.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -634,7 +634,8 @@ mod tests {
         let (a, b, c) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
         let loads = Arc::new(AtomicU64::new(0));
         let damaged: SavedList = Box::new(|| None);
-        let marked = orders.restore(vec![((a, ONE), saved(&[1, 3], &loads)), ((b, ONE), damaged), ((c, ONE), saved(&[5], &loads))]);
+        let marked =
+            orders.restore(vec![((a, ONE), saved(&[1, 3], &loads)), ((b, ONE), damaged), ((c, ONE), saved(&[5], &loads))]);
         assert_eq!(marked.len(), 3);
         assert!(orders.holds(&(a, ONE)) && orders.hottest(5).is_empty(), "marked, not yet held");
         // Committed after the restore, before anyone read the lists.

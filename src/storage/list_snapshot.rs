@@ -261,7 +261,13 @@ impl Loader {
             let count = lists.len();
             background.load_restored(lists, &stopped);
             let held = background.meter.stats();
-            tracing::info!(cell, lists = count, held = held.entries, ms = started.elapsed().as_millis() as u64, "saved lists loaded");
+            tracing::info!(
+                cell,
+                lists = count,
+                held = held.entries,
+                ms = started.elapsed().as_millis() as u64,
+                "saved lists loaded"
+            );
         });
         let thread = match spawned {
             Ok(t) => Some(t),
@@ -318,7 +324,11 @@ mod tests {
         for (i, id) in ids.iter().enumerate() {
             let n = [600, 0, 3][i];
             let all = orders
-                .read(id.clone(), move || Ok(keys(n, i as u8)), |l| l.page(false, 0, usize::MAX).0.iter().map(|k| k.to_vec()).collect())
+                .read(
+                    id.clone(),
+                    move || Ok(keys(n, i as u8)),
+                    |l| l.page(false, 0, usize::MAX).0.iter().map(|k| k.to_vec()).collect(),
+                )
                 .await
                 .unwrap();
             held.insert(0, (id.clone(), all));

@@ -245,7 +245,10 @@ impl Ranked {
     pub fn write_packed(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
         let total: usize = self.chunks.iter().map(|c| c.bytes.len()).sum();
         if u32::try_from(total).is_err() {
-            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "a list of more than 4 GiB of keys cannot be packed"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a list of more than 4 GiB of keys cannot be packed",
+            ));
         }
         out.write_all(&(self.len as u64).to_le_bytes())?;
         let mut ends = Vec::with_capacity(4 * 2 * CHUNK);

@@ -21,7 +21,9 @@ async fn answers(c: &HttpClient, u: &User, store: &str) -> Vec<(String, Value)> 
         for order in ["asc", "desc"] {
             for status in STATUSES {
                 for page in [1, 2, 5] {
-                    let path = format!("/api/v1/stores/{store}/products?sortBy={sort}&sortOrder={order}&status={status}&limit=4&page={page}");
+                    let path = format!(
+                        "/api/v1/stores/{store}/products?sortBy={sort}&sortOrder={order}&status={status}&limit=4&page={page}"
+                    );
                     let path = path.replace("&status=&", "&");
                     let body = c.get(&path, Some(&u.token)).await.expect(200).body;
                     let ids: Vec<Value> = body["data"].as_array().unwrap().iter().map(|p| p["id"].clone()).collect();
@@ -57,7 +59,9 @@ async fn write_some(c: &HttpClient, u: &User, store: &str) {
     let base = format!("/api/v1/stores/{store}/products");
     let list = c.get(&format!("{base}?limit=250&sortBy=created_at&sortOrder=asc"), Some(&u.token)).await.expect(200).body;
     let ids: Vec<String> = list["data"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap().to_string()).collect();
-    c.patch(&format!("{base}/{}", ids[0]), Some(&u.token), json!({"title": "AAA first now", "status": "DRAFT"})).await.expect(200);
+    c.patch(&format!("{base}/{}", ids[0]), Some(&u.token), json!({"title": "AAA first now", "status": "DRAFT"}))
+        .await
+        .expect(200);
     c.patch(&format!("{base}/{}", ids[4]), Some(&u.token), json!({"price": {"amount": 1, "currency": "USD"}})).await.expect(200);
     c.delete(&format!("{base}/{}", ids[7]), Some(&u.token)).await.expect(204);
     create_product(c, u, store, "ZZZ last", 99_999).await;
