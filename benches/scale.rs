@@ -237,7 +237,6 @@ fn run_row(shape: Shape, settings: &Settings, load: &Runtime, flags: &[&str]) ->
     let (first_lists, again) =
         load.block_on(first_lists(&authed, &stores, &picks, shape.each)).map_err(|e| format!("{e}\n{}", server.log_tail()))?;
     let restarted = Memory::of(&load.block_on(scrape(&authed, &key))?)?;
-    println!("after the restart: {}", log_line(server.dir(), "saved lists loaded"));
     println!(
         "restart: serving {:.2} s after launch; first list {} (median of {}), max {}; the same list again {}; anonymous {}",
         start.as_secs_f64(),
@@ -247,7 +246,8 @@ fn run_row(shape: Shape, settings: &Settings, load: &Runtime, flags: &[&str]) ->
         millis(again),
         human(restarted.anon),
     );
-    server.stop()?;
+    let dir = server.stop()?;
+    println!("the restart's snapshot: {}", log_line(dir.path(), "saved lists loaded"));
 
     Ok(Row { shape, idle, after_load, restarted, disk, disk_search, seed_rate, start, first_lists, throughput })
 }
@@ -490,9 +490,17 @@ async fn check_answers(authed: &Endpoint, stores: &[String], shape: Shape, produ
 }
 
 /// The server's last log line in `dir` that contains `what` (the list snapshot's own timings).
+/// Call it after the server stopped: its log reaches the file through a buffer written out once
+/// the process has exited, so the line is looked for for a moment.
 fn log_line(dir: &std::path::Path, what: &str) -> String {
-    let log = std::fs::read_to_string(dir.join("stdout.log")).unwrap_or_default();
-    log.lines().rfind(|l| l.contains(what)).map_or_else(|| format!("no \"{what}\" line"), str::to_string)
+    for _ in 0..40 {
+        let log = std::fs::read_to_string(dir.join("stdout.log")).unwrap_or_default();
+        if let Some(line) = log.lines().rfind(|l| l.contains(what)) {
+            return line.to_string();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    format!("no \"{what}\" line")
 }
 
 /// After a restart: the first list page of each picked store, one at a time on a connection
