@@ -234,12 +234,15 @@ fn run_row(shape: Shape, settings: &Settings, load: &Runtime, flags: &[&str]) ->
     let start = started.elapsed();
     let authed = Endpoint::new(server.addr).with_bearer(&token)?;
     let picks = spread_evenly(stores.len(), FIRST_LIST_STORES);
-    let (first_lists, again) =
+    let (held_lists, first_lists, again) =
         load.block_on(first_lists(&authed, &stores, &picks, shape.each)).map_err(|e| format!("{e}\n{}", server.log_tail()))?;
     let restarted = Memory::of(&load.block_on(scrape(&authed, &key))?)?;
     println!(
-        "restart: serving {:.2} s after launch; first list {} (median of {}), max {}; the same list again {}; anonymous {}",
+        "restart: serving {:.2} s after launch; first page of the list held before the stop {} (median), max {}; \
+         first list {} (median of {}), max {}; the same list again {}; anonymous {}",
         start.as_secs_f64(),
+        millis(median(&held_lists)),
+        millis(held_lists.iter().copied().max().unwrap_or_default()),
         millis(median(&first_lists)),
         first_lists.len(),
         millis(first_lists.iter().copied().max().unwrap_or_default()),
@@ -503,30 +506,37 @@ fn log_line(dir: &std::path::Path, what: &str) -> String {
     format!("no \"{what}\" line")
 }
 
-/// After a restart: the first list page of each picked store, one at a time on a connection
-/// already open, then the first store's page once more.
+/// After a restart: the first page of the list each picked store had read before the stop (by
+/// price: held then, so saved by the stop), then of its default list (never read before: built
+/// from the database), one at a time on a connection already open, then the first store's
+/// default page once more.
 async fn first_lists(
     authed: &Endpoint,
     stores: &[String],
     picks: &[usize],
     each: usize,
-) -> Result<(Vec<Duration>, Duration), BoxError> {
+) -> Result<(Vec<Duration>, Vec<Duration>, Duration), BoxError> {
     let mut client = Client::new(authed.addr);
     let (status, body) = client.send(authed.get("/healthz")).await?;
     if status != StatusCode::OK {
         return Err(format!("/healthz: {}", common::describe_status(status, &body)).into());
     }
+    let mut held = Vec::with_capacity(picks.len());
+    for &i in picks {
+        held.push(timed_list(&mut client, authed, &stores[i], "&sortBy=price&sortOrder=asc", each).await?);
+    }
     let mut first = Vec::with_capacity(picks.len());
     for &i in picks {
-        first.push(timed_list(&mut client, authed, &stores[i], each).await?);
+        first.push(timed_list(&mut client, authed, &stores[i], "", each).await?);
     }
-    let again = timed_list(&mut client, authed, &stores[picks[0]], each).await?;
-    Ok((first, again))
+    let again = timed_list(&mut client, authed, &stores[picks[0]], "", each).await?;
+    Ok((held, first, again))
 }
 
-/// How long the first page of a store's default list takes to arrive, checked.
-async fn timed_list(client: &mut Client, authed: &Endpoint, store: &str, each: usize) -> Result<Duration, BoxError> {
-    let request = authed.get(&format!("/api/v1/stores/{store}/products?limit={LIST_LIMIT}"));
+/// How long the first page of a store's list (default, or as `sort` asks) takes to arrive,
+/// checked.
+async fn timed_list(client: &mut Client, authed: &Endpoint, store: &str, sort: &str, each: usize) -> Result<Duration, BoxError> {
+    let request = authed.get(&format!("/api/v1/stores/{store}/products?limit={LIST_LIMIT}{sort}"));
     let started = Instant::now();
     let response = client.send(request).await?;
     let took = started.elapsed();
