@@ -221,7 +221,9 @@ fn run_row(shape: Shape, settings: &Settings, load: &Runtime, flags: &[&str]) ->
     let (token, stores, seed_rate, throughput) = measured.map_err(|e| format!("{e}\n{}", server.log_tail()))?;
     let after_load = Memory::of(&load.block_on(scrape(&endpoint, &key))?)?;
 
+    let stopping = Instant::now();
     let dir = server.stop()?;
+    println!("graceful stop: {:.2} s; {}", stopping.elapsed().as_secs_f64(), log_line(dir.path(), "held lists saved"));
     let data = dir.path().join("data");
     let disk = disk_usage(&data)?;
     let disk_search = search_dirs_usage(&data)?;
@@ -232,19 +234,23 @@ fn run_row(shape: Shape, settings: &Settings, load: &Runtime, flags: &[&str]) ->
     let start = started.elapsed();
     let authed = Endpoint::new(server.addr).with_bearer(&token)?;
     let picks = spread_evenly(stores.len(), FIRST_LIST_STORES);
-    let (first_lists, again) =
+    let (held_lists, first_lists, again) =
         load.block_on(first_lists(&authed, &stores, &picks, shape.each)).map_err(|e| format!("{e}\n{}", server.log_tail()))?;
     let restarted = Memory::of(&load.block_on(scrape(&authed, &key))?)?;
     println!(
-        "restart: serving {:.2} s after launch; first list {} (median of {}), max {}; the same list again {}; anonymous {}",
+        "restart: serving {:.2} s after launch; first page of the list held before the stop {} (median), max {}; \
+         first list {} (median of {}), max {}; the same list again {}; anonymous {}",
         start.as_secs_f64(),
+        millis(median(&held_lists)),
+        millis(held_lists.iter().copied().max().unwrap_or_default()),
         millis(median(&first_lists)),
         first_lists.len(),
         millis(first_lists.iter().copied().max().unwrap_or_default()),
         millis(again),
         human(restarted.anon),
     );
-    server.stop()?;
+    let dir = server.stop()?;
+    println!("the restart's snapshot: {}", log_line(dir.path(), "saved lists loaded"));
 
     Ok(Row { shape, idle, after_load, restarted, disk, disk_search, seed_rate, start, first_lists, throughput })
 }
@@ -486,30 +492,51 @@ async fn check_answers(authed: &Endpoint, stores: &[String], shape: Shape, produ
     Ok(())
 }
 
-/// After a restart: the first list page of each picked store, one at a time on a connection
-/// already open, then the first store's page once more.
+/// The server's last log line in `dir` that contains `what` (the list snapshot's own timings).
+/// Call it after the server stopped: its log reaches the file through a buffer written out once
+/// the process has exited, so the line is looked for for a moment.
+fn log_line(dir: &std::path::Path, what: &str) -> String {
+    for _ in 0..40 {
+        let log = std::fs::read_to_string(dir.join("stdout.log")).unwrap_or_default();
+        if let Some(line) = log.lines().rfind(|l| l.contains(what)) {
+            return line.to_string();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    format!("no \"{what}\" line")
+}
+
+/// After a restart: the first page of the list each picked store had read before the stop (by
+/// price: held then, so saved by the stop), then of its default list (never read before: built
+/// from the database), one at a time on a connection already open, then the first store's
+/// default page once more.
 async fn first_lists(
     authed: &Endpoint,
     stores: &[String],
     picks: &[usize],
     each: usize,
-) -> Result<(Vec<Duration>, Duration), BoxError> {
+) -> Result<(Vec<Duration>, Vec<Duration>, Duration), BoxError> {
     let mut client = Client::new(authed.addr);
     let (status, body) = client.send(authed.get("/healthz")).await?;
     if status != StatusCode::OK {
         return Err(format!("/healthz: {}", common::describe_status(status, &body)).into());
     }
+    let mut held = Vec::with_capacity(picks.len());
+    for &i in picks {
+        held.push(timed_list(&mut client, authed, &stores[i], "&sortBy=price&sortOrder=asc", each).await?);
+    }
     let mut first = Vec::with_capacity(picks.len());
     for &i in picks {
-        first.push(timed_list(&mut client, authed, &stores[i], each).await?);
+        first.push(timed_list(&mut client, authed, &stores[i], "", each).await?);
     }
-    let again = timed_list(&mut client, authed, &stores[picks[0]], each).await?;
-    Ok((first, again))
+    let again = timed_list(&mut client, authed, &stores[picks[0]], "", each).await?;
+    Ok((held, first, again))
 }
 
-/// How long the first page of a store's default list takes to arrive, checked.
-async fn timed_list(client: &mut Client, authed: &Endpoint, store: &str, each: usize) -> Result<Duration, BoxError> {
-    let request = authed.get(&format!("/api/v1/stores/{store}/products?limit={LIST_LIMIT}"));
+/// How long the first page of a store's list (default, or as `sort` asks) takes to arrive,
+/// checked.
+async fn timed_list(client: &mut Client, authed: &Endpoint, store: &str, sort: &str, each: usize) -> Result<Duration, BoxError> {
+    let request = authed.get(&format!("/api/v1/stores/{store}/products?limit={LIST_LIMIT}{sort}"));
     let started = Instant::now();
     let response = client.send(request).await?;
     let took = started.elapsed();

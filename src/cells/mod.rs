@@ -97,6 +97,8 @@ pub struct Cell {
     dir: PathBuf,
     /// The lists to warm after this start (see `warm`), taken by the first `warm`.
     warm_hint: Mutex<Vec<crate::storage::list_orders::ListId>>,
+    /// Reads back the lists saved at the last clean stop, if there were any (see `warm`).
+    lists_loader: Option<storage::list_snapshot::Loader>,
     /// This cell's parts of online backups (see `backup`).
     pub backups: crate::backup::snapshot::Sessions,
     /// The portable exports of its stores under way (see `portable`).
@@ -115,7 +117,8 @@ impl Cell {
         memory: &CellShares,
     ) -> Result<Cell, Box<dyn std::error::Error + Send + Sync>> {
         std::fs::create_dir_all(dir)?;
-        let db = Arc::new(storage::open(&dir.join("cell.redb"), DATABASE, memory.redb)?);
+        let (db, lists_token) = storage::open_taking_lists_token(&dir.join("cell.redb"), DATABASE, memory.redb)?;
+        let db = Arc::new(db);
         let mut states = HashMap::new();
         let mut stale = Vec::new();
         {
@@ -155,6 +158,10 @@ impl Cell {
             storage::writer::Budgets { rows: memory.rows, lists: memory.lists, locations: memory.locations },
             floor,
         )?;
+        // Before anything can send the writer a job (the indexer and publisher below can).
+        let lists_loader = storage::list_snapshot::Snapshot::open(dir, lists_token.as_deref()).map(|saved| {
+            storage::list_snapshot::Loader::start(name, &writer.orders, saved, |(store, _)| states.contains_key(store))
+        });
         let search = crate::search::Search::start(&dir.join("search"), db.clone(), writer.clone(), name, memory)?;
         let publisher = publisher::Publisher::start(db.clone(), writer.clone(), name, clock.clone())?;
         Ok(Cell {
@@ -180,6 +187,7 @@ impl Cell {
             memory: *memory,
             dir: dir.to_path_buf(),
             warm_hint: Mutex::new(warm::read_hint(dir)),
+            lists_loader,
             backups: Default::default(),
             exports: Default::default(),
         })
@@ -277,5 +285,10 @@ impl Cell {
         if let Some(t) = self.thread.lock().ok().and_then(|mut t| t.take()) {
             t.join();
         }
+        // Nothing writes the database from here: its held lists are the committed state's.
+        if let Some(loader) = &self.lists_loader {
+            loader.stop();
+        }
+        self.save_lists();
     }
 }

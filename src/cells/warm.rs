@@ -1,12 +1,12 @@
 //! Warming after a restart: the lists held when the cell closed (products' and other records')
-//! are built again in the background, the most recently read first, so their first read after
-//! the restart is answered from memory. Readiness does not wait for it.
+//! are read back from the list snapshot (`storage::list_snapshot`, started by `Cell::open`) or,
+//! those it does not hold, built again in the background, the most recently read first, so
+//! their first read after the restart is answered from memory. Readiness does not wait for it.
 //!
-//! The hint is `<cell dir>/hot-lists`: `HOT2`, then per list a store id (16 bytes), a kind (0 a
-//! product list, 1 a record list), the name's length (u16 big-endian) and the name (a product
-//! list's number, u16 big-endian; a record list's name, `storage::record::list_name`). A file
-//! without the mark is the earlier form: a store id and a product list number per list. It is a
-//! hint, not data: a missing or damaged file warms nothing, a store since moved away is skipped.
+//! The hint is `<cell dir>/hot-lists`: `HOT2`, then per list its id as
+//! `storage::list_orders::write_id` writes it. A file without the mark is the earlier form: a
+//! store id and a product list number per list. It is a hint, not data: a missing or damaged
+//! file warms nothing, a store since moved away is skipped.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use crate::cells::Cell;
 use crate::cells::products;
-use crate::storage::list_orders::{ListId, ListName};
+use crate::storage::list_orders::{ListId, ListName, read_id, write_id};
 
 /// Lists warmed at most: beyond these, the budget would be spent on lists nobody asked for yet.
 const WARM_MAX: usize = 200;
@@ -39,13 +39,8 @@ pub(super) fn read_hint(dir: &Path) -> Vec<ListId> {
     };
     let mut lists = Vec::new();
     while lists.len() < WARM_MAX {
-        let Some((store, kind, name, after)) = entry(rest) else { break };
-        let list = match (kind, name) {
-            (0, &[hi, lo]) => ListName::Product(u16::from_be_bytes([hi, lo])),
-            (1, name) => ListName::Record(name.into()),
-            _ => break,
-        };
-        lists.push((store, list));
+        let Some((id, after)) = read_id(rest) else { break };
+        lists.push(id);
         rest = after;
     }
     lists
@@ -54,27 +49,10 @@ pub(super) fn read_hint(dir: &Path) -> Vec<ListId> {
 /// The hint naming `lists`, in their order.
 fn hint(lists: &[ListId]) -> Vec<u8> {
     let mut bytes = MARK.to_vec();
-    for (store, list) in lists {
-        let (kind, name): (u8, Vec<u8>) = match list {
-            ListName::Product(n) => (0, n.to_be_bytes().to_vec()),
-            ListName::Record(name) => (1, name.to_vec()),
-        };
-        let Ok(len) = u16::try_from(name.len()) else { continue };
-        bytes.extend_from_slice(store.as_bytes());
-        bytes.push(kind);
-        bytes.extend_from_slice(&len.to_be_bytes());
-        bytes.extend_from_slice(&name);
+    for id in lists {
+        write_id(&mut bytes, id);
     }
     bytes
-}
-
-/// One list of the hint: store, kind, name and what follows.
-fn entry(bytes: &[u8]) -> Option<(Uuid, u8, &[u8], &[u8])> {
-    let store = Uuid::from_slice(bytes.get(..16)?).ok()?;
-    let kind = *bytes.get(16)?;
-    let len = u16::from_be_bytes([*bytes.get(17)?, *bytes.get(18)?]) as usize;
-    let name = bytes.get(19..19 + len)?;
-    Some((store, kind, name, &bytes[19 + len..]))
 }
 
 impl Cell {
@@ -89,8 +67,24 @@ impl Cell {
         }
     }
 
-    /// Builds, one at a time in the background, the lists held when the cell last closed; stops
-    /// early when the lists' share is mostly used.
+    /// Saves the lists held for the next start (`storage::list_snapshot`); once the writer has
+    /// stopped.
+    pub(super) fn save_lists(&self) {
+        let started = std::time::Instant::now();
+        match crate::storage::list_snapshot::save(&self.dir, &self.db, &self.writer.orders) {
+            Ok(saved) => tracing::info!(
+                cell = %self.name,
+                lists = saved.lists,
+                bytes = saved.bytes,
+                ms = started.elapsed().as_millis() as u64,
+                "held lists saved for the next start"
+            ),
+            Err(e) => tracing::warn!(cell = %self.name, error = %e, "could not save the held lists: the next start builds them"),
+        }
+    }
+
+    /// Builds, one at a time in the background, the lists held when the cell last closed and
+    /// not read back from the snapshot; stops early when the lists' share is mostly used.
     pub fn warm(self: &Arc<Self>) {
         let lists = std::mem::take(&mut *self.warm_hint.lock().unwrap_or_else(|e| e.into_inner()));
         // Outside a runtime (a tool opening the cell) there is nobody to serve: nothing to warm.
@@ -107,7 +101,7 @@ impl Cell {
                 if held.bytes >= held.budget / 10 * 8 {
                     break;
                 }
-                if !cell.holds(store) {
+                if !cell.holds(store) || cell.writer.orders.holds(&(store, list.clone())) {
                     continue;
                 }
                 let warming = match &list {

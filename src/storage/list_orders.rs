@@ -14,9 +14,15 @@
 //! before the build's snapshot is taken, and changes committed from then on are queued and
 //! replayed over the built list. Replaying a change the snapshot already holds is harmless: the
 //! changes of one row are replayed in commit order, each removing the previous one's key.
+//!
+//! After a clean restart the lists held at the stop are read back from the cell's snapshot
+//! (`storage::list_snapshot`) the same way: each is marked as loading, with its saved form,
+//! before the writer takes a job, so every change committed since is queued for it; whoever
+//! reads it first (a reader, or the snapshot's loader) loads it from the file instead of
+//! building it.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::{Semaphore, watch};
@@ -42,6 +48,41 @@ pub enum ListName {
 /// One list of one store.
 pub type ListId = (Uuid, ListName);
 
+/// Appends `id` as files name a list (the restart hint, the list snapshot): the store id (16
+/// bytes), a kind (0 a product list, 1 a record list), the name's length (u16 big-endian) and
+/// the name (a product list's number, u16 big-endian; a record list's name). False, and nothing
+/// written, for a name too long to say.
+pub fn write_id(out: &mut Vec<u8>, (store, list): &ListId) -> bool {
+    let (kind, name): (u8, Vec<u8>) = match list {
+        ListName::Product(n) => (0, n.to_be_bytes().to_vec()),
+        ListName::Record(name) => (1, name.to_vec()),
+    };
+    let Ok(len) = u16::try_from(name.len()) else { return false };
+    out.extend_from_slice(store.as_bytes());
+    out.push(kind);
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(&name);
+    true
+}
+
+/// The list [`write_id`] wrote at the start of `bytes`, and what follows it; `None` when cut
+/// short or of an unknown kind.
+pub fn read_id(bytes: &[u8]) -> Option<(ListId, &[u8])> {
+    let store = Uuid::from_slice(bytes.get(..16)?).ok()?;
+    let len = u16::from_be_bytes([*bytes.get(17)?, *bytes.get(18)?]) as usize;
+    let name = bytes.get(19..19 + len)?;
+    let list = match (bytes[16], name) {
+        (0, &[hi, lo]) => ListName::Product(u16::from_be_bytes([hi, lo])),
+        (1, name) => ListName::Record(name.into()),
+        _ => return None,
+    };
+    Some(((store, list), &bytes[19 + len..]))
+}
+
+/// A held list saved at the last clean stop and not yet read back: loads it (`None` when its
+/// bytes are damaged, after saying so).
+pub type SavedList = Box<dyn FnOnce() -> Option<Ranked> + Send>;
+
 /// One list change recorded by a write job.
 pub struct Change {
     pub store: Uuid,
@@ -58,7 +99,10 @@ pub struct HeldList {
 
 impl HeldList {
     fn build(keys: Keys) -> HeldList {
-        let keys = Ranked::from_keys(keys);
+        HeldList::of(Ranked::from_keys(keys))
+    }
+
+    fn of(keys: Ranked) -> HeldList {
         HeldList { bytes: keys.heap_bytes(), keys }
     }
 
@@ -94,9 +138,30 @@ struct Loaded {
 }
 
 /// A build under way: the changes committed meanwhile, and a signal for readers waiting on it.
+/// A list restored from the snapshot is one whose build has not begun while `saved` is there:
+/// whoever takes it loads the list.
 struct Loading {
     queue: Mutex<Vec<Change>>,
     done: watch::Sender<bool>,
+    saved: Mutex<Option<SavedList>>,
+}
+
+impl Loading {
+    fn new(saved: Option<SavedList>) -> Arc<Loading> {
+        Arc::new(Loading { queue: Mutex::default(), done: watch::channel(false).0, saved: Mutex::new(saved) })
+    }
+
+    /// The saved form, to the one caller that takes it.
+    fn claim(&self) -> Option<SavedList> {
+        self.saved.lock().ok()?.take()
+    }
+}
+
+/// What a reader found when it looked for its list.
+enum Look {
+    Absent,
+    Wait(watch::Receiver<bool>),
+    Saved(Arc<Loading>, SavedList),
 }
 
 enum Slot {
@@ -196,61 +261,128 @@ impl ListOrders {
         T: Send + 'static,
     {
         let tick = self.clock.fetch_add(1, Ordering::Relaxed);
-        loop {
-            let waiting = match self.lists.read().map_err(|_| poisoned())?.get(&id) {
+        let saved = loop {
+            let look = match self.lists.read().map_err(|_| poisoned())?.get(&id) {
                 Some(Slot::Loaded(l)) => {
                     self.meter.hit();
                     l.used.store(tick, Ordering::Relaxed);
                     return Ok(read(&*l.list.read().map_err(|_| poisoned())?));
                 }
-                Some(Slot::Loading(b)) => Some(b.done.subscribe()),
-                None => None,
+                Some(Slot::Loading(b)) => match b.claim() {
+                    Some(saved) => Look::Saved(b.clone(), saved),
+                    None => Look::Wait(b.done.subscribe()),
+                },
+                None => Look::Absent,
             };
-            match waiting {
-                Some(mut done) => {
+            match look {
+                Look::Wait(mut done) => {
                     // The build publishes or gives up; either way, look again.
                     let _ = done.wait_for(|d| *d).await;
                 }
-                None => break,
+                Look::Saved(loading, saved) => break Some((loading, saved)),
+                Look::Absent => break None,
             }
-        }
-        self.meter.miss();
-        let loading = Arc::new(Loading { queue: Mutex::default(), done: watch::channel(false).0 });
-        let taken = {
-            let mut lists = self.lists.write().map_err(|_| poisoned())?;
-            let taken = lists.contains_key(&id);
-            if !taken {
-                lists.insert(id.clone(), Slot::Loading(loading.clone()));
-            }
-            taken
         };
-        if taken {
-            // Another reader started a build between the look and the lock: wait for it.
-            return Box::pin(self.read(id, build, read)).await;
-        }
+        self.meter.miss();
+        let (loading, saved) = match saved {
+            Some((loading, saved)) => (loading, Some(saved)),
+            None => {
+                let loading = Loading::new(None);
+                let taken = {
+                    let mut lists = self.lists.write().map_err(|_| poisoned())?;
+                    let taken = lists.contains_key(&id);
+                    if !taken {
+                        lists.insert(id.clone(), Slot::Loading(loading.clone()));
+                    }
+                    taken
+                };
+                if taken {
+                    // Another reader started a build between the look and the lock: wait for it.
+                    return Box::pin(self.read(id, build, read)).await;
+                }
+                (loading, None)
+            }
+        };
         // From here the slot is released however this ends: built, failed or abandoned.
         let guard = BuildGuard { orders: self.clone(), id: id.clone(), loading };
-        let permit = self.builders.clone().acquire_owned().await.map_err(ApiError::internal)?;
+        // Reading a saved list back costs its bytes, not a build: it waits behind no build.
+        let permit = match saved {
+            None => Some(self.builders.clone().acquire_owned().await.map_err(ApiError::internal)?),
+            Some(_) => None,
+        };
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            guard.orders.build(id, &guard.loading, tick, build, read)
+            // A saved form that proves damaged is built from the rows as if it were absent.
+            let make = move || match saved.and_then(|load| load()) {
+                Some(keys) => Ok(HeldList::of(keys)),
+                None => Ok(HeldList::build(build()?)),
+            };
+            guard.orders.build(id, &guard.loading, tick, make, read)
         })
         .await
         .map_err(ApiError::internal)?
     }
 
-    /// Builds list `id` from `build`, replays the changes committed meanwhile, keeps it if it
-    /// fits, and answers `read` from it.
+    /// Marks each of `saved` (the snapshot's lists, hottest first) as loading from its saved
+    /// form, before the writer takes a job: the changes committed from then on are queued for
+    /// it. Answers the lists marked, in their order, for [`ListOrders::load_restored`].
+    pub fn restore(&self, saved: Vec<(ListId, SavedList)>) -> Vec<ListId> {
+        let Ok(mut lists) = self.lists.write() else { return Vec::new() };
+        // Ticks below every later read's, the hottest list's highest (see `load_restored`).
+        self.clock.fetch_add(saved.len() as u64, Ordering::Relaxed);
+        let mut marked = Vec::with_capacity(saved.len());
+        for (id, load) in saved {
+            if !lists.contains_key(&id) {
+                lists.insert(id.clone(), Slot::Loading(Loading::new(Some(load))));
+                marked.push(id);
+            }
+        }
+        marked
+    }
+
+    /// Loads the lists [`ListOrders::restore`] marked, in their order, those no reader took
+    /// first, while the lists' share is under four fifths full and `stop` is not set; the rest
+    /// are unmarked (built from their rows when next read: their queues would otherwise grow
+    /// with every write until then).
+    pub fn load_restored(self: &Arc<Self>, marked: Vec<ListId>, stop: &AtomicBool) {
+        let n = marked.len() as u64;
+        for (i, id) in marked.into_iter().enumerate() {
+            let claimed = match self.lists.read().ok().as_ref().and_then(|l| l.get(&id)) {
+                Some(Slot::Loading(b)) => b.claim().map(|saved| (b.clone(), saved)),
+                _ => None,
+            };
+            let Some((loading, saved)) = claimed else { continue };
+            // Dropping the guard releases the slot, with its queue.
+            let guard = BuildGuard { orders: self.clone(), id: id.clone(), loading };
+            let held = self.meter.stats();
+            if stop.load(Ordering::Acquire) || held.bytes >= held.budget / 10 * 8 {
+                continue;
+            }
+            self.meter.miss();
+            let make = move || saved().map(HeldList::of).ok_or_else(|| ApiError::internal("the saved list is damaged"));
+            if let Err(e) = self.build(id, &guard.loading, n - 1 - i as u64, make, |_| ()) {
+                tracing::debug!(error = %e, "a saved list was not loaded; it is built when next read");
+            }
+        }
+    }
+
+    /// Whether list `id` is held or on its way (built or loaded).
+    pub fn holds(&self, id: &ListId) -> bool {
+        self.lists.read().is_ok_and(|l| l.contains_key(id))
+    }
+
+    /// Makes list `id` with `make` (a build, or a load of its saved form), replays the changes
+    /// committed meanwhile, keeps it if it fits, and answers `read` from it.
     fn build<T>(
         &self,
         id: ListId,
         loading: &Arc<Loading>,
         tick: u64,
-        build: impl FnOnce() -> ApiResult<Keys>,
+        make: impl FnOnce() -> ApiResult<HeldList>,
         read: impl FnOnce(&HeldList) -> T,
     ) -> ApiResult<T> {
         let started = std::time::Instant::now();
-        let mut list = HeldList::build(build()?);
+        let mut list = make()?;
         // The map's write lock keeps `apply` out between draining the queue and publishing.
         let mut lists = self.lists.write().map_err(|_| poisoned())?;
         for c in std::mem::take(&mut *loading.queue.lock().map_err(|_| poisoned())?) {
@@ -275,16 +407,32 @@ impl ListOrders {
 
     /// The lists held, the most recently read first, at most `n`: what to warm after a restart.
     pub fn hottest(&self, n: usize) -> Vec<ListId> {
+        self.by_recency().into_iter().take(n).map(|(id, _)| id).collect()
+    }
+
+    /// Runs `f` on every list held, the most recently read first (what a clean stop saves);
+    /// answers how many.
+    pub fn each_held<E>(&self, mut f: impl FnMut(&ListId, &Ranked) -> Result<(), E>) -> Result<usize, E> {
+        let held = self.by_recency();
+        for (id, loaded) in &held {
+            if let Ok(list) = loaded.list.read() {
+                f(id, &list.keys)?;
+            }
+        }
+        Ok(held.len())
+    }
+
+    fn by_recency(&self) -> Vec<(ListId, Arc<Loaded>)> {
         let Ok(lists) = self.lists.read() else { return Vec::new() };
-        let mut held: Vec<(u64, ListId)> = lists
+        let mut held: Vec<(u64, ListId, Arc<Loaded>)> = lists
             .iter()
             .filter_map(|(id, slot)| match slot {
-                Slot::Loaded(l) => Some((l.used.load(Ordering::Relaxed), id.clone())),
+                Slot::Loaded(l) => Some((l.used.load(Ordering::Relaxed), id.clone(), l.clone())),
                 Slot::Loading(_) => None,
             })
             .collect();
-        held.sort_unstable_by(|a, b| b.cmp(a));
-        held.into_iter().take(n).map(|(_, id)| id).collect()
+        held.sort_unstable_by(|a, b| (b.0, &b.1).cmp(&(a.0, &a.1)));
+        held.into_iter().map(|(_, id, l)| (id, l)).collect()
     }
 
     /// Drops every list of `store`: its rows were written other than through recorded changes
@@ -470,6 +618,60 @@ mod tests {
         }
         keys(&orders, a, vec![]).await;
         assert_eq!(orders.hottest(2), vec![(a, ONE), (c, ONE)]);
+    }
+
+    /// A saved form that loads `ns`, and counts its loads in `loads`.
+    fn saved(ns: &[u8], loads: &Arc<AtomicU64>) -> SavedList {
+        let (keys, loads) = (keys_of(ns), loads.clone());
+        Box::new(move || {
+            loads.fetch_add(1, Ordering::Relaxed);
+            Some(Ranked::from_keys(keys))
+        })
+    }
+
+    #[tokio::test]
+    async fn a_restored_list_is_loaded_by_its_first_reader_with_the_changes_committed_since() {
+        let orders = orders(1 << 20);
+        let (a, b, c) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
+        let loads = Arc::new(AtomicU64::new(0));
+        let damaged: SavedList = Box::new(|| None);
+        let marked =
+            orders.restore(vec![((a, ONE), saved(&[1, 3], &loads)), ((b, ONE), damaged), ((c, ONE), saved(&[5], &loads))]);
+        assert_eq!(marked.len(), 3);
+        assert!(orders.holds(&(a, ONE)) && orders.hottest(5).is_empty(), "marked, not yet held");
+        // Committed after the restore, before anyone read the lists.
+        orders.apply(vec![change(a, 2, true), change(a, 3, false), change(b, 8, true)]);
+        assert_eq!(keys(&orders, a, vec![9]).await, vec![1, 2], "loaded, not built, and the changes replayed");
+        assert_eq!(keys(&orders, b, vec![7]).await, vec![7, 8], "a damaged list is built from its rows");
+        assert_eq!(keys(&orders, a, vec![9]).await, vec![1, 2], "held");
+        // The loader finds a and b taken and loads c alone.
+        orders.load_restored(marked, &AtomicBool::new(false));
+        assert_eq!(loads.load(Ordering::Relaxed), 2);
+        assert_eq!(keys(&orders, c, vec![9]).await, vec![5]);
+        let stats = orders.meter.stats();
+        assert_eq!((stats.entries, stats.hits, stats.misses), (3, 2, 3));
+    }
+
+    #[tokio::test]
+    async fn the_loader_goes_hottest_first_and_stops_at_four_fifths_of_the_share_or_when_told() {
+        let lists: Vec<Uuid> = (1..=4).map(Uuid::from_u128).collect();
+        let loads = Arc::new(AtomicU64::new(0));
+        let ten: Vec<u8> = (0..10).collect();
+        // Room for the first three lists' four fifths: the fourth is left to its build.
+        let orders = orders(cost(&ten) * 3 * 10 / 8 + 1);
+        let saved_all = |loads: &Arc<AtomicU64>| lists.iter().map(|s| ((*s, ONE), saved(&ten, loads))).collect();
+        let marked = orders.restore(saved_all(&loads));
+        orders.load_restored(marked, &AtomicBool::new(false));
+        assert_eq!(loads.load(Ordering::Relaxed), 3);
+        assert_eq!(orders.hottest(5), lists[..3].iter().map(|s| (*s, ONE)).collect::<Vec<_>>(), "the hottest first");
+        assert!(!orders.holds(&(lists[3], ONE)), "unmarked: built when read");
+        assert_eq!(keys(&orders, lists[3], vec![42]).await, vec![42]);
+        // Told to stop: nothing more is loaded, and nothing stays marked.
+        let fresh = Arc::new(ListOrders::new(1 << 20));
+        let marked = fresh.restore(saved_all(&loads));
+        fresh.load_restored(marked, &AtomicBool::new(true));
+        assert_eq!((loads.load(Ordering::Relaxed), fresh.meter.stats().entries), (3, 0));
+        assert!(lists.iter().all(|s| !fresh.holds(&(*s, ONE))));
     }
 
     #[tokio::test]

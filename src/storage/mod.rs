@@ -6,6 +6,7 @@ pub mod copy;
 pub mod keys;
 pub mod list;
 pub mod list_orders;
+pub mod list_snapshot;
 pub mod migrations;
 pub mod ranked;
 pub mod read;
@@ -65,10 +66,23 @@ fn io<E: std::fmt::Display>(e: E) -> OpenError {
 /// command): small, as such a job reads each page once.
 pub const ONE_OFF_CACHE: u64 = 16 << 20;
 
+/// The `meta` row naming the list snapshot of the database's last clean stop
+/// ([`list_snapshot`]). Every open takes it out before anything else can write, so whatever
+/// opens the file next (a start that serves, an admin command, a migration) leaves nothing a
+/// saved list could be paired with.
+pub const LISTS_TOKEN: &str = "lists_snapshot";
+
 /// Opens (or creates) a database of `kind` with a page cache of `cache` bytes (its share of the
 /// memory budget): checks kind and format version, runs the migration steps from an older
 /// version, and makes sure every table exists so readers never miss one.
 pub fn open(path: &Path, kind: DbKind, cache: u64) -> Result<Database, OpenError> {
+    Ok(open_taking_lists_token(path, kind, cache)?.0)
+}
+
+/// [`open`], answering the [`LISTS_TOKEN`] it took out: the snapshot carrying it holds the
+/// lists of exactly the rows committed now. None when there was none, or when a migration
+/// changed the rows since.
+pub fn open_taking_lists_token(path: &Path, kind: DbKind, cache: u64) -> Result<(Database, Option<Vec<u8>>), OpenError> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| OpenError::Io(format!("cannot create {}: {e}", dir.display())))?;
     }
@@ -92,13 +106,16 @@ pub fn open(path: &Path, kind: DbKind, cache: u64) -> Result<Database, OpenError
     let txn = db.begin_write().map_err(io)?;
     txn.open_table(META).map_err(io)?;
     (kind.tables)(&txn).map_err(io)?;
-    {
+    let token = {
         let mut meta = txn.open_table(META).map_err(io)?;
         meta.insert("kind", kind.name.as_bytes()).map_err(io)?;
         meta.insert("format_version", FORMAT_VERSION.to_le_bytes().as_slice()).map_err(io)?;
-    }
+        let token = meta.remove(LISTS_TOKEN).map_err(io)?.map(|v| v.value().to_vec());
+        token.filter(|_| version == FORMAT_VERSION)
+    };
+    // Durable (redb's default) before the caller can write anything else.
     txn.commit().map_err(io)?;
-    Ok(db)
+    Ok((db, token))
 }
 
 fn read_meta(db: &Database) -> Result<(Option<String>, Option<u32>), OpenError> {

@@ -239,6 +239,67 @@ impl Ranked {
         true
     }
 
+    /// Writes the set in its packed form: the number of keys (u64 little-endian), each key's end
+    /// in the keys' bytes (u32 little-endian, ascending), then the keys end to end in order.
+    /// It is the held form read back without sorting (see [`Ranked::from_packed`]).
+    pub fn write_packed(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        let total: usize = self.chunks.iter().map(|c| c.bytes.len()).sum();
+        if u32::try_from(total).is_err() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a list of more than 4 GiB of keys cannot be packed",
+            ));
+        }
+        out.write_all(&(self.len as u64).to_le_bytes())?;
+        let mut ends = Vec::with_capacity(4 * 2 * CHUNK);
+        let mut base = 0u32;
+        for chunk in &self.chunks {
+            ends.clear();
+            for end in &chunk.ends {
+                ends.extend_from_slice(&(base + end).to_le_bytes());
+            }
+            out.write_all(&ends)?;
+            base += chunk.bytes.len() as u32;
+        }
+        for chunk in &self.chunks {
+            out.write_all(&chunk.bytes)?;
+        }
+        Ok(())
+    }
+
+    /// The set [`Ranked::write_packed`] wrote, or `None` when `packed` is not such a set: cut
+    /// short, ends out of order or past the bytes, keys not strictly ascending. Checked in
+    /// full, so a damaged file can never break the order pages rely on.
+    pub fn from_packed(packed: &[u8]) -> Option<Ranked> {
+        let count = usize::try_from(u64::from_le_bytes(packed.get(..8)?.try_into().ok()?)).ok()?;
+        let ends = packed.get(8..count.checked_mul(4)?.checked_add(8)?)?;
+        let bytes = &packed[8 + ends.len()..];
+        let end = |i: usize| u32::from_le_bytes([ends[4 * i], ends[4 * i + 1], ends[4 * i + 2], ends[4 * i + 3]]) as usize;
+        if count > 0 && end(count - 1) != bytes.len() || count == 0 && !bytes.is_empty() {
+            return None;
+        }
+        let mut chunks = Vec::with_capacity(count / CHUNK + 1);
+        let (mut start, mut previous): (usize, Option<&[u8]>) = (0, None);
+        for first in (0..count).step_by(CHUNK) {
+            let upto = (first + CHUNK).min(count);
+            let chunk_start = start;
+            let mut chunk_ends = Vec::with_capacity(upto - first);
+            for i in first..upto {
+                let end = end(i);
+                let key = bytes.get(start..end)?;
+                if previous.is_some_and(|p| p >= key) {
+                    return None;
+                }
+                previous = Some(key);
+                chunk_ends.push((end - chunk_start) as u32);
+                start = end;
+            }
+            chunks.push(Chunk { bytes: bytes[chunk_start..start].to_vec(), ends: chunk_ends });
+        }
+        let heap = chunks.iter().map(Chunk::heap).sum::<usize>() + chunks.capacity() * std::mem::size_of::<Chunk>();
+        Some(Ranked { chunks, len: count, heap })
+    }
+
     /// Up to `limit` keys from rank `offset`, in ascending order, or descending when `desc`
     /// (rank 0 is then the greatest key).
     pub fn page(&self, desc: bool, offset: usize, limit: usize) -> Vec<&[u8]> {
@@ -316,6 +377,32 @@ mod tests {
         set.chunks.iter().map(Chunk::heap).sum::<usize>() + set.chunks.capacity() * std::mem::size_of::<Chunk>()
     }
 
+    #[test]
+    fn a_packed_set_reads_back_whole_and_a_damaged_one_never() {
+        let set = Ranked::from_keys(keys_of((0..1000).map(|n| n * 7)));
+        let mut packed = Vec::new();
+        set.write_packed(&mut packed).unwrap();
+        let back = Ranked::from_packed(&packed).unwrap();
+        assert_eq!(back.page(false, 0, 2000), set.page(false, 0, 2000));
+        assert_eq!((back.len(), back.heap_bytes(), counted(&back)), (1000, back.heap_bytes(), back.heap_bytes()));
+        assert!(back.chunks.iter().all(|c| c.len() > 0 && c.len() <= 2 * CHUNK));
+        let mut empty = Vec::new();
+        Ranked::default().write_packed(&mut empty).unwrap();
+        assert!(Ranked::from_packed(&empty).unwrap().is_empty());
+        // Cut short, one byte more, two keys swapped, an end past the bytes.
+        assert!(Ranked::from_packed(&packed[..packed.len() - 1]).is_none());
+        assert!(Ranked::from_packed(&[packed.as_slice(), &[0]].concat()).is_none());
+        let keys = 8 + 4 * 1000;
+        let mut swapped = packed.clone();
+        swapped[keys..keys + 8].copy_from_slice(&[&key(7)[..], &key(0)[..]].concat());
+        assert!(Ranked::from_packed(&swapped).is_none());
+        let mut past = packed.clone();
+        past[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(Ranked::from_packed(&past).is_none());
+        assert!(Ranked::from_packed(&[1, 0, 0]).is_none());
+        assert!(Ranked::from_packed(&u64::MAX.to_le_bytes()).is_none());
+    }
+
     proptest! {
         /// Any sequence of inserts and removals leaves the same set, in the same order, as a
         /// BTreeSet, and every page is the matching slice of it.
@@ -338,6 +425,11 @@ mod tests {
             prop_assert_eq!(set.len(), model.len());
             prop_assert_eq!(set.heap_bytes(), counted(&set));
             prop_assert!(set.chunks.iter().all(|c| c.len() > 0 && c.len() <= 2 * CHUNK));
+            // Packed and read back after any changes: the same set.
+            let mut packed = Vec::new();
+            set.write_packed(&mut packed).unwrap();
+            let back = Ranked::from_packed(&packed).unwrap();
+            prop_assert_eq!(back.page(false, 0, usize::MAX), set.page(false, 0, usize::MAX));
             let sorted: Vec<Vec<u8>> = model.into_iter().collect();
             for (desc, offset, limit) in pages {
                 let got: Vec<Vec<u8>> = set.page(desc, offset, limit).into_iter().map(<[u8]>::to_vec).collect();

@@ -32,6 +32,7 @@ mod fulfillment;
 mod gift_cards;
 mod idempotency;
 mod invitations;
+mod list_snapshot;
 mod logs;
 mod mail;
 mod markets;
