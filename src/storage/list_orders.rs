@@ -640,7 +640,7 @@ mod tests {
         assert_eq!(marked.len(), 3);
         assert!(orders.holds(&(a, ONE)) && orders.hottest(5).is_empty(), "marked, not yet held");
         // Committed after the restore, before anyone read the lists.
-        orders.apply(vec![change(a, 2, true), change(a, 3, false), change(b, 8, true)]);
+        orders.apply(&mut vec![change(a, 2, true), change(a, 3, false), change(b, 8, true)]);
         assert_eq!(keys(&orders, a, vec![9]).await, vec![1, 2], "loaded, not built, and the changes replayed");
         assert_eq!(keys(&orders, b, vec![7]).await, vec![7, 8], "a damaged list is built from its rows");
         assert_eq!(keys(&orders, a, vec![9]).await, vec![1, 2], "held");
