@@ -422,6 +422,11 @@ impl ListOrders {
         Ok(held.len())
     }
 
+    /// Whether any list is held (built or read back).
+    pub fn holds_any(&self) -> bool {
+        self.lists.read().is_ok_and(|lists| lists.values().any(|slot| matches!(slot, Slot::Loaded(_))))
+    }
+
     fn by_recency(&self) -> Vec<(ListId, Arc<Loaded>)> {
         let Ok(lists) = self.lists.read() else { return Vec::new() };
         let mut held: Vec<(u64, ListId, Arc<Loaded>)> = lists
