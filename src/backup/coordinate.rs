@@ -20,7 +20,9 @@ use crate::storage::FORMAT_VERSION;
 /// is a 409.
 pub async fn begin(node: &Arc<Node>) -> ApiResult<Begun> {
     let account = node.account.clone().ok_or_else(|| ApiError::msg(Code::NOT_FOUND, "backups are run by the account service"))?;
-    let mut slot = node.backups.0.try_lock().map_err(|_| under_way())?;
+    // Waits for a request paging a backup out, or the end of a lapsed one, rather than calling
+    // the backup under way: which it is, is decided from the run itself, just below.
+    let mut slot = node.backups.0.lock().await;
     let now = node.clock.now_ms();
     if let Some(run) = slot.take() {
         if now - run.last_used_ms < IDLE_MS {
@@ -195,7 +197,10 @@ fn lapse_when_idle(node: Arc<Node>, id: Uuid) {
                 Some(run) if run.id == id => {
                     if node.clock.now_ms() - run.last_used_ms >= IDLE_MS {
                         tracing::warn!(backup = %id, "backup abandoned by its caller; ended");
-                        if let Some(run) = slot.take() {
+                        let run = slot.take();
+                        // Ended outside the lock: a new backup need not wait for the old reads.
+                        drop(slot);
+                        if let Some(run) = run {
                             run.end().await;
                         }
                         return;
