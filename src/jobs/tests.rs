@@ -110,9 +110,9 @@ async fn a_job_runs_once_and_its_effect_commits_with_its_completion() {
     let id = s.clock.new_id();
     put_job(&s, id).await;
     runner.wake();
-    until(|| job(&s, id).is_none()).await;
+    // The counter moves after the commit that removes the row: wait for both.
+    until(|| job(&s, id).is_none() && runner.stats.completed.load(Ordering::SeqCst) == 1).await;
     assert_eq!((h.runs.load(Ordering::SeqCst), done(&s)), (1, 1));
-    assert_eq!(runner.stats.completed.load(Ordering::SeqCst), 1);
     runner.stop();
 }
 
@@ -133,9 +133,9 @@ async fn failures_wait_on_the_clock_and_a_job_past_its_schedule_is_dead() {
     s.clock.advance(Duration::from_secs(60));
     until(|| job(&s, id).is_some_and(|j| j.attempts == 2 && j.lease.is_none())).await;
     s.clock.advance(Duration::from_secs(600));
-    until(|| job(&s, id).is_some_and(|j| j.dead)).await;
+    // The counter moves after the commit that marks the row dead: wait for both.
+    until(|| job(&s, id).is_some_and(|j| j.dead) && runner.stats.dead.load(Ordering::SeqCst) == 1).await;
     assert_eq!(h.runs.load(Ordering::SeqCst), 3);
-    assert_eq!(runner.stats.dead.load(Ordering::SeqCst), 1);
     // Dead stays dead: no due row, no more runs.
     s.clock.advance(Duration::from_secs(86_400));
     runner.wake();
