@@ -13,6 +13,16 @@ fn main() -> std::process::ExitCode {
     // (files 0600, directories 0700), whatever umask the caller left.
     // SAFETY: umask(2) only sets the process's mask; it cannot fail and touches no memory.
     unsafe { libc::umask(0o077) };
+    // No transparent huge pages for this process (docs/memory.md "Huge pages"): the allocator
+    // asks for them on its arenas, and each first touch of a huge page zeroes 2 MiB at once (and
+    // may compact memory first), so reading a large store cold spent most of its time in the
+    // kernel zeroing memory it did not use. Set before the runtime and every cache exist.
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl(PR_SET_THP_DISABLE) takes integers only, sets one flag of this process and
+    // touches no memory; a kernel without it answers an error, which leaves things as they were.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0)
+    };
     let cli = Cli::parse();
     // Held to the end: dropping it writes out the lines still queued.
     let _log = shopcell::logs::init(cli.log_format);

@@ -80,32 +80,44 @@ fn order_keys(sorts: &ProductSorts, id: Uuid) -> Vec<(u16, Box<[u8]>)> {
     keys
 }
 
-/// The keys of list `which` of `store`, read from its committed `product_sorts` rows, packed as
-/// they are read (one buffer for the list, no allocation per key).
-fn stored_list_keys(txn: &redb::ReadTransaction, store: Uuid, which: u16) -> ApiResult<Keys> {
+/// The keys of list `which` of `store`, read from its committed `product_sorts` rows in parts
+/// read at once, packed as they are read (one buffer per part, no allocation per key).
+fn stored_list_keys(txn: &redb::ReadTransaction, store: Uuid, which: u16) -> ApiResult<Vec<Keys>> {
     let (field, wanted) = ((which >> 8) as u8, (which & 0xFF) as u8);
     // The list number may come from the restart hint, a file: one naming no sort lists nothing.
-    let Some(sort) = ProductSorts::LIST.sorts.get(field as usize) else { return Ok(Keys::default()) };
-    let mut keys = Keys::default();
-    let mut scratch = Vec::new();
-    // One row value, its title's buffer reused from row to row.
-    let mut sorts =
-        ProductSorts { created_at: 0, updated_at: 0, title: String::new(), price: 0, inventory: 0, status: Status::Draft };
-    read::scan(txn, PRODUCT_SORTS, Key::store(store).bytes(), false, 0, usize::MAX, |k, v| {
+    let Some(sort) = ProductSorts::LIST.sorts.get(field as usize) else { return Ok(Vec::new()) };
+    /// A part's keys, with one row value and one key buffer reused from row to row.
+    struct Part {
+        keys: Keys,
+        sorts: ProductSorts,
+        scratch: Vec<u8>,
+    }
+    let new = || Part {
+        keys: Keys::default(),
+        sorts: ProductSorts { created_at: 0, updated_at: 0, title: String::new(), price: 0, inventory: 0, status: Status::Draft },
+        scratch: Vec::new(),
+    };
+    let parts = read::scan_split(txn, PRODUCT_SORTS, Key::store(store).bytes(), build_threads(), new, |p: &mut Part, k, v| {
         let Some(id) = trailing_id(k) else { return Ok(()) };
-        if read_sorts(v, &mut sorts).is_none() {
+        if read_sorts(v, &mut p.sorts).is_none() {
             // Read whole; a row that does not decode is logged by the codec and left out.
             let Ok(whole) = decode::<ProductSorts>(v) else { return Ok(()) };
-            sorts = whole;
+            p.sorts = whole;
         }
-        if wanted == ANY || wanted == bucket(sorts.status) {
-            let key = (sort.key)(&sorts, Key::reuse(std::mem::take(&mut scratch))).id(id);
-            keys.push(key.bytes());
-            scratch = key.into_vec();
+        if wanted == ANY || wanted == bucket(p.sorts.status) {
+            let key = (sort.key)(&p.sorts, Key::reuse(std::mem::take(&mut p.scratch))).id(id);
+            p.keys.push(key.bytes());
+            p.scratch = key.into_vec();
         }
         Ok(())
     })?;
-    Ok(keys)
+    Ok(parts.into_iter().map(|p| p.keys).collect())
+}
+
+/// The threads a large store's list build reads its rows with: the machine's cores.
+fn build_threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(4)))
 }
 
 /// Reads a `product_sorts` row into `into`, fields in their bincode order, reusing its title's
@@ -637,8 +649,9 @@ mod tests {
             .unwrap();
         txn.commit().unwrap();
         let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
-        assert_eq!(stored_list_keys(&txn, store, list(0, ANY)).unwrap().len(), 1);
-        assert!(stored_list_keys(&txn, store, list(200, ANY)).unwrap().is_empty(), "a damaged hint's number");
+        let keys = |which| stored_list_keys(&txn, store, which).unwrap().iter().map(Keys::len).sum::<usize>();
+        assert_eq!(keys(list(0, ANY)), 1);
+        assert_eq!(keys(list(200, ANY)), 0, "a damaged hint's number");
     }
 
     #[test]

@@ -143,10 +143,10 @@ fn held_list<R: Record>(
     store: Uuid,
     scope: Option<Uuid>,
     held: &Held,
-) -> (ListId, impl FnOnce() -> ApiResult<Keys> + Send + 'static) {
+) -> (ListId, impl FnOnce() -> ApiResult<Vec<Keys>> + Send + 'static) {
     let name = list_name::<R>(scope, held.tag, held.filter.as_ref().map(|(i, v)| (*i, v.as_slice())));
     let (db, built) = (db.clone(), name.clone());
-    ((store, ListName::Record(name)), move || build_list(&db, store, &built))
+    ((store, ListName::Record(name)), move || Ok(vec![build_list(&db, store, &built)?]))
 }
 
 /// One list held in memory: a sort, and the one value of a counted filter it is kept to.

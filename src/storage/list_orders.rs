@@ -98,8 +98,9 @@ pub struct HeldList {
 }
 
 impl HeldList {
-    fn build(keys: Keys) -> HeldList {
-        HeldList::of(Ranked::from_keys(keys))
+    /// The list of the keys of `parts` (a store's rows read in parts at once).
+    fn build(parts: Vec<Keys>) -> HeldList {
+        HeldList::of(Ranked::from_parts(parts))
     }
 
     fn of(keys: Ranked) -> HeldList {
@@ -254,7 +255,7 @@ impl ListOrders {
     pub async fn read<T>(
         self: &Arc<Self>,
         id: ListId,
-        build: impl FnOnce() -> ApiResult<Keys> + Send + 'static,
+        build: impl FnOnce() -> ApiResult<Vec<Keys>> + Send + 'static,
         read: impl FnOnce(&HeldList) -> T + Send + 'static,
     ) -> ApiResult<T>
     where
@@ -514,12 +515,12 @@ mod tests {
 
     /// What a list of `ns`, freshly built, costs.
     fn cost(ns: &[u8]) -> u64 {
-        HeldList::build(keys_of(ns)).bytes as u64
+        HeldList::build(vec![keys_of(ns)]).bytes as u64
     }
 
     /// What the held list of `store` costs now.
     async fn held(orders: &Arc<ListOrders>, store: Uuid) -> u64 {
-        orders.read((store, ONE), || Ok(Keys::default()), |l| l.bytes as u64).await.unwrap()
+        orders.read((store, ONE), || Ok(vec![Keys::default()]), |l| l.bytes as u64).await.unwrap()
     }
 
     fn change(store: Uuid, n: u8, insert: bool) -> Change {
@@ -531,7 +532,7 @@ mod tests {
     }
 
     async fn keys(orders: &Arc<ListOrders>, store: Uuid, build: Vec<u8>) -> Vec<u8> {
-        orders.read((store, ONE), move || Ok(keys_of(&build)), |l| l.page(false, 0, 100).0.concat()).await.unwrap()
+        orders.read((store, ONE), move || Ok(vec![keys_of(&build)]), |l| l.page(false, 0, 100).0.concat()).await.unwrap()
     }
 
     #[tokio::test]
@@ -560,7 +561,7 @@ mod tests {
                 move || {
                     // Committed while the snapshot is read: one change it holds, one it misses.
                     during.apply(&mut vec![change(a, 1, false), change(a, 2, true), change(a, 4, true)]);
-                    Ok(keys_of(&[2, 3]))
+                    Ok(vec![keys_of(&[2, 3])])
                 },
                 |l| l.page(false, 0, 100).0.concat(),
             )
@@ -579,7 +580,7 @@ mod tests {
                 (a, ONE),
                 move || {
                     during.forget(a);
-                    Ok(keys_of(&[7]))
+                    Ok(vec![keys_of(&[7])])
                 },
                 |l| l.page(false, 0, 100).0.concat(),
             )

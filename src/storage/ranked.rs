@@ -133,35 +133,48 @@ pub struct Ranked {
 
 impl Ranked {
     /// The set of `keys` (any order; duplicates kept once).
-    pub fn from_keys(mut keys: Keys) -> Ranked {
-        let mut spans = std::mem::take(&mut keys.spans);
+    pub fn from_keys(keys: Keys) -> Ranked {
+        Ranked::from_parts(vec![keys])
+    }
+
+    /// The set of the keys of every part (any order, overlapping or not; duplicates kept once):
+    /// each part is sorted on a thread of its own, then the parts are merged. A list built from
+    /// a store read in parts (`storage::read::scan_split`) sorts on every core.
+    pub fn from_parts(parts: Vec<Keys>) -> Ranked {
+        let parts: Vec<Keys> = parts.into_iter().filter(|p| !p.is_empty()).collect();
+        let Some(first) = parts.first().map(|p| p.key(p.spans[0]).to_vec()) else { return Ranked::default() };
         // Most comparisons are settled by eight bytes kept beside each span, so the sort rarely
         // follows a span into the buffer: the eight after what every key shares (titles that all
         // begin alike would otherwise tie on their first eight).
-        let shared = spans.first().map_or(0, |first| {
-            let first = keys.key(*first);
-            spans.iter().fold(first.len(), |n, s| n.min(first.iter().zip(keys.key(*s)).take_while(|(a, b)| a == b).count()))
+        let shared = on_each(&parts, |p| p.spans.iter().fold(first.len(), |n, s| n.min(common_prefix(&first, p.key(*s)))))
+            .into_iter()
+            .min()
+            .unwrap_or(0);
+        let runs = on_each(&parts, |p| {
+            let mut run: Vec<Sortable> = p.spans.iter().map(|s| (prefix(p.key(*s), shared), *s)).collect();
+            run.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| p.key(a.1).cmp(p.key(b.1))));
+            run
         });
-        let prefix = |s: (u32, u32)| {
-            let k = keys.key(s).get(shared..).unwrap_or_default();
-            let mut p = [0u8; 8];
-            let n = k.len().min(8);
-            p[..n].copy_from_slice(&k[..n]);
-            u64::from_be_bytes(p)
-        };
-        let mut sortable: Vec<(u64, (u32, u32))> = spans.drain(..).map(|s| (prefix(s), s)).collect();
-        drop(spans);
-        sortable.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| keys.key(a.1).cmp(keys.key(b.1))));
-        sortable.dedup_by(|a, b| a.0 == b.0 && keys.key(a.1) == keys.key(b.1));
-        let len = sortable.len();
-        let mut chunks = Vec::with_capacity(len / CHUNK + 1);
-        for group in sortable.chunks(CHUNK) {
-            let size = group.iter().map(|(_, (_, l))| *l as usize).sum();
-            let mut chunk = Chunk { bytes: Vec::with_capacity(size), ends: Vec::with_capacity(group.len()) };
-            for (_, s) in group {
-                chunk.push(keys.key(*s));
-            }
+        let mut chunks = Vec::with_capacity(runs.iter().map(Vec::len).sum::<usize>() / CHUNK + 1);
+        let mut group: Vec<&[u8]> = Vec::with_capacity(CHUNK);
+        let mut len = 0;
+        let mut close = |group: &mut Vec<&[u8]>| {
+            let mut chunk = Chunk {
+                bytes: Vec::with_capacity(group.iter().map(|k| k.len()).sum()),
+                ends: Vec::with_capacity(group.len()),
+            };
+            group.drain(..).for_each(|k| chunk.push(k));
+            len += chunk.len();
             chunks.push(chunk);
+        };
+        merge(&parts, &runs, |key| {
+            group.push(key);
+            if group.len() == CHUNK {
+                close(&mut group);
+            }
+        });
+        if !group.is_empty() {
+            close(&mut group);
         }
         let heap = chunks.iter().map(Chunk::heap).sum::<usize>() + chunks.capacity() * std::mem::size_of::<Chunk>();
         Ranked { chunks, len, heap }
@@ -329,6 +342,57 @@ impl Ranked {
     }
 }
 
+/// A key's eight bytes after the `shared` every key begins with, and its span.
+type Sortable = (u64, (u32, u32));
+
+fn prefix(key: &[u8], shared: usize) -> u64 {
+    let k = key.get(shared..).unwrap_or_default();
+    let mut p = [0u8; 8];
+    let n = k.len().min(8);
+    p[..n].copy_from_slice(&k[..n]);
+    u64::from_be_bytes(p)
+}
+
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// `f` of every part, each on a thread of its own when there are several.
+fn on_each<T: Send>(parts: &[Keys], f: impl Fn(&Keys) -> T + Sync) -> Vec<T> {
+    if parts.len() < 2 {
+        return parts.iter().map(&f).collect();
+    }
+    std::thread::scope(|s| {
+        let f = &f;
+        let threads: Vec<_> = parts.iter().map(|p| s.spawn(move || f(p))).collect();
+        // A panic in one part is one here, as it would have been without threads.
+        threads.into_iter().map(|t| t.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    })
+}
+
+/// Calls `f` with the keys of the sorted `runs` of `parts` in order, each key once.
+fn merge<'a>(parts: &'a [Keys], runs: &[Vec<Sortable>], mut f: impl FnMut(&'a [u8])) {
+    let mut heads = vec![0usize; runs.len()];
+    let head = |part: usize, at: usize| runs[part].get(at).map(|(p, s)| (*p, parts[part].key(*s)));
+    let mut last: Option<&[u8]> = None;
+    loop {
+        let mut best: Option<(usize, (u64, &[u8]))> = None;
+        for (part, at) in heads.iter().enumerate() {
+            if let Some(h) = head(part, *at)
+                && best.is_none_or(|(_, b)| h < b)
+            {
+                best = Some((part, h));
+            }
+        }
+        let Some((part, (_, key))) = best else { return };
+        heads[part] += 1;
+        if last != Some(key) {
+            f(key);
+            last = Some(key);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
@@ -370,6 +434,14 @@ mod tests {
         let set = Ranked::from_keys(keys);
         let all: Vec<&[u8]> = set.page(false, 0, 10);
         assert_eq!(all, [&b""[..], b"ab", b"abc", b"abcdefghi", b"abcdefghij", b"b"]);
+        // The same keys in parts, sorted apart and merged.
+        let part = |ks: &[&[u8]]| {
+            let mut keys = Keys::default();
+            ks.iter().for_each(|k| keys.push(k));
+            keys
+        };
+        let parts = vec![part(&[b"abcdefghij", b"ab"]), part(&[b"b", b"", b"ab"]), part(&[b"abcdefghi", b"abc"])];
+        assert_eq!(Ranked::from_parts(parts).page(false, 0, 10), all);
     }
 
     /// The heap figure kept as the set changes is what its buffers hold.
@@ -404,6 +476,22 @@ mod tests {
     }
 
     proptest! {
+        /// A set made from parts sorted apart and merged is the set of all their keys, each once,
+        /// whether the parts overlap, repeat keys or are empty.
+        #[test]
+        fn parts_merge_into_the_set_of_all_their_keys(
+            parts in prop::collection::vec(prop::collection::vec(0u32..5000, 0..700), 0..5),
+        ) {
+            let set = Ranked::from_parts(parts.iter().map(|p| keys_of(p.iter().copied())).collect());
+            let model: BTreeSet<Vec<u8>> = parts.iter().flatten().map(|n| key(*n)).collect();
+            let want: Vec<Vec<u8>> = model.into_iter().collect();
+            prop_assert_eq!(set.len(), want.len());
+            prop_assert_eq!(set.heap_bytes(), counted(&set));
+            prop_assert!(set.chunks.iter().all(|c| c.len() > 0 && c.len() <= 2 * CHUNK));
+            let got: Vec<Vec<u8>> = set.page(false, 0, usize::MAX).into_iter().map(<[u8]>::to_vec).collect();
+            prop_assert_eq!(got, want);
+        }
+
         /// Any sequence of inserts and removals leaves the same set, in the same order, as a
         /// BTreeSet, and every page is the matching slice of it.
         #[test]
