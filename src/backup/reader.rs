@@ -14,10 +14,10 @@ use std::sync::{Arc, Mutex, PoisonError, Weak, mpsc};
 
 use crate::error::{ApiError, ApiResult};
 
-/// The reader's niceness. Not the lowest (19): the reader takes redb's page-cache locks while
-/// it copies, and at 19 a writer waiting on one waited for the reader's next slice behind every
-/// other thread (writers' p99 of 260–580 ms during a backup, against 140–190 ms at 10 on the
-/// same busy machine; benches/README.md "On a thread of its own, at low priority").
+/// The reader's niceness. Not the lowest (19): at 19 the writers' p99 during a backup rose to
+/// 260–580 ms, most likely waiting for the reader's next slice on a redb page-cache lock it
+/// held (it came behind every other thread); at 10 it stayed near their p99 alone
+/// (benches/README.md "On a thread of its own, at low priority").
 pub const NICE: i32 = 10;
 
 type Job = Box<dyn FnOnce() + Send>;
