@@ -147,7 +147,7 @@ async fn read_chunk(mut source: Source) -> (Source, ApiResult<Vec<Part>>) {
 
 async fn read_rows(source: &mut Source, parts: &mut Vec<Part>) -> ApiResult<()> {
     if let Some(snapshot) = source.account.as_mut() {
-        let rows = snapshot.read(CHUNK_BYTES)?;
+        let rows = snapshot.read(CHUNK_BYTES).await?;
         if rows.done.is_some() {
             source.account = None;
         }

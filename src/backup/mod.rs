@@ -16,6 +16,7 @@ pub mod block;
 pub mod client;
 pub mod coordinate;
 pub mod manifest;
+pub mod reader;
 pub mod restore;
 pub mod rows_file;
 pub mod snapshot;

@@ -88,7 +88,7 @@ impl CellLink {
     /// compressed block as it is: nothing is encoded to be decoded again.
     pub async fn backup_read(&self, id: Uuid) -> ApiResult<crate::backup::Rows> {
         match self {
-            CellLink::Local(c) => c.backups.read(id, c.clock.now_ms(), crate::backup::CHUNK_BYTES),
+            CellLink::Local(c) => c.backups.read(id, c.clock.now_ms(), crate::backup::CHUNK_BYTES).await,
             CellLink::Remote(_) => decode(&self.backup_step(id, "read").await?),
         }
     }
@@ -101,7 +101,7 @@ pub async fn run_backup_step(cell: &Cell, id: Uuid, step: &str) -> ApiResult<Vec
     match step {
         "hold" => sessions.hold(id, &cell.db, &cell.writer, now).await.map(|_| Vec::new()),
         "release" => sessions.release(id, now).map(|_| Vec::new()),
-        "read" => encode(&sessions.read(id, now, crate::backup::CHUNK_BYTES)?),
+        "read" => encode(&sessions.read(id, now, crate::backup::CHUNK_BYTES).await?),
         "end" => {
             sessions.end(id);
             Ok(Vec::new())
