@@ -159,10 +159,8 @@ impl Ranked {
         let mut group: Vec<&[u8]> = Vec::with_capacity(CHUNK);
         let mut len = 0;
         let mut close = |group: &mut Vec<&[u8]>| {
-            let mut chunk = Chunk {
-                bytes: Vec::with_capacity(group.iter().map(|k| k.len()).sum()),
-                ends: Vec::with_capacity(group.len()),
-            };
+            let mut chunk =
+                Chunk { bytes: Vec::with_capacity(group.iter().map(|k| k.len()).sum()), ends: Vec::with_capacity(group.len()) };
             group.drain(..).for_each(|k| chunk.push(k));
             len += chunk.len();
             chunks.push(chunk);

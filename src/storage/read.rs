@@ -138,11 +138,8 @@ pub fn scan_split<T: Send>(
     };
     let mut bounds = vec![next];
     bounds.extend(split_between(prefix, &bounds[0], &last, parts.max(1)));
-    let ranges: Vec<(Vec<u8>, Option<Vec<u8>>)> = bounds
-        .iter()
-        .enumerate()
-        .map(|(i, from)| (from.clone(), bounds.get(i + 1).cloned().or_else(|| end.clone())))
-        .collect();
+    let ranges: Vec<(Vec<u8>, Option<Vec<u8>>)> =
+        bounds.iter().enumerate().map(|(i, from)| (from.clone(), bounds.get(i + 1).cloned().or_else(|| end.clone()))).collect();
     let read = |(from, to): &(Vec<u8>, Option<Vec<u8>>)| -> ApiResult<T> {
         let mut part = new();
         for item in t.range::<&[u8]>((Bound::Included(from.as_slice()), upper(to)))? {
