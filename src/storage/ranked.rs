@@ -362,9 +362,17 @@ fn on_each<T: Send>(parts: &[Keys], f: impl Fn(&Keys) -> T + Sync) -> Vec<T> {
     }
     std::thread::scope(|s| {
         let f = &f;
-        let threads: Vec<_> = parts.iter().map(|p| s.spawn(move || f(p))).collect();
-        // A panic in one part is one here, as it would have been without threads.
-        threads.into_iter().map(|t| t.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+        // A part whose thread cannot be started is done here instead.
+        let threads: Vec<_> =
+            parts.iter().map(|p| std::thread::Builder::new().spawn_scoped(s, move || f(p)).map_err(|_| p)).collect();
+        threads
+            .into_iter()
+            .map(|t| match t {
+                // A panic in one part is one here, as it would have been without threads.
+                Ok(t) => t.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
+                Err(p) => f(p),
+            })
+            .collect()
     })
 }
 

@@ -151,12 +151,17 @@ pub fn scan_split<T: Send>(
     let mut out = vec![first];
     std::thread::scope(|s| {
         let (mine, theirs) = ranges.split_first().map_or((None, &[][..]), |(m, t)| (Some(m), t));
-        let handles: Vec<_> = theirs.iter().map(|r| s.spawn(|| read(r))).collect();
+        // A part whose thread cannot be started is read here, after this thread's own.
+        let handles: Vec<_> =
+            theirs.iter().map(|r| std::thread::Builder::new().spawn_scoped(s, || read(r)).map_err(|_| r)).collect();
         if let Some(r) = mine {
             out.push(read(r)?);
         }
         for h in handles {
-            out.push(h.join().map_err(|_| crate::error::ApiError::internal("a list read panicked"))??);
+            out.push(match h {
+                Ok(h) => h.join().map_err(|_| crate::error::ApiError::internal("a list read panicked"))??,
+                Err(r) => read(r)?,
+            });
         }
         Ok::<_, crate::error::ApiError>(())
     })?;
