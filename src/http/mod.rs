@@ -7,6 +7,7 @@ pub mod connections;
 pub mod cors;
 pub mod docs_page;
 pub mod forwarded;
+pub mod gzip;
 pub mod list;
 pub mod objects_only;
 pub mod openapi;
