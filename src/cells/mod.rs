@@ -285,7 +285,8 @@ impl Cell {
         if let Some(t) = self.thread.lock().ok().and_then(|mut t| t.take()) {
             t.join();
         }
-        // Nothing writes the database from here: its held lists are the committed state's.
+        // Nothing writes the database from here: its held lists are the committed state's, and
+        // the saved ones not read back yet are loaded now to be saved again.
         if let Some(loader) = &self.lists_loader {
             loader.stop();
         }

@@ -342,21 +342,23 @@ impl ListOrders {
     }
 
     /// Loads the lists [`ListOrders::restore`] marked, in their order, those no reader took
-    /// first, while the lists' share is under four fifths full and `stop` is not set; the rest
-    /// are unmarked (built from their rows when next read: their queues would otherwise grow
-    /// with every write until then).
-    pub fn load_restored(self: &Arc<Self>, marked: Vec<ListId>, stop: &AtomicBool) {
+    /// first, while the lists' share is under four fifths full; the rest are unmarked (built from
+    /// their rows when next read: their queues would otherwise grow with every write until then).
+    /// Once `stop` is set it loads no more and answers the lists still marked, to be loaded by
+    /// a second call once nothing writes: a clean stop saves them again, so a restart soon after
+    /// another, before every list was read back, still keeps them all.
+    pub fn load_restored(self: &Arc<Self>, marked: Vec<ListId>, stop: &AtomicBool) -> Vec<ListId> {
         let n = marked.len() as u64;
-        for (i, id) in marked.into_iter().enumerate() {
-            let claimed = match self.lists.read().ok().as_ref().and_then(|l| l.get(&id)) {
-                Some(Slot::Loading(b)) => b.claim().map(|saved| (b.clone(), saved)),
-                _ => None,
-            };
-            let Some((loading, saved)) = claimed else { continue };
+        let mut marked = marked.into_iter().enumerate();
+        for (i, id) in marked.by_ref() {
+            if stop.load(Ordering::Acquire) {
+                return std::iter::once(id).chain(marked.map(|(_, id)| id)).collect();
+            }
+            let Some((loading, saved)) = self.claim_restored(&id) else { continue };
             // Dropping the guard releases the slot, with its queue.
             let guard = BuildGuard { orders: self.clone(), id: id.clone(), loading };
             let held = self.meter.stats();
-            if stop.load(Ordering::Acquire) || held.bytes >= held.budget / 10 * 8 {
+            if held.bytes >= held.budget / 10 * 8 {
                 continue;
             }
             self.meter.miss();
@@ -364,6 +366,24 @@ impl ListOrders {
             if let Err(e) = self.build(id, &guard.loading, n - 1 - i as u64, make, |_| ()) {
                 tracing::debug!(error = %e, "a saved list was not loaded; it is built when next read");
             }
+        }
+        Vec::new()
+    }
+
+    /// Unmarks the restored lists `ids` no reader took: each is built from its rows when next read.
+    pub fn unmark(self: &Arc<Self>, ids: Vec<ListId>) {
+        for id in ids {
+            if let Some((loading, _)) = self.claim_restored(&id) {
+                drop(BuildGuard { orders: self.clone(), id, loading });
+            }
+        }
+    }
+
+    /// The saved form of restored list `id`, when no reader has taken it.
+    fn claim_restored(&self, id: &ListId) -> Option<(Arc<Loading>, SavedList)> {
+        match self.lists.read().ok()?.get(id) {
+            Some(Slot::Loading(b)) => b.claim().map(|saved| (b.clone(), saved)),
+            _ => None,
         }
     }
 
@@ -672,12 +692,26 @@ mod tests {
         assert_eq!(orders.hottest(5), lists[..3].iter().map(|s| (*s, ONE)).collect::<Vec<_>>(), "the hottest first");
         assert!(!orders.holds(&(lists[3], ONE)), "unmarked: built when read");
         assert_eq!(keys(&orders, lists[3], vec![42]).await, vec![42]);
-        // Told to stop: nothing more is loaded, and nothing stays marked.
+        // Told to stop: nothing more is loaded, and every list stays marked, answered in order
+        // for the stop to load once nothing writes.
         let fresh = Arc::new(ListOrders::new(1 << 20));
         let marked = fresh.restore(saved_all(&loads));
-        fresh.load_restored(marked, &AtomicBool::new(true));
+        let left = fresh.load_restored(marked.clone(), &AtomicBool::new(true));
         assert_eq!((loads.load(Ordering::Relaxed), fresh.meter.stats().entries), (3, 0));
-        assert!(lists.iter().all(|s| !fresh.holds(&(*s, ONE))));
+        assert_eq!(left, marked);
+        assert!(lists.iter().all(|s| fresh.holds(&(*s, ONE))));
+        fresh.apply(&mut vec![change(lists[1], 42, true)]);
+        assert_eq!(fresh.load_restored(left, &AtomicBool::new(false)), Vec::<ListId>::new());
+        assert_eq!(loads.load(Ordering::Relaxed), 7);
+        assert_eq!(fresh.hottest(5), lists.iter().map(|s| (*s, ONE)).collect::<Vec<_>>(), "in their order");
+        assert_eq!(keys(&fresh, lists[1], vec![]).await, [ten.clone(), vec![42]].concat(), "with the change queued");
+        // Unmarked instead: each is built from its rows when read.
+        let unmarked = Arc::new(ListOrders::new(1 << 20));
+        let marked = unmarked.restore(saved_all(&loads));
+        unmarked.unmark(marked);
+        assert!(lists.iter().all(|s| !unmarked.holds(&(*s, ONE))));
+        assert_eq!(keys(&unmarked, lists[0], vec![7]).await, vec![7]);
+        assert_eq!(loads.load(Ordering::Relaxed), 7);
     }
 
     #[tokio::test]

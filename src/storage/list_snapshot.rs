@@ -247,10 +247,12 @@ impl Snapshot {
 }
 
 /// Reads a snapshot's lists back in the background, hottest first (see
-/// [`ListOrders::load_restored`]); stopped before the next stop saves.
+/// [`ListOrders::load_restored`]); what it has not reached when the cell stops is loaded then,
+/// so the stop saves it again.
 pub struct Loader {
+    orders: Arc<ListOrders>,
     stop: Arc<AtomicBool>,
-    thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+    thread: std::sync::Mutex<Option<std::thread::JoinHandle<Vec<ListId>>>>,
 }
 
 impl Loader {
@@ -263,32 +265,38 @@ impl Loader {
         let spawned = std::thread::Builder::new().name(format!("lists-{name}")).spawn(move || {
             let started = std::time::Instant::now();
             let count = lists.len();
-            background.load_restored(lists, &stopped);
+            let left = background.load_restored(lists, &stopped);
             let held = background.meter.stats();
             tracing::info!(
                 cell,
                 lists = count,
                 held = held.entries,
+                left = left.len(),
                 ms = started.elapsed().as_millis() as u64,
                 "saved lists loaded"
             );
+            left
         });
         let thread = match spawned {
             Ok(t) => Some(t),
             Err(e) => {
                 tracing::warn!(error = %e, "could not load the saved lists: they are built when read");
-                orders.load_restored(marked, &AtomicBool::new(true));
+                orders.unmark(marked);
                 None
             }
         };
-        Loader { stop, thread: std::sync::Mutex::new(thread) }
+        Loader { orders: orders.clone(), stop, thread: std::sync::Mutex::new(thread) }
     }
 
-    /// Stops loading after the list under way and waits for it.
+    /// Stops loading in the background and loads, on this thread, the lists it had not reached
+    /// (within the lists' share), so the stop saves them again. Call it once nothing writes the
+    /// database: the lists loaded here replay what their queues hold and no more.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Release);
-        if let Some(t) = self.thread.lock().ok().and_then(|mut t| t.take()) {
-            let _ = t.join();
+        let Some(thread) = self.thread.lock().ok().and_then(|mut t| t.take()) else { return };
+        let left = thread.join().unwrap_or_default();
+        if !left.is_empty() {
+            self.orders.load_restored(left, &AtomicBool::new(false));
         }
     }
 }
@@ -361,6 +369,25 @@ mod tests {
         drop(db);
         let (_db, token) = open_taking_lists_token(&db_path(dir.path()), CELL, ONE_OFF_CACHE).unwrap();
         assert_eq!(token, None);
+    }
+
+    #[tokio::test]
+    async fn a_stop_soon_after_a_start_saves_every_list_again_whatever_the_loader_reached() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = saved_three(dir.path()).await;
+        for _ in 0..2 {
+            let (db, token) = open_taking_lists_token(&db_path(dir.path()), CELL, ONE_OFF_CACHE).unwrap();
+            let snapshot = Snapshot::open(dir.path(), token.as_deref()).expect("the snapshot of the last stop");
+            let orders = Arc::new(ListOrders::new(1 << 30));
+            // Stopped at once: the thread may have loaded none, some or all of the lists.
+            let loader = Loader::start("cell", &orders, snapshot, |_| true);
+            loader.stop();
+            assert_eq!(orders.meter.stats().entries, 3);
+            assert_eq!(save(dir.path(), &db, &orders).unwrap().lists, 3);
+        }
+        let (_db, token) = open_taking_lists_token(&db_path(dir.path()), CELL, ONE_OFF_CACHE).unwrap();
+        let back = read_back(Snapshot::open(dir.path(), token.as_deref()).unwrap().lists(|_| true));
+        assert_eq!(back, held.into_iter().map(|(id, keys)| (id, Some(keys))).collect::<Vec<_>>(), "in the order they were read");
     }
 
     #[tokio::test]
