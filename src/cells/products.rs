@@ -97,27 +97,22 @@ fn stored_list_keys(txn: &redb::ReadTransaction, store: Uuid, which: u16) -> Api
         sorts: ProductSorts { created_at: 0, updated_at: 0, title: String::new(), price: 0, inventory: 0, status: Status::Draft },
         scratch: Vec::new(),
     };
-    let parts = read::scan_split(txn, PRODUCT_SORTS, Key::store(store).bytes(), build_threads(), new, |p: &mut Part, k, v| {
-        let Some(id) = trailing_id(k) else { return Ok(()) };
-        if read_sorts(v, &mut p.sorts).is_none() {
-            // Read whole; a row that does not decode is logged by the codec and left out.
-            let Ok(whole) = decode::<ProductSorts>(v) else { return Ok(()) };
-            p.sorts = whole;
-        }
-        if wanted == ANY || wanted == bucket(p.sorts.status) {
-            let key = (sort.key)(&p.sorts, Key::reuse(std::mem::take(&mut p.scratch))).id(id);
-            p.keys.push(key.bytes());
-            p.scratch = key.into_vec();
-        }
-        Ok(())
-    })?;
+    let parts =
+        read::scan_split(txn, PRODUCT_SORTS, Key::store(store).bytes(), read::build_threads(), new, |p: &mut Part, k, v| {
+            let Some(id) = trailing_id(k) else { return Ok(()) };
+            if read_sorts(v, &mut p.sorts).is_none() {
+                // Read whole; a row that does not decode is logged by the codec and left out.
+                let Ok(whole) = decode::<ProductSorts>(v) else { return Ok(()) };
+                p.sorts = whole;
+            }
+            if wanted == ANY || wanted == bucket(p.sorts.status) {
+                let key = (sort.key)(&p.sorts, Key::reuse(std::mem::take(&mut p.scratch))).id(id);
+                p.keys.push(key.bytes());
+                p.scratch = key.into_vec();
+            }
+            Ok(())
+        })?;
     Ok(parts.into_iter().map(|p| p.keys).collect())
-}
-
-/// The threads a large store's list build reads its rows with: the machine's cores.
-fn build_threads() -> usize {
-    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(4)))
 }
 
 /// Reads a `product_sorts` row into `into`, fields in their bincode order, reusing its title's

@@ -108,7 +108,7 @@ impl Cell {
                     ListName::Product(n) => products::warm_product_list(&cell, store, *n).await,
                     ListName::Record(name) => {
                         let (db, name) = (cell.db.clone(), name.clone());
-                        let build = move || Ok(vec![crate::storage::list::build_list(&db, store, &name)?]);
+                        let build = move || crate::storage::list::build_list(&db, store, &name);
                         cell.writer.orders.read((store, list.clone()), build, |_| ()).await
                     }
                 };

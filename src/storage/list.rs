@@ -146,7 +146,7 @@ fn held_list<R: Record>(
 ) -> (ListId, impl FnOnce() -> ApiResult<Vec<Keys>> + Send + 'static) {
     let name = list_name::<R>(scope, held.tag, held.filter.as_ref().map(|(i, v)| (*i, v.as_slice())));
     let (db, built) = (db.clone(), name.clone());
-    ((store, ListName::Record(name)), move || Ok(vec![build_list(&db, store, &built)?]))
+    ((store, ListName::Record(name)), move || build_list(&db, store, &built))
 }
 
 /// One list held in memory: a sort, and the one value of a counted filter it is kept to.
@@ -178,39 +178,27 @@ fn held_lists<R: Record>(q: &ListQuery) -> Option<Vec<Held>> {
 
 /// Builds the keys of record list `name` of `store` from the order rows committed when it is
 /// called: the sort's rows, or a filter value's partition (the default order), or the sort's
-/// rows kept to that value by their summaries. A name not made by `record::list_name` (a
-/// damaged hint) builds an empty list.
-pub fn build_list(db: &Database, store: Uuid, name: &[u8]) -> ApiResult<Keys> {
-    let mut keys = Keys::default();
-    let Some(parts) = ListParts::of(name) else { return Ok(keys) };
+/// rows kept to that value by their summaries; a large list is read in parts, one per core
+/// ([`read::scan_split`]). A name not made by `record::list_name` (a damaged hint) builds an
+/// empty list.
+pub fn build_list(db: &Database, store: Uuid, name: &[u8]) -> ApiResult<Vec<Keys>> {
+    let Some(parts) = ListParts::of(name) else { return Ok(Vec::new()) };
     let txn = db.begin_read()?;
     let rows = order_prefix(store, parts.scope, parts.tag);
-    match (parts.source, parts.filter) {
-        (ListSource::Partition, Some((i, value))) => {
-            suffixes(&txn, parts.order, &partition_prefix(store, parts.scope, i, value), &mut keys, |_| Ok(true))?
+    let (prefix, kept_to) = match (parts.source, parts.filter) {
+        (ListSource::Partition, Some((i, value))) => (partition_prefix(store, parts.scope, i, value), None),
+        (ListSource::Summaries, Some(filter)) => (rows, Some(filter)),
+        _ => (rows, None),
+    };
+    read::scan_split(&txn, parts.order, &prefix, read::build_threads(), Keys::default, |keys, k, v| {
+        if let Some((i, value)) = kept_to {
+            let s: Summary = decode(v)?;
+            if s.filters.get(i).and_then(Option::as_deref) != Some(value) {
+                return Ok(());
+            }
         }
-        (ListSource::Summaries, Some((i, value))) => suffixes(&txn, parts.order, &rows, &mut keys, |summary| {
-            let s: Summary = decode(summary)?;
-            Ok(s.filters.get(i).and_then(Option::as_deref) == Some(value))
-        })?,
-        _ => suffixes(&txn, parts.order, &rows, &mut keys, |_| Ok(true))?,
-    }
-    Ok(keys)
-}
-
-/// Adds to `keys` what follows `prefix` in each row under it that `keep` accepts (by its value).
-fn suffixes(
-    txn: &ReadTransaction,
-    table: StoreTable,
-    prefix: &[u8],
-    keys: &mut Keys,
-    mut keep: impl FnMut(&[u8]) -> ApiResult<bool>,
-) -> ApiResult<()> {
-    read::walk(txn, table, prefix, false, |k, v| {
-        if keep(v)? {
-            keys.push(k.get(prefix.len()..).unwrap_or_default());
-        }
-        Ok(true)
+        keys.push(k.get(prefix.len()..).unwrap_or_default());
+        Ok(())
     })
 }
 

@@ -100,17 +100,26 @@ pub fn walk(
     Ok(())
 }
 
+/// The parts a large list's build reads its rows in ([`scan_split`]): the machine's cores, up to
+/// four.
+pub fn build_threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(4)))
+}
+
 /// Rows a [`scan_split`] reads alone before it splits the rest: a store this small is read
 /// faster by one thread than threads can be started.
 const SPLIT_AFTER: usize = 8192;
 
-/// Reads every row under `prefix` (a store's rows, keyed by id after it) into one `T` per part,
-/// the parts in key order: the first [`SPLIT_AFTER`] rows alone, then the rest split into
-/// `parts` ranges of the ids between the next row's and the last's, each read by a thread of
+/// Reads every row under `prefix` (a store's rows keyed by id after it, or a record list's order
+/// rows keyed by the sort's value) into one `T` per part, the parts in key order: the first
+/// [`SPLIT_AFTER`] rows alone, then the rest split into `parts` ranges of the 16 bytes after
+/// `prefix` between the next row's and the last's, each read by a thread of
 /// its own. What a build of a large store's list waits on is redb walking and reading its
 /// pages, which one thread does at one core's pace; split, a first list after a restart costs
 /// a share of that on a machine with cores to spare. Ids made by the clock are time-ordered, so
-/// the ranges hold about what was created in equal spans of time (random ids: equal shares).
+/// the ranges hold about what was created in equal spans of time (random ids: equal shares);
+/// sort values that are numbers or times split as evenly, text less so (never wrongly).
 pub fn scan_split<T: Send>(
     txn: &ReadTransaction,
     table: StoreTable,
