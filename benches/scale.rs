@@ -194,7 +194,7 @@ struct Row {
     disk: u64,
     /// The part of `disk` that is the search index.
     disk_search: u64,
-    seed_rate: f64,
+    seed_rate: Seeding,
     start: Duration,
     first_lists: Vec<Duration>,
     throughput: Throughput,
@@ -297,14 +297,24 @@ async fn owner_with_stores(endpoint: &Endpoint, wanted: usize) -> Result<(String
     Ok((token, stores))
 }
 
+/// Create rates while seeding, per second: over every product, and over the first and the last
+/// batch (how creates slow as the cell fills; equal when there is one batch).
+#[derive(Clone, Copy)]
+struct Seeding {
+    all: f64,
+    first: f64,
+    last: f64,
+}
+
 /// Creates product `n` of the row in store `n % stores`; answers the by-id paths of a sample of
-/// the products and the create rate.
-fn seed_products(load: &Runtime, authed: &Endpoint, stores: &[String], shape: Shape) -> Result<(Vec<String>, f64), BoxError> {
+/// the products and the create rates.
+fn seed_products(load: &Runtime, authed: &Endpoint, stores: &[String], shape: Shape) -> Result<(Vec<String>, Seeding), BoxError> {
     let total = shape.products();
     let stride = total.div_ceil(ID_SAMPLE);
     let paths: Arc<Vec<String>> = Arc::new(stores.iter().map(|s| format!("/api/v1/stores/{s}/products")).collect());
     let mut sample = Vec::with_capacity(total.min(ID_SAMPLE));
     let mut elapsed = Duration::ZERO;
+    let mut batches = Vec::new();
     for first in (0..total).step_by(SEED_CHUNK) {
         let count = SEED_CHUNK.min(total - first);
         let (creator, chunk_paths) = (authed.clone(), Arc::clone(&paths));
@@ -313,6 +323,7 @@ fn seed_products(load: &Runtime, authed: &Endpoint, stores: &[String], shape: Sh
             creator.post_json(&chunk_paths[(n % chunk_paths.len() as u64) as usize], &product_body(n))
         }));
         elapsed += took;
+        batches.push(count as f64 / took.as_secs_f64());
         for (n, outcome) in (first..).zip(outcomes) {
             let (status, body) = outcome.map_err(|e| format!("create product {n}: {e}"))?;
             if status != StatusCode::CREATED {
@@ -327,11 +338,19 @@ fn seed_products(load: &Runtime, authed: &Endpoint, stores: &[String], shape: Sh
         }
         if total > SEED_CHUNK {
             let done = first + count;
-            println!("  created {} of {} products ({}/s)", thousands(done as f64), thousands(total as f64), rate(done, elapsed));
+            println!(
+                "  created {} of {} products ({}/s; this batch {}/s)",
+                thousands(done as f64),
+                thousands(total as f64),
+                rate(done, elapsed),
+                rate(count, took)
+            );
         }
     }
     println!("created {} products in {:.2} s: {}/s", thousands(total as f64), elapsed.as_secs_f64(), rate(total, elapsed));
-    Ok((sample, total as f64 / elapsed.as_secs_f64()))
+    let all = total as f64 / elapsed.as_secs_f64();
+    let (first, last) = (batches.first().copied().unwrap_or(all), batches.last().copied().unwrap_or(all));
+    Ok((sample, Seeding { all, first, last }))
 }
 
 /// `1 store`, `1,000 stores`.
@@ -586,7 +605,7 @@ fn search_dirs_usage(data: &std::path::Path) -> std::io::Result<u64> {
 fn print_tables(rows: &[Row]) {
     println!("\nmemory and disk (anonymous memory from /metrics; peak = highest of reads every {METRICS_EVERY:?})");
     println!(
-        "{:<16} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "{:<16} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>11}",
         "stores × each",
         "budget",
         "idle",
@@ -597,12 +616,13 @@ fn print_tables(rows: &[Row]) {
         "w/o writer",
         "disk",
         "index",
-        "creates/s"
+        "creates/s",
+        "last/first"
     );
     for r in rows {
         let m = &r.after_load;
         println!(
-            "{:<16} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            "{:<16} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10.0}%",
             r.shape.label(),
             human(m.budget),
             human(r.idle.anon),
@@ -613,12 +633,14 @@ fn print_tables(rows: &[Row]) {
             human(m.cache_sum_without_writer()),
             human(r.disk),
             human(r.disk_search),
-            thousands(r.seed_rate),
+            thousands(r.seed_rate.all),
+            100.0 * r.seed_rate.last / r.seed_rate.first,
         );
     }
     println!(
         "(caches: the sum of shopcell_cache_bytes; w/o writer: without {SEARCH_WRITER}, which reports its whole share; \
-         index: the search index's part of the disk figure)"
+         index: the search index's part of the disk figure; last/first: the create rate of the last batch of \
+         {SEED_CHUNK} products against the first's)"
     );
 
     let names: Vec<&String> = {
