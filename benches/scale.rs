@@ -3,7 +3,8 @@
 //!
 //! Each size is one row, measured on a fresh server (the shipped binary in its own process):
 //! - seeding: the stores, then the products, created through the API (durable, 64 requests in
-//!   flight); the create rate counts the products alone;
+//!   flight); the create rate counts the products alone, over all of them and per batch of
+//!   50,000 (the last batch's against the first's: how creates slow as the cell fills);
 //! - memory, from `/metrics`: anonymous memory right after start (idle) and after the load, its
 //!   peak, and the sum of what the caches say they hold (`shopcell_cache_bytes`), to set against
 //!   the growth above idle;

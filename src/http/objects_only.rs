@@ -4,6 +4,11 @@
 //! update and `"address": []` blanked an address. [`Objects`] wraps a deserializer so that every
 //! struct, at any depth, must come as an object; everything else passes through unchanged and
 //! without a copy (the wrappers are generic and hold nothing but what they wrap).
+//!
+//! The same wrapper reads an integer field from a number written with a zero fraction (`2.0`):
+//! JSON Schema, and so the document, counts it as the integer 2, while serde's integers refuse
+//! any number written with a fraction. A fraction that is not zero is refused as before; fields
+//! that take any JSON value keep the number as it was written.
 
 use std::fmt;
 
@@ -19,6 +24,9 @@ pub struct Wrap<T>(T);
 /// A struct's visitor: a JSON array in its place is refused.
 pub struct Struct<V>(V);
 
+/// An integer field's visitor: a number with a zero fraction is read as the integer it equals.
+pub struct Integral<V>(V);
+
 /// The refusal, in JSON's words: "invalid type: array, expected an object".
 fn array_refused<E: de::Error>() -> E {
     E::invalid_type(de::Unexpected::Other("array"), &"an object")
@@ -32,12 +40,18 @@ macro_rules! pass_visitor {
     )* };
 }
 
+macro_rules! integral_visitor {
+    ($($method:ident),* $(,)?) => { $(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+            self.0.$method(Integral(Wrap(visitor)))
+        }
+    )* };
+}
+
 impl<'de, D: Deserializer<'de>> Deserializer<'de> for Objects<D> {
     type Error = D::Error;
 
-    pass_visitor!(
-        deserialize_any,
-        deserialize_bool,
+    integral_visitor!(
         deserialize_i8,
         deserialize_i16,
         deserialize_i32,
@@ -48,6 +62,11 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Objects<D> {
         deserialize_u32,
         deserialize_u64,
         deserialize_u128,
+    );
+
+    pass_visitor!(
+        deserialize_any,
+        deserialize_bool,
         deserialize_f32,
         deserialize_f64,
         deserialize_char,
@@ -166,6 +185,30 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Wrap<V> {
 
     fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Self::Value, A::Error> {
         self.0.visit_enum(Wrap(data))
+    }
+}
+
+/// JSON gives an integer field its number as `i64`, `u64` or `f64`; any other value is refused
+/// by the default methods in the field's own words (`expecting`).
+impl<'de, V: Visitor<'de>> Visitor<'de> for Integral<V> {
+    type Value = V::Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        self.0.expecting(f)
+    }
+
+    pass_value!(visit_i64: i64, visit_u64: u64, visit_i128: i128, visit_u128: u128);
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        // 2^63 and 2^64 are exact in f64: a whole number below them converts without loss.
+        const I64_END: f64 = 9_223_372_036_854_775_808.0;
+        const U64_END: f64 = 18_446_744_073_709_551_616.0;
+        match v {
+            _ if v.fract() != 0.0 => self.0.visit_f64(v),
+            _ if (-I64_END..I64_END).contains(&v) => self.0.visit_i64(v as i64),
+            _ if (0.0..U64_END).contains(&v) => self.0.visit_u64(v as u64),
+            _ => self.0.visit_f64(v),
+        }
     }
 }
 
@@ -301,5 +344,36 @@ mod tests {
         assert!(nested.starts_with("invalid type: array, expected an object"), "{nested}");
         let in_list = read::<Line>(r#"{"price": null, "prices": [[1, "USD"]], "tags": [], "extra": null}"#).unwrap_err();
         assert!(in_list.starts_with("invalid type: array, expected an object"), "{in_list}");
+    }
+
+    #[derive(Deserialize, Debug, PartialEq)]
+    struct Counts {
+        quantity: u8,
+        delta: i64,
+        at: Option<u64>,
+        ratio: f64,
+        extra: serde_json::Value,
+    }
+
+    #[test]
+    fn an_integer_written_with_a_zero_fraction_is_that_integer_and_any_other_fraction_is_refused() {
+        let counts: Counts = read(r#"{"quantity": 2.0, "delta": -7.0, "at": 1e3, "ratio": 3.0, "extra": 2.0}"#).unwrap();
+        assert_eq!((counts.quantity, counts.delta, counts.at, counts.ratio), (2, -7, Some(1000), 3.0));
+        assert!(counts.extra.is_f64(), "a field of any value keeps the number as written: {:?}", counts.extra);
+        let prices: Money = read(r#"{"amount": 1999.0, "currency": "USD"}"#).unwrap();
+        assert_eq!(prices.amount, 1999);
+        for (json, said) in [
+            (r#"{"amount": 19.99, "currency": "USD"}"#, "invalid type: floating point `19.99`, expected i64"),
+            (r#"{"amount": 1e19, "currency": "USD"}"#, "invalid value: integer `10000000000000000000`, expected i64"),
+            (r#"{"amount": 1e300, "currency": "USD"}"#, "invalid type: floating point"),
+            (r#"{"amount": "2", "currency": "USD"}"#, "invalid type: string \"2\", expected i64"),
+        ] {
+            let e = read::<Money>(json).unwrap_err();
+            assert!(e.starts_with(said), "{json}: {e}");
+        }
+        let e = read::<Counts>(r#"{"quantity": 256.0, "delta": 0, "at": null, "ratio": 0, "extra": 0}"#).unwrap_err();
+        assert!(e.starts_with("invalid value: integer `256`, expected u8"), "{e}");
+        let e = read::<Counts>(r#"{"quantity": 1, "delta": 0, "at": -1.0, "ratio": 0, "extra": 0}"#).unwrap_err();
+        assert!(e.starts_with("invalid value: integer `-1`, expected u64"), "{e}");
     }
 }

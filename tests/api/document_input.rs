@@ -50,6 +50,26 @@ async fn an_array_where_an_object_is_expected_is_refused_at_any_depth_and_nothin
     assert!(locations["data"].as_array().unwrap().iter().all(|l| l["name"] != "Shed"), "{locations}");
 }
 
+/// JSON Schema counts `1999.0` as the integer 1999, so the document's integers allow it: a price
+/// and a quantity written so are read as those integers; `19.99` is still refused.
+#[tokio::test]
+async fn an_integer_written_with_a_zero_fraction_is_read_as_that_integer() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let u = create_user(c).await;
+    let s = create_store(c, &u).await;
+    let t = Some(u.token.as_str());
+    let products = format!("/api/v1/stores/{s}/products");
+    let made = c.post(&products, t, json!({"title": "Lamp", "price": {"amount": 1999.0, "currency": "USD"}})).await;
+    let made = made.expect(201).body;
+    assert_eq!(made["price"]["amount"], json!(1999), "{made}");
+    let path = format!("{products}/{}", made["id"].as_str().unwrap());
+    assert_eq!(c.get(&path, t).await.expect(200).body["price"]["amount"], json!(1999));
+    let a = c.patch(&path, t, json!({"price": {"amount": 19.99, "currency": "USD"}})).await.expect(400);
+    assert_eq!(a.body["error"]["fields"][0]["field"], "price.amount", "{}", a.body);
+    assert_eq!(c.get(&path, t).await.expect(200).body["price"]["amount"], json!(1999), "nothing written");
+}
+
 #[tokio::test]
 async fn enum_values_are_taken_as_the_document_spells_them() {
     let app = spawn_app().await;
