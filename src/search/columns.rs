@@ -14,14 +14,45 @@ use crate::memory::{CacheStats, Meter};
 /// The fast-field columns a page is sorted and settled by, of one segment. Opening a column
 /// decodes its block index, which cost more than collecting a typical query's hits; segments
 /// never change, so their columns are opened once ([`ColumnCache`]). The product ids, read for
-/// nearly every match (they settle ties), are decoded once into plain arrays by document.
+/// nearly every match (they settle ties), are decoded once into plain arrays by document when
+/// the cache has room for them ([`Ids`]).
 #[derive(Clone)]
 pub(crate) struct SegmentColumns {
-    pub(crate) id_hi: Arc<[u64]>,
-    pub(crate) id_lo: Arc<[u64]>,
+    pub(crate) ids: Ids,
     pub(crate) price: Option<Column<i64>>,
     pub(crate) created: Option<Column<i64>>,
     pub(crate) title: Option<StrColumn>,
+}
+
+/// The product ids of a segment's documents, as two halves: decoded into arrays (a load each),
+/// or, when the columns' share has no room for the arrays, read from the mapped columns for
+/// each document asked (a few times slower per match, but a query never decodes a whole
+/// segment: a share smaller than the index makes search slower, never stalled).
+#[derive(Clone)]
+pub(crate) enum Ids {
+    Decoded { hi: Arc<[u64]>, lo: Arc<[u64]> },
+    Mapped { hi: Column<u64>, lo: Column<u64> },
+}
+
+impl Ids {
+    pub(crate) fn hi(&self, doc: DocId) -> u64 {
+        match self {
+            Ids::Decoded { hi, .. } => hi.get(doc as usize).copied().unwrap_or(0),
+            Ids::Mapped { hi, .. } => hi.first(doc).unwrap_or(0),
+        }
+    }
+
+    pub(crate) fn lo(&self, doc: DocId) -> u64 {
+        match self {
+            Ids::Decoded { lo, .. } => lo.get(doc as usize).copied().unwrap_or(0),
+            Ids::Mapped { lo, .. } => lo.first(doc).unwrap_or(0),
+        }
+    }
+
+    /// The bytes the arrays of a segment of `docs` documents take, with their allocations' counts.
+    fn decoded_bytes(docs: usize) -> usize {
+        2 * (docs * 8 + 2 * size_of::<usize>())
+    }
 }
 
 /// What an opened column holds in memory besides the index file (which is mapped, not copied):
@@ -30,24 +61,32 @@ const OPENED_COLUMN: usize = 256;
 const OPENED_COLUMN_PER_BLOCK: usize = 48;
 
 impl SegmentColumns {
-    fn open(segment: &SegmentReader) -> tantivy::Result<SegmentColumns> {
+    /// The segment's columns, its ids decoded into arrays when `decode`.
+    fn open(segment: &SegmentReader, decode: bool) -> tantivy::Result<SegmentColumns> {
         let ff = segment.fast_fields();
+        let (hi, lo) = (ff.u64("id_hi")?, ff.u64("id_lo")?);
+        let ids = match decode {
+            true => Ids::Decoded { hi: by_doc(&hi, segment.max_doc()), lo: by_doc(&lo, segment.max_doc()) },
+            false => Ids::Mapped { hi, lo },
+        };
         Ok(SegmentColumns {
-            id_hi: by_doc(&ff.u64("id_hi")?, segment.max_doc()),
-            id_lo: by_doc(&ff.u64("id_lo")?, segment.max_doc()),
+            ids,
             price: ff.column_opt("price")?,
             created: ff.column_opt("created")?,
             title: ff.str("title_sort")?,
         })
     }
 
-    /// The bytes these columns hold: the id arrays (8 bytes a document each, and their shared
-    /// allocation's counts), what the opened columns decoded, and the cache's entry.
-    fn bytes(&self) -> usize {
-        let array = |a: &Arc<[u64]>| a.len() * 8 + 2 * size_of::<usize>();
+    /// The bytes these columns hold for a segment of `docs` documents: the id arrays when
+    /// decoded (8 bytes a document each), what the opened columns decoded, and the cache's entry.
+    fn bytes(&self, docs: usize) -> usize {
+        let per_column = OPENED_COLUMN + docs.div_ceil(512) * OPENED_COLUMN_PER_BLOCK;
         let opened = [self.price.is_some(), self.created.is_some(), self.title.is_some()].iter().filter(|o| **o).count();
-        let per_column = OPENED_COLUMN + self.id_hi.len().div_ceil(512) * OPENED_COLUMN_PER_BLOCK;
-        array(&self.id_hi) + array(&self.id_lo) + opened * per_column + size_of::<(SegmentId, Kept)>() + 1
+        let ids = match &self.ids {
+            Ids::Decoded { .. } => Ids::decoded_bytes(docs),
+            Ids::Mapped { .. } => 2 * per_column,
+        };
+        ids + opened * per_column + size_of::<(SegmentId, Kept)>() + 1
     }
 }
 
@@ -72,10 +111,13 @@ struct Segments {
     clock: u64,
 }
 
-/// The opened columns of the index's segments, within a budget of bytes. When a segment's
-/// columns would pass it, the least recently used segments are dropped (their columns are
-/// opened again when next needed); a segment larger than the whole budget serves its query and
-/// is not kept.
+/// The opened columns of the index's segments, within a budget of bytes. A segment's ids are
+/// decoded only into the room left: every query reads every segment, so decoding one segment's
+/// ids at the price of another's would decode again on every query (least recently used is
+/// the worst order for a cycle). A segment without room reads its ids from the mapped columns
+/// and is kept all the same, at the small cost of its opened columns. When even those would
+/// pass the budget, the least recently used segments are dropped (opened again when next
+/// needed); columns larger than the whole budget serve their query and are not kept.
 pub struct ColumnCache {
     segments: Mutex<Segments>,
     budget: usize,
@@ -109,10 +151,12 @@ impl ColumnCache {
             }
         }
         self.meter.miss();
+        let docs = segment.max_doc() as usize;
+        let room = self.segments.lock().map_or(0, |m| self.budget.saturating_sub(m.bytes));
         // Opened outside the lock: another query may open the same segment meanwhile, which is
-        // harmless.
-        let columns = SegmentColumns::open(segment)?;
-        let bytes = columns.bytes();
+        // harmless (the loop below keeps the budget if both decoded).
+        let columns = SegmentColumns::open(segment, Ids::decoded_bytes(docs) < room)?;
+        let bytes = columns.bytes(docs);
         if bytes <= self.budget
             && let Ok(mut m) = self.segments.lock()
         {
@@ -183,48 +227,89 @@ mod tests {
         index.reader().unwrap()
     }
 
-    fn held(cache: &ColumnCache) -> Vec<u32> {
+    /// The bytes of each segment kept, in order.
+    fn held(cache: &ColumnCache) -> Vec<usize> {
         let m = cache.segments.lock().unwrap();
-        let mut docs: Vec<u32> = m.map.values().map(|k| k.columns.id_hi.len() as u32).collect();
-        docs.sort();
-        docs
+        let mut bytes: Vec<usize> = m.map.values().map(|k| k.bytes).collect();
+        bytes.sort();
+        bytes
+    }
+
+    fn ids_of(ids: &Ids, docs: u32) -> Vec<(u64, u64)> {
+        (0..docs).map(|d| (ids.hi(d), ids.lo(d))).collect()
+    }
+
+    /// What `segment`'s columns cost held, with its ids decoded or not.
+    fn cost(segment: &SegmentReader, decode: bool) -> usize {
+        SegmentColumns::open(segment, decode).unwrap().bytes(segment.max_doc() as usize)
     }
 
     #[test]
-    fn columns_are_counted_by_their_arrays_and_opened_columns() {
+    fn columns_are_counted_by_their_arrays_and_opened_columns_and_read_alike_either_way() {
         let reader = index(&[10]);
         let searcher = reader.searcher();
-        let columns = SegmentColumns::open(&searcher.segment_readers()[0]).unwrap();
-        assert_eq!(&columns.id_lo[..], (0..10).collect::<Vec<u64>>());
-        assert_eq!(&columns.id_hi[..], [10; 10]);
-        let arrays = 2 * (10 * 8 + 16);
-        let opened = 3 * (OPENED_COLUMN + OPENED_COLUMN_PER_BLOCK);
-        assert_eq!(columns.bytes(), arrays + opened + size_of::<(SegmentId, Kept)>() + 1);
+        let segment = &searcher.segment_readers()[0];
+        let expected: Vec<(u64, u64)> = (0..10).map(|i| (10, i)).collect();
+        let (decoded, mapped) = (SegmentColumns::open(segment, true).unwrap(), SegmentColumns::open(segment, false).unwrap());
+        assert!(matches!(decoded.ids, Ids::Decoded { .. }) && matches!(mapped.ids, Ids::Mapped { .. }));
+        assert_eq!((ids_of(&decoded.ids, 10), ids_of(&mapped.ids, 10)), (expected.clone(), expected));
+        let column = OPENED_COLUMN + OPENED_COLUMN_PER_BLOCK;
+        let entry = size_of::<(SegmentId, Kept)>() + 1;
+        assert_eq!(decoded.bytes(10), 2 * (10 * 8 + 16) + 3 * column + entry);
+        assert_eq!(mapped.bytes(10), 2 * column + 3 * column + entry);
     }
 
     #[test]
-    fn the_least_recently_used_segments_go_when_the_budget_is_reached() {
+    fn ids_are_decoded_into_the_room_left_and_read_from_their_columns_beyond_it() {
         let reader = index(&[10, 100, 700]);
         let searcher = reader.searcher();
         let by_docs = |n: u32| searcher.segment_readers().iter().find(|s| s.max_doc() == n).unwrap();
         let (a, b, c) = (by_docs(10), by_docs(100), by_docs(700));
-        let cost = |s: &SegmentReader| SegmentColumns::open(s).unwrap().bytes();
-        let (ca, cb, cc) = (cost(a), cost(b), cost(c));
+        // Room for a's and b's arrays and c's columns, not for c's arrays.
+        let budget = cost(a, true) + cost(b, true) + cost(c, false) + 1;
+        assert!(budget < cost(a, true) + cost(b, true) + cost(c, true));
+        let cache = ColumnCache::new(budget as u64);
+        for round in 0..3 {
+            for s in [a, b, c] {
+                let columns = cache.of(s).unwrap();
+                assert_eq!(
+                    ids_of(&columns.ids, s.max_doc()),
+                    (0..s.max_doc() as u64).map(|i| (s.max_doc() as u64, i)).collect::<Vec<_>>()
+                );
+                assert_eq!(matches!(columns.ids, Ids::Decoded { .. }), s.max_doc() < 700, "round {round}");
+            }
+        }
+        let mut kept = vec![cost(a, true), cost(b, true), cost(c, false)];
+        kept.sort();
+        assert_eq!(held(&cache), kept);
+        let stats =
+            CacheStats { budget: budget as u64, bytes: kept.iter().sum::<usize>() as u64, entries: 3, hits: 6, misses: 3 };
+        assert_eq!(cache.stats(), stats, "no segment opened again after the first round");
+    }
+
+    #[test]
+    fn the_least_recently_used_segments_go_when_even_their_columns_pass_the_budget() {
+        let reader = index(&[2000, 3000, 4000]);
+        let searcher = reader.searcher();
+        let by_docs = |n: u32| searcher.segment_readers().iter().find(|s| s.max_doc() == n).unwrap();
+        let (a, b, c) = (by_docs(2000), by_docs(3000), by_docs(4000));
+        let (ca, cb, cc) = (cost(a, false), cost(b, false), cost(c, false));
         assert!(ca < cb && cb < cc);
-        // Any two segments fit, never all three.
+        // Any two segments' columns fit, never all three, and no segment's arrays.
         let budget = cb + cc;
+        assert!(budget < Ids::decoded_bytes(2000));
         let cache = ColumnCache::new(budget as u64);
 
         cache.of(a).unwrap();
         cache.of(b).unwrap();
-        assert_eq!(&cache.of(a).unwrap().id_lo[..], (0..10).collect::<Vec<u64>>());
+        assert_eq!(cache.of(a).unwrap().ids.lo(1999), 1999);
         cache.of(c).unwrap();
-        assert_eq!(held(&cache), [10, 700], "b was the least recently used");
+        assert_eq!(held(&cache), [ca, cc], "b was the least recently used");
         let stats = CacheStats { budget: budget as u64, bytes: (ca + cc) as u64, entries: 2, hits: 1, misses: 3 };
         assert_eq!(cache.stats(), stats);
 
-        assert_eq!(cache.of(b).unwrap().id_lo.len(), 100);
-        assert_eq!(held(&cache), [100, 700], "then a was");
+        assert_eq!(cache.of(b).unwrap().ids.lo(2999), 2999);
+        assert_eq!(held(&cache), [cb, cc], "then a was");
         let stats = CacheStats { budget: budget as u64, bytes: (cb + cc) as u64, entries: 2, hits: 1, misses: 4 };
         assert_eq!(cache.stats(), stats);
 
@@ -239,10 +324,11 @@ mod tests {
         let reader = index(&[10]);
         let searcher = reader.searcher();
         let segment = &searcher.segment_readers()[0];
-        let budget = SegmentColumns::open(segment).unwrap().bytes() as u64 - 1;
+        // Smaller than its columns either way (a small segment's arrays cost less than columns).
+        let budget = cost(segment, true).min(cost(segment, false)) as u64 - 1;
         let cache = ColumnCache::new(budget);
         for _ in 0..2 {
-            assert_eq!(&cache.of(segment).unwrap().id_lo[..], (0..10).collect::<Vec<u64>>());
+            assert_eq!(ids_of(&cache.of(segment).unwrap().ids, 10), (0..10).map(|i| (10, i)).collect::<Vec<_>>());
         }
         assert_eq!(cache.stats(), CacheStats { budget, bytes: 0, entries: 0, hits: 0, misses: 2 });
     }

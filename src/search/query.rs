@@ -27,7 +27,7 @@ use uuid::Uuid;
 
 use crate::domain::product::Status;
 use crate::error::{ApiError, ApiResult};
-use crate::search::columns::ColumnCache;
+use crate::search::columns::{ColumnCache, Ids};
 use crate::search::schema::{Fields, code_text, store_term};
 use crate::search::words::{WordCache, WordSpec, WordsQuery, prefix_successor};
 
@@ -490,8 +490,7 @@ pub struct SegmentPage {
     want: usize,
     after: Option<Hit>,
     allowed: Option<Arc<HashSet<u128>>>,
-    id_hi: Arc<[u64]>,
-    id_lo: Arc<[u64]>,
+    ids: Ids,
     num: Option<Column<i64>>,
     title: Option<StrColumn>,
     heap: BinaryHeap<Hit>,
@@ -517,8 +516,7 @@ impl Collector for PageCollector {
             want: self.want,
             after: self.after.as_ref().map(|c| c.hit.clone()),
             allowed: self.allowed.clone(),
-            id_hi: c.id_hi,
-            id_lo: c.id_lo,
+            ids: c.ids,
             num,
             title,
             heap: BinaryHeap::with_capacity(self.want.min(1024) + 1),
@@ -588,7 +586,7 @@ impl SegmentPage {
             return false;
         }
         let Some(worst) = self.heap.peek().filter(|worst| worst.num == num) else { return false };
-        let hi = u128::from(self.id_hi.get(doc as usize).copied().unwrap_or(0)) << 64;
+        let hi = u128::from(self.ids.hi(doc)) << 64;
         // The upper half of the tie id is the tie id of the upper half (see `Sort::tie_id`).
         (self.sort.tie_id(hi) >> 64) > (worst.id >> 64)
     }
@@ -598,11 +596,7 @@ impl SegmentCollector for SegmentPage {
     type Fruit = Found;
 
     fn collect(&mut self, doc: DocId, score: Score) {
-        let id = || {
-            let hi = self.id_hi.get(doc as usize).copied().unwrap_or(0);
-            let lo = self.id_lo.get(doc as usize).copied().unwrap_or(0);
-            (u128::from(hi) << 64) | u128::from(lo)
-        };
+        let id = || (u128::from(self.ids.hi(doc)) << 64) | u128::from(self.ids.lo(doc));
         if let Some(allowed) = &self.allowed
             && !allowed.contains(&id())
         {
