@@ -77,15 +77,18 @@ impl SegmentColumns {
         })
     }
 
-    /// The bytes these columns hold for a segment of `docs` documents: the id arrays when
-    /// decoded (8 bytes a document each), what the opened columns decoded, and the cache's entry.
+    /// The bytes these columns hold for a segment of `docs` documents.
     fn bytes(&self, docs: usize) -> usize {
-        let per_column = OPENED_COLUMN + docs.div_ceil(512) * OPENED_COLUMN_PER_BLOCK;
         let opened = [self.price.is_some(), self.created.is_some(), self.title.is_some()].iter().filter(|o| **o).count();
-        let ids = match &self.ids {
-            Ids::Decoded { .. } => Ids::decoded_bytes(docs),
-            Ids::Mapped { .. } => 2 * per_column,
-        };
+        SegmentColumns::cost(docs, matches!(self.ids, Ids::Decoded { .. }), opened)
+    }
+
+    /// What the columns of a segment of `docs` documents hold with `opened` sort columns: the id
+    /// arrays when decoded (8 bytes a document each), what the opened columns decoded, and the
+    /// cache's entry.
+    fn cost(docs: usize, decoded: bool, opened: usize) -> usize {
+        let per_column = OPENED_COLUMN + docs.div_ceil(512) * OPENED_COLUMN_PER_BLOCK;
+        let ids = if decoded { Ids::decoded_bytes(docs) } else { 2 * per_column };
         ids + opened * per_column + size_of::<(SegmentId, Kept)>() + 1
     }
 }
@@ -153,9 +156,10 @@ impl ColumnCache {
         self.meter.miss();
         let docs = segment.max_doc() as usize;
         let room = self.segments.lock().map_or(0, |m| self.budget.saturating_sub(m.bytes));
-        // Opened outside the lock: another query may open the same segment meanwhile, which is
-        // harmless (the loop below keeps the budget if both decoded).
-        let columns = SegmentColumns::open(segment, Ids::decoded_bytes(docs) < room)?;
+        // Decoded when the whole entry fits the room with every sort column opened, so that no
+        // other segment is evicted for it. Opened outside the lock: another query may open the
+        // same segment meanwhile, which is harmless (the loop below keeps the budget).
+        let columns = SegmentColumns::open(segment, SegmentColumns::cost(docs, true, 3) <= room)?;
         let bytes = columns.bytes(docs);
         if bytes <= self.budget
             && let Ok(mut m) = self.segments.lock()
