@@ -144,10 +144,11 @@ thread_local! {
 }
 
 impl Table {
-    /// A base for `len` more positions (and a window's gap after them), clearing the table
-    /// when the positions would run out.
+    /// A base for `len` more positions, clearing the table when the positions would run out.
+    /// Every entry an earlier call left is below it, so `deflate` tells them apart by the base
+    /// alone.
     fn take(&mut self, len: usize) -> u32 {
-        let room = len + WINDOW + 1;
+        let room = len + 1;
         if (u32::MAX - self.base) as usize <= room {
             self.heads.fill(0);
             self.base = 1;
