@@ -104,11 +104,17 @@ impl Cell {
                 if !cell.holds(store) || cell.writer.orders.holds(&(store, list.clone())) {
                     continue;
                 }
+                // A view with a text query is built by its record's list when next read.
+                if let ListName::Record(name) = &list
+                    && !crate::storage::list::builds_by_name(name)
+                {
+                    continue;
+                }
                 let warming = match &list {
                     ListName::Product(n) => products::warm_product_list(&cell, store, *n).await,
                     ListName::Record(name) => {
                         let (db, name) = (cell.db.clone(), name.clone());
-                        let build = move || crate::storage::list::build_list(&db, store, &name);
+                        let build = move || crate::storage::list::build_list(&db, store, &name, None);
                         cell.writer.orders.read((store, list.clone()), build, |_| ()).await
                     }
                 };

@@ -3,15 +3,17 @@
 //! page's records with the number matching.
 //!
 //! A record's order rows in redb are the durable form of its lists; what a page reads is held
-//! in memory. A list in any of its sorts, over every record or filtered on one counted field, is
-//! a list held in memory (`storage::list_orders`, as products' are): built from the order rows
-//! on its first read (keys alone: the rows of a sort, or for a filtered list in the default
-//! order the filter value's partition; in another order the sort's rows, their summaries read),
-//! kept in step by every write of the record ([`crate::storage::record::write`]), within the
-//! lists' share of the memory budget. A page of it costs its size whatever its offset, and its
-//! `total` is the list's length. A filter asked with several values merges the heads of their
-//! lists up to the page's end. Lists filtered on several fields, on ranges, on timed states or
-//! on text are walked in redb: from the smallest partition among their one-valued counted
+//! in memory. Every list in any of its sorts is a list held in memory (`storage::list_orders`,
+//! as products' are): over every record, filtered on one counted field, or a view (several
+//! filtered fields, ranges, a text query: `storage::list_names`). It is built from the order
+//! rows on its first read (keys alone: the rows of a sort, or for one filter value in the
+//! default order its partition; otherwise the sort's rows, their summaries tested), kept in step
+//! by every write of the record ([`crate::storage::record::write`] reports the record's summary
+//! and keys before and after; each held list of its kind tests them), within the lists' share
+//! of the memory budget. A page of it costs its size whatever its offset, and its `total` is the
+//! list's length. A filter asked with several values alone merges the heads of their lists up
+//! to the page's end. Lists with a timed filter (a state that changes with the clock, not with
+//! writes) are walked in redb: from the smallest partition among their one-valued counted
 //! filters in the default order, else along the sort's rows, reading summaries, never records.
 
 use std::sync::Arc;
@@ -19,14 +21,15 @@ use std::sync::Arc;
 use redb::{Database, ReadTransaction, ReadableDatabase};
 use uuid::Uuid;
 
+use crate::error::ApiError;
 use crate::error::ApiResult;
 use crate::storage::codec::decode;
-use crate::storage::list_orders::{ListId, ListName, ListOrders};
+use crate::storage::list_names::{self, Keeps, ListParts, Matches, Summary, View};
+use crate::storage::list_orders::{ListName, ListOrders};
 use crate::storage::ranked::Keys;
 use crate::storage::read;
 use crate::storage::record::{
-    self, FilterKind, ListParts, ListSource, Listable, Record, Summary, list_name, order_prefix, partition_prefix, times_of,
-    total_key, value_key,
+    self, FilterKind, Listable, Record, list_name, one_value, order_prefix, partition_prefix, times_of, total_key, value_key,
 };
 use crate::storage::tables::{COUNTERS, StoreTable};
 
@@ -82,23 +85,44 @@ impl ListQuery {
     /// clock).
     fn accepts<R: Record>(&self, summary: &Summary, store: Uuid, now: i64) -> bool {
         let list = &R::LIST;
-        self.filters.iter().all(|(i, values)| {
-            let Some(v) = summary.filters.get(*i).and_then(Option::as_ref) else { return false };
-            match list.filters.get(*i).map(|f| f.kind) {
+        list_names::accepts(
+            summary,
+            &self.filters,
+            &self.ranges,
+            self.search.as_deref(),
+            |i, v, values| match list.filters.get(i).map(|f| f.kind) {
                 Some(FilterKind::Timed { state, .. }) => {
                     let state = state(&times_of(v), now).as_bytes();
                     values.iter().any(|x| x == state)
                 }
                 _ => values.iter().any(|x| x == v),
-            }
-        }) && self.ranges.iter().all(|(i, from, to)| {
-            summary.ranges.get(*i).is_some_and(|v| from.is_none_or(|f| *v >= f) && to.is_none_or(|t| *v <= t))
-        }) && self.search.as_deref().is_none_or(|q| list.search.as_ref().is_some_and(|s| (s.matches)(&summary.text, q, store)))
+            },
+            |text, q| list.search.as_ref().is_some_and(|s| (s.matches)(text, q, store)),
+        )
+    }
+
+    /// The view this list is, when it is one: several filtered fields, a range or a text
+    /// search, and no timed filter (a timed state changes with the clock, not with writes).
+    fn view<R: Record>(&self) -> Option<View> {
+        let list = &R::LIST;
+        if self.filters.iter().any(|(i, _)| list.filters.get(*i).is_none_or(|f| !f.counted())) {
+            return None;
+        }
+        let mut filters = self.filters.clone();
+        for (_, values) in &mut filters {
+            values.sort_unstable();
+            values.dedup();
+        }
+        filters.sort_unstable();
+        let mut ranges = self.ranges.clone();
+        ranges.sort_unstable();
+        Some(View { filters, ranges, search: self.search.clone() })
     }
 }
 
 /// A page of `R` of `store` as `q` asks, timed filters read at `now` (Unix ms, from the clock):
-/// from the lists held in `orders` when one answers it, else walked in `db`.
+/// from the lists held in `orders` (every list but one with a timed filter), else walked in
+/// `db`.
 pub async fn page<R: Record>(
     db: &Arc<Database>,
     orders: &Arc<ListOrders>,
@@ -107,14 +131,16 @@ pub async fn page<R: Record>(
     now: i64,
 ) -> ApiResult<Listed<R>> {
     let Some(held) = held_lists::<R>(q) else { return page_from_rows(&db.begin_read()?, store, q, now) };
+    let search = R::LIST.search.as_ref().map(|s| s.matches);
     let (desc, offset, limit) = (q.desc, q.offset, q.limit);
     // One list answers the page itself; several (a filter's values) each give their head up to
     // the page's end, merged in the list's order.
     let merged = held.len() > 1;
     let (from, take) = if merged { (0, offset.saturating_add(limit)) } else { (offset, limit) };
     let (mut keys, mut total) = (Vec::new(), 0);
-    for one in &held {
-        let (id, build) = held_list::<R>(db, store, q.scope, one);
+    for name in held {
+        let (db, built) = (db.clone(), name.clone());
+        let (id, build) = ((store, ListName::Record(name)), move || build_list(&db, store, &built, search));
         let (mut head, len) = orders
             .read(id, build, move |l| {
                 let (keys, len) = l.page(desc, from, take);
@@ -137,65 +163,55 @@ pub async fn page<R: Record>(
     Ok(Listed { items, total: total as u64 })
 }
 
-/// List `held` of `store`: its id among the lists held, and how it is built.
-fn held_list<R: Record>(
-    db: &Arc<Database>,
-    store: Uuid,
-    scope: Option<Uuid>,
-    held: &Held,
-) -> (ListId, impl FnOnce() -> ApiResult<Vec<Keys>> + Send + 'static) {
-    let name = list_name::<R>(scope, held.tag, held.filter.as_ref().map(|(i, v)| (*i, v.as_slice())));
-    let (db, built) = (db.clone(), name.clone());
-    ((store, ListName::Record(name)), move || build_list(&db, store, &built))
-}
-
-/// One list held in memory: a sort, and the one value of a counted filter it is kept to.
-struct Held {
-    tag: u8,
-    filter: Option<(usize, Vec<u8>)>,
-}
-
-/// The held lists that answer `q`, one per value of its filter: `None` when `q` must be walked
-/// (several filtered fields, a range, a timed filter, a text search, or a record never listed).
-fn held_lists<R: Record>(q: &ListQuery) -> Option<Vec<Held>> {
+/// The names of the held lists that answer `q` (one, or one per value of its one filtered
+/// field): `None` when `q` must be walked (a timed filter, a view too large to name, or a
+/// record never listed).
+fn held_lists<R: Record>(q: &ListQuery) -> Option<Vec<Arc<[u8]>>> {
     let list = &R::LIST;
     list.order?;
-    if !q.ranges.is_empty() || q.search.is_some() {
-        return None;
-    }
     let tag = list.sort(q.sort).or_else(|| list.sort(list.default_sort))?.tag;
-    match q.filters.as_slice() {
-        [] => Some(vec![Held { tag, filter: None }]),
+    let keeps = match q.filters.as_slice() {
+        _ if !q.ranges.is_empty() || q.search.is_some() => vec![Keeps::View(q.view::<R>()?)],
+        [] => vec![Keeps::All],
         [(i, values)] if list.filters.get(*i).is_some_and(|f| f.counted()) && !values.is_empty() => {
             let mut values = values.clone();
             values.sort_unstable();
             values.dedup();
-            Some(values.into_iter().map(|v| Held { tag, filter: Some((*i, v)) }).collect())
+            values.into_iter().map(|v| one_value::<R>(tag, *i, v)).collect()
         }
-        _ => None,
-    }
+        _ => vec![Keeps::View(q.view::<R>()?)],
+    };
+    keeps.iter().map(|keeps| list_name::<R>(q.scope, tag, keeps)).collect()
+}
+
+/// Whether list `name` can be built by name alone (warmed from the restart hint): all but a
+/// view with a text query, whose test is its record kind's.
+pub fn builds_by_name(name: &[u8]) -> bool {
+    ListParts::of(name).is_some_and(|p| !matches!(p.keeps, Keeps::View(View { search: Some(_), .. })))
 }
 
 /// Builds the keys of record list `name` of `store` from the order rows committed when it is
 /// called: the sort's rows, or a filter value's partition (the default order), or the sort's
-/// rows kept to that value by their summaries; a large list is read in parts, one per core
+/// rows kept to what the list keeps by their summaries (`search`: the record kind's text test,
+/// for a view with a query); a large list is read in parts, one per core
 /// ([`read::scan_split`]). A name not made by `record::list_name` (a damaged hint) builds an
 /// empty list.
-pub fn build_list(db: &Database, store: Uuid, name: &[u8]) -> ApiResult<Vec<Keys>> {
+pub fn build_list(db: &Database, store: Uuid, name: &[u8], search: Option<Matches>) -> ApiResult<Vec<Keys>> {
     let Some(parts) = ListParts::of(name) else { return Ok(Vec::new()) };
+    if search.is_none() && !builds_by_name(name) {
+        return Err(ApiError::internal("a view with a text query is built by its record's list"));
+    }
     let txn = db.begin_read()?;
     let rows = order_prefix(store, parts.scope, parts.tag);
-    let (prefix, kept_to) = match (parts.source, parts.filter) {
-        (ListSource::Partition, Some((i, value))) => (partition_prefix(store, parts.scope, i, value), None),
-        (ListSource::Summaries, Some(filter)) => (rows, Some(filter)),
-        _ => (rows, None),
+    let (prefix, tested) = match &parts.keeps {
+        Keeps::All => (rows, false),
+        Keeps::Partition(i, value) => (partition_prefix(store, parts.scope, *i, value), false),
+        Keeps::Summaries(..) | Keeps::View(_) => (rows, true),
     };
+    let keeps = &parts.keeps;
     read::scan_split(&txn, parts.order, &prefix, read::build_threads(), Keys::default, |keys, k, v| {
-        if let Some((i, value)) = kept_to {
-            let s: Summary = decode(v)?;
-            if s.filters.get(i).and_then(Option::as_deref) != Some(value) {
-                return Ok(());
-            }
+        if tested && !keeps.accepts(&decode(v)?, store, search) {
+            return Ok(());
         }
         keys.push(k.get(prefix.len()..).unwrap_or_default());
         Ok(())

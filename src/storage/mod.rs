@@ -5,6 +5,7 @@ pub mod codec;
 pub mod copy;
 pub mod keys;
 pub mod list;
+pub mod list_names;
 pub mod list_orders;
 pub mod list_snapshot;
 pub mod migrations;

@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::error::{ApiError, ApiResult};
 use crate::storage::codec::{decode, encode};
 use crate::storage::keys::Key;
-use crate::storage::list_orders::ListName;
+use crate::storage::list_names::{self, Keeps, RecordChange, Side, Summary};
 use crate::storage::read;
 use crate::storage::tables::{COUNTERS, StoreTable};
 use crate::storage::writer::{Rows, Tx};
@@ -322,24 +322,23 @@ impl<R> List<R> {
     }
 }
 
-/// What a record's order rows carry for a filtered walk.
-#[derive(Debug, Default, Serialize, serde::Deserialize)]
-pub(crate) struct Summary {
-    pub filters: Vec<Option<Vec<u8>>>,
-    pub ranges: Vec<i64>,
-    pub text: String,
-}
-
-fn summary<R: Record>(r: &R) -> ApiResult<Vec<u8>> {
+/// What `r`'s order rows carry for a filtered walk, and what the lists held test.
+fn summary<R: Record>(r: &R) -> Summary {
     let list = &R::LIST;
     if !list.has_summary() {
-        return Ok(Vec::new());
+        return Summary::default();
     }
-    encode(&Summary {
+    Summary {
         filters: list.filters.iter().map(|f| (f.value)(r).map(|v| v.bytes())).collect(),
         ranges: list.ranges.iter().map(|g| (g.value)(r)).collect(),
         text: list.search.as_ref().map(|s| (s.text)(r)).unwrap_or_default(),
-    })
+    }
+}
+
+/// The summary as the order rows keep it: nothing for a record kind without filters, ranges
+/// or search.
+fn summary_bytes<R: Record>(s: &Summary) -> ApiResult<Vec<u8>> {
+    if R::LIST.has_summary() { encode(s) } else { Ok(Vec::new()) }
 }
 
 /// Where a record's rows start: the store, then the parent of a scoped record.
@@ -403,89 +402,37 @@ fn partition(store: Uuid, scope: Option<Uuid>, filter: usize, value: &[u8]) -> K
 /// A record's order rows: one per sortable field, and one in the partition of each counted
 /// filter value it has, in the default order — so a list filtered on one value in its default
 /// order is read from its partition, whatever the size of the whole list.
-fn order_rows<R: Record>(store: Uuid, r: &R) -> ApiResult<Rows> {
+fn order_rows<R: Record>(store: Uuid, r: &R, value: &[u8]) -> Rows {
     let list = &R::LIST;
-    let value = summary(r)?;
     let mut rows: Rows =
-        list.sorts.iter().map(|s| (r.tail((s.key)(r, base(store, r.scope()).u8(s.tag))).into_vec(), value.clone())).collect();
+        list.sorts.iter().map(|s| (r.tail((s.key)(r, base(store, r.scope()).u8(s.tag))).into_vec(), value.to_vec())).collect();
     if let Some(sort) = list.sort(list.default_sort) {
         for (i, f) in list.filters.iter().enumerate().filter(|(_, f)| f.counted()) {
             if let Some(v) = (f.value)(r) {
                 let at = partition(store, r.scope(), i, &v.bytes());
-                rows.push((r.tail((sort.key)(r, at)).into_vec(), value.clone()));
+                rows.push((r.tail((sort.key)(r, at)).into_vec(), value.to_vec()));
             }
         }
     }
-    Ok(rows)
+    rows
 }
 
 /// The name of a record list held in memory (`storage::list`): the record's order table, its
-/// scope and sort, where the list is built from, and for a filtered list the position and value
-/// of its one counted filter: `table u16 ‖ 0 | 1 ‖ parent id ‖ sort tag ‖ source [‖ filter u8 ‖
-/// value]`. The name alone says how to build the list ([`crate::storage::list::build_list`]),
-/// so a list named in the restart hint is warmed without knowing its record.
-pub(crate) fn list_name<R: Record>(scope: Option<Uuid>, tag: u8, filter: Option<(usize, &[u8])>) -> Arc<[u8]> {
+/// scope and sort, and what it keeps ([`list_names::name`]). The name alone says how to build
+/// the list ([`crate::storage::list::build_list`]), so a list named in the restart hint is
+/// warmed without knowing its record. `None` for a view too large to name (it is walked).
+pub(crate) fn list_name<R: Record>(scope: Option<Uuid>, tag: u8, keeps: &Keeps) -> Option<Arc<[u8]>> {
+    list_names::name(&lists_of::<R>(scope), tag, keeps)
+}
+
+/// What a list of `R` in sort `tag` kept to one value of counted filter `i` is: the value's
+/// partition in the default order, else the sort's rows with that value.
+pub(crate) fn one_value<R: Record>(tag: u8, i: usize, value: Vec<u8>) -> Keeps {
     let list = &R::LIST;
-    let mut name = lists_of::<R>(scope);
-    name.push(tag);
-    match filter {
-        None => name.push(ListSource::Sort as u8),
-        Some((i, value)) => {
-            let default = list.sort(list.default_sort).is_some_and(|s| s.tag == tag);
-            let source = if default { ListSource::Partition } else { ListSource::Summaries };
-            name.extend_from_slice(&[source as u8, i as u8]);
-            // Last: the value's bytes as they are.
-            name.extend_from_slice(value);
-        }
-    }
-    name.into()
-}
-
-/// What a record list is built from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ListSource {
-    /// The sort's order rows: every record.
-    Sort = 0,
-    /// A counted filter value's partition rows: its records in the default order.
-    Partition = 1,
-    /// The sort's order rows whose summary has the filter value.
-    Summaries = 2,
-}
-
-/// A record list's name read back: what [`list_name`] wrote.
-pub(crate) struct ListParts<'a> {
-    pub order: StoreTable,
-    pub scope: Option<Uuid>,
-    pub tag: u8,
-    pub source: ListSource,
-    /// The filter's position and value, unless [`ListSource::Sort`].
-    pub filter: Option<(usize, &'a [u8])>,
-}
-
-impl<'a> ListParts<'a> {
-    /// `None` when `name` was not written by [`list_name`] (a damaged hint).
-    pub fn of(name: &'a [u8]) -> Option<ListParts<'a>> {
-        let table = u16::from_be_bytes([*name.first()?, *name.get(1)?]);
-        let order = *crate::storage::tables::STORE_TABLES.get(table as usize)?;
-        let (scope, rest) = match name.get(2)? {
-            0 => (None, name.get(3..)?),
-            1 => (Some(Uuid::from_slice(name.get(3..19)?).ok()?), name.get(19..)?),
-            _ => return None,
-        };
-        let (&tag, rest) = rest.split_first()?;
-        let (&source, rest) = rest.split_first()?;
-        let source = match source {
-            0 => ListSource::Sort,
-            1 => ListSource::Partition,
-            2 => ListSource::Summaries,
-            _ => return None,
-        };
-        let filter = match (source, rest.split_first()) {
-            (ListSource::Sort, None) => None,
-            (ListSource::Partition | ListSource::Summaries, Some((&i, value))) => Some((i as usize, value)),
-            _ => return None,
-        };
-        Some(ListParts { order, scope, tag, source, filter })
+    if list.sort(list.default_sort).is_some_and(|s| s.tag == tag) {
+        Keeps::Partition(i, value)
+    } else {
+        Keeps::Summaries(i, value)
     }
 }
 
@@ -502,39 +449,10 @@ fn lists_of<R: Record>(scope: Option<Uuid>) -> Vec<u8> {
     name
 }
 
-/// A record's keys in the lists held in memory: for each sortable field, its sort value and
-/// [`Record::tail`] in the list of every record and in the list of each counted filter value it
-/// has.
-fn held_keys<R: Record>(r: &R) -> Vec<(ListName, Box<[u8]>)> {
-    let list = &R::LIST;
-    let values: Vec<(usize, Vec<u8>)> = list
-        .filters
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| f.counted())
-        .filter_map(|(i, f)| (f.value)(r).map(|v| (i, v.bytes())))
-        .collect();
-    let mut keys = Vec::with_capacity(list.sorts.len() * (1 + values.len()));
-    for s in list.sorts {
-        let key: Box<[u8]> = r.tail((s.key)(r, Key::default())).into_vec().into();
-        keys.push((ListName::Record(list_name::<R>(r.scope(), s.tag, None)), key.clone()));
-        for (i, v) in &values {
-            keys.push((ListName::Record(list_name::<R>(r.scope(), s.tag, Some((*i, v)))), key.clone()));
-        }
-    }
-    keys
-}
-
-/// Records, for the lists held in memory, the keys `old` leaves and `new` takes (a key in both
-/// stays as it is): applied once the transaction commits.
-fn change_held_lists<R: Record>(tx: &mut Tx, store: Uuid, old: Option<&R>, new: Option<&R>) {
-    let (old, new) = (old.map(held_keys).unwrap_or_default(), new.map(held_keys).unwrap_or_default());
-    for (list, key) in old.iter().filter(|k| !new.contains(k)) {
-        tx.order_remove(store, list.clone(), key.clone());
-    }
-    for (list, key) in new.iter().filter(|k| !old.contains(k)) {
-        tx.order_insert(store, list.clone(), key.clone());
-    }
+/// `r` as the lists held in memory see it: its summary and its key in each sort.
+fn side<R: Record>(r: &R, summary: Summary) -> Side {
+    let keys = R::LIST.sorts.iter().map(|s| (s.tag, r.tail((s.key)(r, Key::default())).into_vec().into())).collect();
+    Side { summary, keys }
 }
 
 /// The counters a record adds to: the filter values it has.
@@ -633,10 +551,24 @@ pub fn count_value<R: Record>(tx: &Tx, store: Uuid, filter: &str, value: &Filter
 /// Writes `new` in place of `old` (either may be absent: a create, a delete) with every order
 /// row, claim and counter in step. The one writer of every record.
 pub fn write<R: Record>(tx: &mut Tx, store: Uuid, old: Option<&R>, new: Option<&R>) -> ApiResult<()> {
-    let rows = |r: Option<&R>| r.map(|r| order_rows(store, r)).transpose().map(Option::unwrap_or_default);
     if let Some(order) = R::LIST.order {
-        tx.sync_rows(order, &rows(old)?, &rows(new)?)?;
-        change_held_lists(tx, store, old, new);
+        let (old_summary, new_summary) = (old.map(summary), new.map(summary));
+        let rows = |r: Option<&R>, s: &Option<Summary>| -> ApiResult<Rows> {
+            match (r, s) {
+                (Some(r), Some(s)) => Ok(order_rows(store, r, &summary_bytes::<R>(s)?)),
+                _ => Ok(Vec::new()),
+            }
+        };
+        tx.sync_rows(order, &rows(old, &old_summary)?, &rows(new, &new_summary)?)?;
+        // The lists held in memory test these once the write commits.
+        let scope = new.or(old).and_then(Record::scope);
+        tx.record_change(RecordChange {
+            store,
+            kind: lists_of::<R>(scope).into(),
+            old: old.zip(old_summary).map(|(r, s)| side(r, s)),
+            new: new.zip(new_summary).map(|(r, s)| side(r, s)),
+            search: R::LIST.search.as_ref().map(|s| s.matches),
+        });
     }
     let claims = |r: Option<&R>| r.map(|r| r.claims(store)).transpose().map(Option::unwrap_or_default);
     let (old_claims, new_claims) = (claims(old)?, claims(new)?);
@@ -727,7 +659,7 @@ pub fn rebuild_with<R: Record>(txn: &redb::WriteTransaction, read: fn(&[u8]) -> 
     let mut counters: std::collections::BTreeMap<Vec<u8>, u64> = Default::default();
     let failed = |e: ApiError| redb::Error::Corrupted(e.to_string());
     for (store, r) in &records {
-        for (k, v) in order_rows(*store, r).map_err(failed)? {
+        for (k, v) in order_rows(*store, r, &summary_bytes::<R>(&summary(r)).map_err(failed)?) {
             order.insert(k.as_slice(), v.as_slice())?;
         }
         // Claims are written again as they are: a step that adds a claim table fills it.

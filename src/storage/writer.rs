@@ -22,6 +22,7 @@ use uuid::Uuid;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::metrics::Histogram;
 use crate::storage::keys::{Key, bounds_after, prefix_range};
+use crate::storage::list_names::RecordChange;
 use crate::storage::list_orders::{Change, ListName, ListOrders};
 use crate::storage::row_cache::RowCache;
 use crate::storage::tables::{COUNTERS, MOVE_LOG, StoreTable};
@@ -370,7 +371,7 @@ fn run(db: &Database, receiver: &mpsc::Receiver<Msg>, gate: &MoveGate, derived: 
     // The batch's list-order changes, kept with their capacity from batch to batch: a vector
     // grown afresh each batch reached the allocator's fresh pages, which the kernel zeroes (a
     // tenth of the writer's time in fulfills).
-    let mut list_changes = Vec::new();
+    let mut list_changes = ListChanges::default();
     // A hold met while gathering a batch waits until that batch has committed.
     let mut hold = None;
     while !stopping {
@@ -423,7 +424,7 @@ fn commit_batch(
     gate: &MoveGate,
     seq: &AtomicU64,
     ids: &mut CommitIds,
-    list_changes: &mut Vec<Change>,
+    list_changes: &mut ListChanges,
     derived: &Derived,
 ) {
     while !batch.is_empty() {
@@ -437,7 +438,8 @@ fn commit_batch(
         let mut outputs = Vec::with_capacity(batch.len());
         let mut failed = None;
         // One Tx for the batch: a table is opened once per transaction, not once per row.
-        list_changes.clear();
+        list_changes.keys.clear();
+        list_changes.records.clear();
         let mut tx = Tx::new(&txn, ids, std::mem::take(list_changes));
         for (i, job) in batch.iter_mut().enumerate() {
             match run_job(&mut tx, job, gate, seq) {
@@ -473,9 +475,11 @@ fn commit_batch(
             Ok(()) => {
                 derived.stats.commit.observe(started.elapsed().as_micros() as u64);
                 derived.stats.batch.observe(batch.len() as u64);
-                derived.orders.apply(list_changes);
+                derived.orders.apply(&mut list_changes.keys);
+                derived.orders.apply_records(&mut list_changes.records);
                 // A batch that changed many lists (an import) gives back what is seldom needed.
-                list_changes.shrink_to(KEPT_LIST_CHANGES);
+                list_changes.keys.shrink_to(KEPT_LIST_CHANGES);
+                list_changes.records.shrink_to(KEPT_LIST_CHANGES);
                 for (store, prefix) in forgotten_lists {
                     derived.orders.forget_lists(store, &prefix);
                 }
@@ -532,6 +536,14 @@ fn now_micros() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
 }
 
+/// What a batch changes in the lists held in memory, kept with its capacity from batch to
+/// batch: keys of product lists, and writes of listed records.
+#[derive(Default)]
+struct ListChanges {
+    keys: Vec<Change>,
+    records: Vec<RecordChange>,
+}
+
 /// Rows of a table: keys and values.
 pub type Rows = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -547,7 +559,7 @@ pub struct Tx<'a> {
     changes: Vec<(u16, Vec<u8>)>,
     open: RefCell<Vec<Option<StoreTableHandle<'a>>>>,
     /// List-order changes, applied to the in-memory orders once the transaction commits.
-    orders: Vec<Change>,
+    orders: ListChanges,
     /// In-memory record lists to drop once the transaction commits (after `orders`): by store
     /// and what their names start with.
     forgotten_lists: Vec<(Uuid, Box<[u8]>)>,
@@ -566,7 +578,7 @@ pub struct Tx<'a> {
 }
 
 impl<'a> Tx<'a> {
-    fn new(txn: &'a WriteTransaction, ids: &'a mut CommitIds, orders: Vec<Change>) -> Self {
+    fn new(txn: &'a WriteTransaction, ids: &'a mut CommitIds, orders: ListChanges) -> Self {
         Tx {
             ids,
             evented: Vec::new(),
@@ -650,12 +662,18 @@ impl<'a> Tx<'a> {
 
     /// Adds `key` to list `list` of `store`'s in-memory orders when the transaction commits.
     pub fn order_insert(&mut self, store: Uuid, list: ListName, key: Box<[u8]>) {
-        self.orders.push(Change { store, list, key, insert: true });
+        self.orders.keys.push(Change { store, list, key, insert: true });
     }
 
     /// Removes `key` from list `list` of `store`'s in-memory orders when the transaction commits.
     pub fn order_remove(&mut self, store: Uuid, list: ListName, key: Box<[u8]>) {
-        self.orders.push(Change { store, list, key, insert: false });
+        self.orders.keys.push(Change { store, list, key, insert: false });
+    }
+
+    /// Records a write of a listed record for the in-memory lists, applied when the
+    /// transaction commits (`record::write`, its one writer).
+    pub fn record_change(&mut self, change: RecordChange) {
+        self.orders.records.push(change);
     }
 
     /// Drops `store`'s in-memory record lists whose names start with `prefix` when the

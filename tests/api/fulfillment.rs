@@ -226,9 +226,22 @@ async fn an_order_is_held_moved_and_shipped_in_parts_with_tracking_and_mail() {
     let kept = c.get(&shop.path(&format!("/orders/{oid}/fulfillments?sortOrder=asc")), t).await.expect(200).body;
     assert_eq!(kept["data"][0], edited);
 
+    // Lists of several filters or with a query are views held in memory: they follow writes.
+    let waiting = shop.path("/orders?fulfillmentStatus=UNFULFILLED,ON_HOLD&status=OPEN&sortBy=total");
+    let ids = |v: &Value| -> Vec<String> { v["data"].as_array().unwrap().iter().map(id).collect() };
+    let none = c.get(&waiting, t).await.expect(200).body;
+    assert_eq!((none["total"].as_i64(), ids(&none)), (Some(0), Vec::<String>::new()));
+
     // A second order: another order's tracking is not found through it, nor an unknown entry.
     let other_order = complete(c, &shop, json!([{"variantId": mug, "quantity": 1}]), &rate).await.expect(201).body;
     let bid = id(&other_order);
+    let one = c.get(&waiting, t).await.expect(200).body;
+    assert_eq!((one["total"].as_i64(), ids(&one)), (Some(1), vec![bid.clone()]));
+    let number = other_order["number"].as_i64().unwrap();
+    for (query, found) in [(format!("%23{number}"), vec![bid.clone()]), (format!("%23{}", number - 1), vec![oid.clone()])] {
+        let page = c.get(&shop.path(&format!("/orders?search={query}&status=OPEN")), t).await.expect(200).body;
+        assert_eq!(ids(&page), found, "{query}");
+    }
     let wrong = shop.path(&format!("/orders/{bid}/fulfillments/{fid}/tracking/{tid}"));
     c.put(&wrong, t, json!({"number": "X"})).await.expect(404);
     let unknown = shop.path(&format!("/orders/{oid}/fulfillments/{fid}/tracking/{}", Uuid::now_v7()));

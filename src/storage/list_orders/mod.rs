@@ -21,7 +21,6 @@
 //! reads it first (a reader, or the snapshot's loader) loads it from the file instead of
 //! building it.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -30,7 +29,20 @@ use uuid::Uuid;
 
 use crate::error::{ApiError, ApiResult};
 use crate::memory::Meter;
+use crate::storage::list_names::{Keeps, ListParts, RecordChange};
 use crate::storage::ranked::{Keys, Ranked};
+
+mod slots;
+
+use slots::Slots;
+
+/// Views held per store and record kind: a write of a record tests each, so their number is
+/// bounded; a new view beyond it drops the one read longest ago.
+const MAX_VIEWS: usize = 32;
+
+/// What a held list costs besides its keys: its slot, name and member (so many small lists,
+/// views of a few records, still fill the share).
+const SLOT_BYTES: usize = 160;
 
 /// Builds running at once, each on a blocking thread: a build reads a whole store, and the
 /// async workers (two on a small machine) must stay free for every other request.
@@ -104,7 +116,7 @@ impl HeldList {
     }
 
     fn of(keys: Ranked) -> HeldList {
-        HeldList { bytes: keys.heap_bytes(), keys }
+        HeldList { bytes: keys.heap_bytes() + SLOT_BYTES, keys }
     }
 
     /// Inserts or removes `key`; answers how the list's cost changed.
@@ -114,7 +126,7 @@ impl HeldList {
         } else {
             self.keys.remove(key);
         }
-        let before = std::mem::replace(&mut self.bytes, self.keys.heap_bytes());
+        let before = std::mem::replace(&mut self.bytes, self.keys.heap_bytes() + SLOT_BYTES);
         self.bytes as i64 - before as i64
     }
 
@@ -194,7 +206,7 @@ impl Drop for BuildGuard {
 /// built again when next read; a list larger than the whole budget answers its read from a
 /// build and is not kept (slower, never wrong).
 pub struct ListOrders {
-    lists: RwLock<HashMap<ListId, Slot>>,
+    lists: RwLock<Slots<Slot>>,
     builders: Arc<Semaphore>,
     clock: AtomicU64,
     pub meter: Meter,
@@ -214,9 +226,8 @@ impl ListOrders {
         }
     }
 
-    /// Applies the changes of a committed transaction, in the order they were recorded, then
-    /// keeps the lists within the budget.
-    /// Applies a committed batch's changes, leaving `changes` empty (its capacity kept).
+    /// Applies a committed batch's key changes, in the order they were recorded, leaving
+    /// `changes` empty (its capacity kept); then keeps the lists within the budget.
     pub fn apply(&self, changes: &mut Vec<Change>) {
         if changes.is_empty() {
             return;
@@ -225,22 +236,56 @@ impl ListOrders {
             let Ok(lists) = self.lists.read() else { return };
             for c in changes.drain(..) {
                 let id = (c.store, c.list);
-                match lists.get(&id) {
-                    Some(Slot::Loaded(l)) => {
-                        if let Ok(mut list) = l.list.write() {
-                            self.meter.change(list.apply(&c.key, c.insert), 0);
-                        }
+                self.change(&lists, id, c.key, c.insert);
+            }
+        }
+        self.keep_to_budget();
+    }
+
+    /// Applies a committed batch's writes of listed records, in order, leaving `records`
+    /// empty: each held list of the record's store and kind takes the record in, lets it go or
+    /// moves it, as its old and new summaries say.
+    pub fn apply_records(&self, records: &mut Vec<RecordChange>) {
+        if records.is_empty() {
+            return;
+        }
+        {
+            let Ok(lists) = self.lists.read() else { return };
+            for rc in records.drain(..) {
+                for m in lists.members_of(rc.store, &rc.kind) {
+                    let (out, into) = rc.moves(m.tag, &m.keeps);
+                    let id = || (rc.store, ListName::Record(m.name.clone()));
+                    if let Some(key) = out {
+                        self.change(&lists, id(), key.into(), false);
                     }
-                    Some(Slot::Loading(b)) => {
-                        if let Ok(mut q) = b.queue.lock() {
-                            q.push(Change { store: id.0, list: id.1, key: c.key, insert: c.insert });
-                        }
+                    if let Some(key) = into {
+                        self.change(&lists, id(), key.into(), true);
                     }
-                    // Not in memory: the next build reads the committed rows.
-                    None => {}
                 }
             }
         }
+        self.keep_to_budget();
+    }
+
+    /// Inserts or removes `key` in list `id`: at once when held, queued while it is built.
+    fn change(&self, lists: &Slots<Slot>, id: ListId, key: Box<[u8]>, insert: bool) {
+        match lists.get(&id) {
+            Some(Slot::Loaded(l)) => {
+                if let Ok(mut list) = l.list.write() {
+                    self.meter.change(list.apply(&key, insert), 0);
+                }
+            }
+            Some(Slot::Loading(b)) => {
+                if let Ok(mut q) = b.queue.lock() {
+                    q.push(Change { store: id.0, list: id.1, key, insert });
+                }
+            }
+            // Not in memory: the next build reads the committed rows.
+            None => {}
+        }
+    }
+
+    fn keep_to_budget(&self) {
         if self.meter.bytes() > self.meter.budget()
             && let Ok(mut lists) = self.lists.write()
         {
@@ -293,6 +338,7 @@ impl ListOrders {
                     let mut lists = self.lists.write().map_err(|_| poisoned())?;
                     let taken = lists.contains_key(&id);
                     if !taken {
+                        self.make_room_for_view(&mut lists, &id);
                         lists.insert(id.clone(), Slot::Loading(loading.clone()));
                     }
                     taken
@@ -486,8 +532,36 @@ impl ListOrders {
         });
     }
 
+    /// When `id` is a view and its store and record kind hold [`MAX_VIEWS`] already, drops the
+    /// one read longest ago (a view being built stays).
+    fn make_room_for_view(&self, lists: &mut Slots<Slot>, id: &ListId) {
+        let ListName::Record(name) = &id.1 else { return };
+        let Some(parts) = ListParts::of(name) else { return };
+        if !matches!(parts.keeps, Keeps::View(_)) {
+            return;
+        }
+        let kind = &name[..parts.kind_len];
+        let views: Vec<ListId> =
+            lists.members_of(id.0, kind).filter(|m| m.is_view()).map(|m| (id.0, ListName::Record(m.name.clone()))).collect();
+        if views.len() < MAX_VIEWS {
+            return;
+        }
+        let oldest = views
+            .into_iter()
+            .filter_map(|v| match lists.get(&v) {
+                Some(Slot::Loaded(l)) => Some((l.used.load(Ordering::Relaxed), v)),
+                _ => None,
+            })
+            .min_by_key(|(used, _)| *used);
+        if let Some((_, v)) = oldest
+            && let Some(Slot::Loaded(l)) = lists.remove(&v)
+        {
+            self.meter.change(-(l.list.read().map(|x| x.bytes).unwrap_or(0) as i64), -1);
+        }
+    }
+
     /// Drops the least recently read lists (but `keep`) until `incoming` more bytes fit.
-    fn evict_for(&self, lists: &mut HashMap<ListId, Slot>, incoming: usize, keep: Option<&ListId>) {
+    fn evict_for(&self, lists: &mut Slots<Slot>, incoming: usize, keep: Option<&ListId>) {
         let budget = self.meter.budget() as usize;
         let mut held = self.meter.bytes() as usize;
         if held + incoming <= budget {
@@ -516,210 +590,4 @@ impl ListOrders {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const ONE: ListName = ListName::Product(1);
-
-    fn key(n: u8) -> Box<[u8]> {
-        vec![n].into_boxed_slice()
-    }
-
-    fn keys_of(ns: &[u8]) -> Keys {
-        let mut keys = Keys::default();
-        for n in ns {
-            keys.push(&[*n]);
-        }
-        keys
-    }
-
-    /// What a list of `ns`, freshly built, costs.
-    fn cost(ns: &[u8]) -> u64 {
-        HeldList::build(vec![keys_of(ns)]).bytes as u64
-    }
-
-    /// What the held list of `store` costs now.
-    async fn held(orders: &Arc<ListOrders>, store: Uuid) -> u64 {
-        orders.read((store, ONE), || Ok(vec![Keys::default()]), |l| l.bytes as u64).await.unwrap()
-    }
-
-    fn change(store: Uuid, n: u8, insert: bool) -> Change {
-        Change { store, list: ONE, key: key(n), insert }
-    }
-
-    fn orders(budget: u64) -> Arc<ListOrders> {
-        Arc::new(ListOrders::new(budget))
-    }
-
-    async fn keys(orders: &Arc<ListOrders>, store: Uuid, build: Vec<u8>) -> Vec<u8> {
-        orders.read((store, ONE), move || Ok(vec![keys_of(&build)]), |l| l.page(false, 0, 100).0.concat()).await.unwrap()
-    }
-
-    #[tokio::test]
-    async fn changes_reach_loaded_lists_and_skip_others() {
-        let orders = orders(1 << 20);
-        let (a, b) = (Uuid::from_u128(1), Uuid::from_u128(2));
-        assert_eq!(keys(&orders, a, vec![3, 1]).await, vec![1, 3]);
-        orders.apply(&mut vec![change(a, 2, true), change(a, 3, false), change(b, 9, true)]);
-        assert_eq!(keys(&orders, a, vec![]).await, vec![1, 2], "held lists are not built again");
-        assert_eq!(keys(&orders, b, vec![5]).await, vec![5], "a list not held is built from its rows");
-        let stats = orders.meter.stats();
-        assert_eq!((stats.hits, stats.misses), (1, 2));
-        let (ca, cb) = (held(&orders, a).await, held(&orders, b).await);
-        assert_eq!((stats.entries, stats.bytes), (2, ca + cb), "the meter holds what the two lists hold");
-        assert_eq!(cb, cost(&[5]));
-    }
-
-    #[tokio::test]
-    async fn changes_committed_during_a_build_are_replayed_over_it() {
-        let orders = orders(1 << 20);
-        let a = Uuid::from_u128(1);
-        let during = orders.clone();
-        let got = orders
-            .read(
-                (a, ONE),
-                move || {
-                    // Committed while the snapshot is read: one change it holds, one it misses.
-                    during.apply(&mut vec![change(a, 1, false), change(a, 2, true), change(a, 4, true)]);
-                    Ok(vec![keys_of(&[2, 3])])
-                },
-                |l| l.page(false, 0, 100).0.concat(),
-            )
-            .await
-            .unwrap();
-        assert_eq!(got, vec![2, 3, 4]);
-    }
-
-    #[tokio::test]
-    async fn a_store_forgotten_during_its_build_is_not_kept() {
-        let orders = orders(1 << 20);
-        let a = Uuid::from_u128(1);
-        let during = orders.clone();
-        let got = orders
-            .read(
-                (a, ONE),
-                move || {
-                    during.forget(a);
-                    Ok(vec![keys_of(&[7])])
-                },
-                |l| l.page(false, 0, 100).0.concat(),
-            )
-            .await
-            .unwrap();
-        assert_eq!(got, vec![7]);
-        assert_eq!(keys(&orders, a, vec![8]).await, vec![8]);
-    }
-
-    #[tokio::test]
-    async fn the_budget_drops_the_least_recently_read_lists_and_keeps_none_larger_than_itself() {
-        // Room for two lists of two keys.
-        let orders = orders(2 * cost(&[1, 2]));
-        let (a, b, c) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
-        keys(&orders, a, vec![1, 2]).await;
-        keys(&orders, b, vec![3, 4]).await;
-        keys(&orders, a, vec![]).await;
-        // c needs room: b, read longest ago, goes.
-        keys(&orders, c, vec![5, 6]).await;
-        assert_eq!(keys(&orders, a, vec![]).await, vec![1, 2], "a is still held");
-        assert_eq!(keys(&orders, b, vec![9]).await, vec![9], "b was dropped and is built again");
-        assert!(orders.meter.stats().bytes <= orders.meter.budget());
-        // Writes that grow a held list past the budget drop another list.
-        orders.apply(&mut vec![change(b, 10, true), change(b, 11, true), change(b, 12, true)]);
-        let stats = orders.meter.stats();
-        assert!(stats.bytes <= stats.budget, "{stats:?}");
-        // A list larger than the whole budget is answered, never kept.
-        let big = Uuid::from_u128(4);
-        let many: Vec<u8> = (1..=60).collect();
-        assert!(cost(&many) > orders.meter.budget());
-        assert_eq!(keys(&orders, big, many.clone()).await, many);
-        assert_eq!(keys(&orders, big, vec![7]).await, vec![7], "built again: nothing was kept");
-    }
-
-    #[tokio::test]
-    async fn the_hottest_lists_are_the_most_recently_read() {
-        let orders = orders(1 << 20);
-        let (a, b, c) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
-        for s in [a, b, c] {
-            keys(&orders, s, vec![1]).await;
-        }
-        keys(&orders, a, vec![]).await;
-        assert_eq!(orders.hottest(2), vec![(a, ONE), (c, ONE)]);
-    }
-
-    /// A saved form that loads `ns`, and counts its loads in `loads`.
-    fn saved(ns: &[u8], loads: &Arc<AtomicU64>) -> SavedList {
-        let (keys, loads) = (keys_of(ns), loads.clone());
-        Box::new(move || {
-            loads.fetch_add(1, Ordering::Relaxed);
-            Some(Ranked::from_keys(keys))
-        })
-    }
-
-    #[tokio::test]
-    async fn a_restored_list_is_loaded_by_its_first_reader_with_the_changes_committed_since() {
-        let orders = orders(1 << 20);
-        let (a, b, c) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
-        let loads = Arc::new(AtomicU64::new(0));
-        let damaged: SavedList = Box::new(|| None);
-        let marked =
-            orders.restore(vec![((a, ONE), saved(&[1, 3], &loads)), ((b, ONE), damaged), ((c, ONE), saved(&[5], &loads))]);
-        assert_eq!(marked.len(), 3);
-        assert!(orders.holds(&(a, ONE)) && orders.hottest(5).is_empty(), "marked, not yet held");
-        // Committed after the restore, before anyone read the lists.
-        orders.apply(&mut vec![change(a, 2, true), change(a, 3, false), change(b, 8, true)]);
-        assert_eq!(keys(&orders, a, vec![9]).await, vec![1, 2], "loaded, not built, and the changes replayed");
-        assert_eq!(keys(&orders, b, vec![7]).await, vec![7, 8], "a damaged list is built from its rows");
-        assert_eq!(keys(&orders, a, vec![9]).await, vec![1, 2], "held");
-        // The loader finds a and b taken and loads c alone.
-        orders.load_restored(marked, &AtomicBool::new(false));
-        assert_eq!(loads.load(Ordering::Relaxed), 2);
-        assert_eq!(keys(&orders, c, vec![9]).await, vec![5]);
-        let stats = orders.meter.stats();
-        assert_eq!((stats.entries, stats.hits, stats.misses), (3, 2, 3));
-    }
-
-    #[tokio::test]
-    async fn the_loader_goes_hottest_first_and_stops_at_four_fifths_of_the_share_or_when_told() {
-        let lists: Vec<Uuid> = (1..=4).map(Uuid::from_u128).collect();
-        let loads = Arc::new(AtomicU64::new(0));
-        let ten: Vec<u8> = (0..10).collect();
-        // Room for the first three lists' four fifths: the fourth is left to its build.
-        let orders = orders(cost(&ten) * 3 * 10 / 8 + 1);
-        let saved_all = |loads: &Arc<AtomicU64>| lists.iter().map(|s| ((*s, ONE), saved(&ten, loads))).collect();
-        let marked = orders.restore(saved_all(&loads));
-        orders.load_restored(marked, &AtomicBool::new(false));
-        assert_eq!(loads.load(Ordering::Relaxed), 3);
-        assert_eq!(orders.hottest(5), lists[..3].iter().map(|s| (*s, ONE)).collect::<Vec<_>>(), "the hottest first");
-        assert!(!orders.holds(&(lists[3], ONE)), "unmarked: built when read");
-        assert_eq!(keys(&orders, lists[3], vec![42]).await, vec![42]);
-        // Told to stop: nothing more is loaded, and every list stays marked, answered in order
-        // for the stop to load once nothing writes.
-        let fresh = Arc::new(ListOrders::new(1 << 20));
-        let marked = fresh.restore(saved_all(&loads));
-        let left = fresh.load_restored(marked.clone(), &AtomicBool::new(true));
-        assert_eq!((loads.load(Ordering::Relaxed), fresh.meter.stats().entries), (3, 0));
-        assert_eq!(left, marked);
-        assert!(lists.iter().all(|s| fresh.holds(&(*s, ONE))));
-        fresh.apply(&mut vec![change(lists[1], 42, true)]);
-        assert_eq!(fresh.load_restored(left, &AtomicBool::new(false)), Vec::<ListId>::new());
-        assert_eq!(loads.load(Ordering::Relaxed), 7);
-        assert_eq!(fresh.hottest(5), lists.iter().map(|s| (*s, ONE)).collect::<Vec<_>>(), "in their order");
-        assert_eq!(keys(&fresh, lists[1], vec![]).await, [ten.clone(), vec![42]].concat(), "with the change queued");
-        // Unmarked instead: each is built from its rows when read.
-        let unmarked = Arc::new(ListOrders::new(1 << 20));
-        let marked = unmarked.restore(saved_all(&loads));
-        unmarked.unmark(marked);
-        assert!(lists.iter().all(|s| !unmarked.holds(&(*s, ONE))));
-        assert_eq!(keys(&unmarked, lists[0], vec![7]).await, vec![7]);
-        assert_eq!(loads.load(Ordering::Relaxed), 7);
-    }
-
-    #[tokio::test]
-    async fn a_failed_build_leaves_nothing_behind() {
-        let orders = orders(1 << 20);
-        let a = Uuid::from_u128(1);
-        let failed = orders.read((a, ONE), || Err(ApiError::internal("disk")), |l| l.len()).await;
-        assert!(failed.is_err());
-        assert_eq!(keys(&orders, a, vec![1]).await, vec![1], "the next read builds again");
-    }
-}
+mod tests;
