@@ -541,8 +541,12 @@ impl ListOrders {
             return;
         }
         let kind = &name[..parts.kind_len];
-        let views: Vec<ListId> =
-            lists.members_of(id.0, kind).filter(|m| m.is_view()).map(|m| (id.0, ListName::Record(m.name.clone()))).collect();
+        let views: Vec<ListId> = lists
+            .members_of(id.0, kind)
+            .iter()
+            .filter(|m| m.is_view())
+            .map(|m| (id.0, ListName::Record(m.name.clone())))
+            .collect();
         if views.len() < MAX_VIEWS {
             return;
         }

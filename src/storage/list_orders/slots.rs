@@ -14,8 +14,6 @@ use crate::storage::list_orders::{ListId, ListName};
 /// A record list of a store, as its name says.
 pub(super) struct Member {
     pub name: Arc<[u8]>,
-    /// How many bytes of the name say the record kind and scope.
-    pub kind_len: usize,
     pub tag: u8,
     pub keeps: Keeps,
 }
@@ -26,10 +24,13 @@ impl Member {
     }
 }
 
-/// Lists by id (`S`: what is kept of each), with the members of each store.
+/// Lists by id (`S`: what is kept of each), with the members of each store by record kind and
+/// scope (what their names start with): a write reaches its kind's lists without passing the
+/// others (a store holding the lists of thousands of orders' fulfillment orders, each under
+/// its order).
 pub(super) struct Slots<S> {
     map: HashMap<ListId, S>,
-    members: HashMap<Uuid, Vec<Member>>,
+    members: HashMap<Uuid, HashMap<Box<[u8]>, Vec<Member>>>,
 }
 
 impl<S> Default for Slots<S> {
@@ -61,8 +62,9 @@ impl<S> Slots<S> {
             && let ListName::Record(name) = list
             && let Some(parts) = ListParts::of(&name)
         {
-            let member = Member { name, kind_len: parts.kind_len, tag: parts.tag, keeps: parts.keeps };
-            self.members.entry(store).or_default().push(member);
+            let kind: Box<[u8]> = name[..parts.kind_len].into();
+            let member = Member { name, tag: parts.tag, keeps: parts.keeps };
+            self.members.entry(store).or_default().entry(kind).or_default().push(member);
         }
     }
 
@@ -86,19 +88,23 @@ impl<S> Slots<S> {
 
     /// The record lists of `store` whose names start with `kind` (one record kind under one
     /// scope).
-    pub fn members_of<'a>(&'a self, store: Uuid, kind: &'a [u8]) -> impl Iterator<Item = &'a Member> {
-        let of_store = self.members.get(&store).map(Vec::as_slice).unwrap_or_default();
-        of_store.iter().filter(move |m| m.kind_len == kind.len() && m.name.starts_with(kind))
+    pub fn members_of(&self, store: Uuid, kind: &[u8]) -> &[Member] {
+        self.members.get(&store).and_then(|kinds| kinds.get(kind)).map(Vec::as_slice).unwrap_or_default()
     }
 }
 
-fn unregister(members: &mut HashMap<Uuid, Vec<Member>>, (store, list): &ListId) {
+fn unregister(members: &mut HashMap<Uuid, HashMap<Box<[u8]>, Vec<Member>>>, (store, list): &ListId) {
     let ListName::Record(name) = list else { return };
-    if let Some(of_store) = members.get_mut(store) {
-        of_store.retain(|m| m.name != *name);
-        if of_store.is_empty() {
-            members.remove(store);
+    let Some(kind) = ListParts::of(name).and_then(|p| name.get(..p.kind_len)) else { return };
+    let Some(kinds) = members.get_mut(store) else { return };
+    if let Some(of_kind) = kinds.get_mut(kind) {
+        of_kind.retain(|m| m.name != *name);
+        if of_kind.is_empty() {
+            kinds.remove(kind);
         }
+    }
+    if kinds.is_empty() {
+        members.remove(store);
     }
 }
 
@@ -121,9 +127,9 @@ mod tests {
         slots.insert((a, ListName::Product(1)), 5);
         // Inserting a held list again (a build replacing its slot) adds no second member.
         slots.insert((a, list(&orders, Keeps::All)), 6);
-        let count = |slots: &Slots<u8>, store, kind: &[u8]| slots.members_of(store, kind).count();
+        let count = |slots: &Slots<u8>, store, kind: &[u8]| slots.members_of(store, kind).len();
         assert_eq!((count(&slots, a, &orders), count(&slots, a, &scoped), count(&slots, b, &orders)), (2, 1, 1));
-        assert_eq!(slots.members_of(a, &orders).filter(|m| m.is_view()).count(), 1);
+        assert_eq!(slots.members_of(a, &orders).iter().filter(|m| m.is_view()).count(), 1);
         assert_eq!(count(&slots, a, &[0, 7]), 0, "a kind is matched whole");
 
         slots.remove(&(a, list(&orders, Keeps::All)));
