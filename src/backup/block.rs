@@ -38,9 +38,25 @@ pub struct Block {
     pub tables: Vec<(String, u64)>,
 }
 
+/// The buffers one reader lays out and compresses block after block in: kept from block to
+/// block, so a chunk's megabytes are not fresh memory the kernel zeroes each time.
+#[derive(Default)]
+pub struct Buffers {
+    raw: Vec<u8>,
+    compressed: Vec<u8>,
+}
+
 impl Builder {
     pub fn with_capacity(bytes: usize) -> Builder {
         Builder { raw: Vec::with_capacity(bytes), ..Builder::default() }
+    }
+
+    /// A builder laying out rows in `buffers`' row buffer, emptied (its capacity kept).
+    pub fn in_buffers(buffers: &mut Buffers, bytes: usize) -> Builder {
+        let mut raw = std::mem::take(&mut buffers.raw);
+        raw.clear();
+        raw.reserve(bytes);
+        Builder { raw, ..Builder::default() }
     }
 
     /// Starts the rows of table `name`; a section left empty is dropped again.
@@ -78,15 +94,27 @@ impl Builder {
     }
 
     /// Compresses the block.
-    pub fn finish(mut self) -> Result<Block, String> {
+    pub fn finish(self) -> Result<Block, String> {
+        self.finish_in(&mut Buffers::default())
+    }
+
+    /// Compresses the block through `buffers`' compression buffer, and gives the row buffer
+    /// back to them: only the compressed bytes are copied out.
+    pub fn finish_in(mut self, buffers: &mut Buffers) -> Result<Block, String> {
         self.close();
         let raw = u32::try_from(self.raw.len()).ok().filter(|n| *n as usize <= MAX_RAW);
         let raw = raw.ok_or_else(|| format!("{} bytes of rows in one block, more than a block holds", self.raw.len()))?;
-        // Sized for LZ4's worst case, so compression does not run out of room.
-        let mut bytes = vec![0u8; 4 + lz4_flex::block::get_maximum_output_size(self.raw.len())];
-        bytes[..4].copy_from_slice(&raw.to_le_bytes());
-        let n = lz4_flex::block::compress_into(&self.raw, &mut bytes[4..]).map_err(|e| format!("compressing a block: {e}"))?;
-        bytes.truncate(4 + n);
+        // Sized for LZ4's worst case, so compression does not run out of room; zeroed only
+        // when it grows.
+        let out = &mut buffers.compressed;
+        let room = 4 + lz4_flex::block::get_maximum_output_size(self.raw.len());
+        if out.len() < room {
+            out.resize(room, 0);
+        }
+        out[..4].copy_from_slice(&raw.to_le_bytes());
+        let n = lz4_flex::block::compress_into(&self.raw, &mut out[4..room]).map_err(|e| format!("compressing a block: {e}"))?;
+        let bytes = out[..4 + n].to_vec();
+        buffers.raw = self.raw;
         Ok(Block { bytes, tables: self.tables })
     }
 }
@@ -166,6 +194,29 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blocks_made_one_after_another_in_kept_buffers_hold_their_own_rows_alone() {
+        let fill = |mut b: Builder, rows: u32, tag: &str| {
+            b.table(tag);
+            for i in 0..rows {
+                b.row(&i.to_be_bytes(), format!("{tag} row {i}").as_bytes());
+            }
+            b
+        };
+        let mut buffers = Buffers::default();
+        // A large block, then a small one in the same (now larger) buffers: each is exactly the
+        // block a fresh builder makes of its rows, nothing of the first left in the second.
+        for (rows, tag) in [(5_000, "large"), (3, "small")] {
+            let kept = fill(Builder::in_buffers(&mut buffers, 64), rows, tag).finish_in(&mut buffers).unwrap();
+            let fresh = fill(Builder::default(), rows, tag).finish().unwrap();
+            assert_eq!((&kept.bytes, &kept.tables), (&fresh.bytes, &fresh.tables), "{tag}");
+            let raw = decompress(&kept.bytes).unwrap();
+            let found = sections(&raw).unwrap();
+            assert_eq!((found.len(), found[0].0, found[0].1.len()), (1, tag, rows as usize));
+        }
+        assert!(buffers.raw.capacity() > 50_000, "the row buffer came back with its capacity");
+    }
 
     #[test]
     fn rows_come_back_by_table_in_order_and_damage_is_refused() {

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use redb::{Database, ReadTransaction, ReadableDatabase};
 use uuid::Uuid;
 
-use crate::backup::block::Builder;
+use crate::backup::block::{Buffers, Builder};
 use crate::backup::reader::Reader;
 use crate::backup::{IDLE_MS, Rows};
 use crate::error::{ApiError, ApiResult, Code};
@@ -31,6 +31,7 @@ struct Cursor {
     table: usize,
     after: Option<Vec<u8>>,
     counts: BTreeMap<String, u64>,
+    buffers: Buffers,
 }
 
 impl Snapshot {
@@ -39,7 +40,7 @@ impl Snapshot {
         let reader = Reader::shared()?;
         let txn = db.begin_read()?;
         let tables = copy::present(&txn, kind).map_err(ApiError::internal)?;
-        let cursor = Cursor { txn, tables, table: 0, after: None, counts: BTreeMap::new() };
+        let cursor = Cursor { txn, tables, table: 0, after: None, counts: BTreeMap::new(), buffers: Buffers::default() };
         Ok(Snapshot { cursor: Arc::new(Mutex::new(cursor)), reader })
     }
 
@@ -63,7 +64,7 @@ impl Snapshot {
 impl Cursor {
     fn read_rows(&mut self, max_bytes: usize) -> ApiResult<Rows> {
         // Each row is copied once, from redb's page into the block.
-        let mut block = Builder::with_capacity(max_bytes + (max_bytes >> 4));
+        let mut block = Builder::in_buffers(&mut self.buffers, max_bytes + (max_bytes >> 4));
         while self.table < self.tables.len() {
             let budget = max_bytes.saturating_sub(block.len());
             if budget == 0 {
@@ -83,7 +84,7 @@ impl Cursor {
                 }
             }
         }
-        let block = block.finish().map_err(ApiError::internal)?;
+        let block = block.finish_in(&mut self.buffers).map_err(ApiError::internal)?;
         for (name, rows) in &block.tables {
             *self.counts.entry(name.clone()).or_insert(0) += rows;
         }
