@@ -212,6 +212,26 @@ pub struct ListOrders {
     pub meter: Meter,
 }
 
+/// Bytes counted in a meter while a build runs, given back when it ends however it ends.
+struct Reserved<'a> {
+    meter: &'a Meter,
+    bytes: i64,
+}
+
+impl<'a> Reserved<'a> {
+    fn new(meter: &'a Meter, bytes: usize) -> Reserved<'a> {
+        let bytes = bytes as i64;
+        meter.change(bytes, 0);
+        Reserved { meter, bytes }
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        self.meter.change(-self.bytes, 0);
+    }
+}
+
 fn poisoned() -> ApiError {
     ApiError::internal("list orders lock poisoned")
 }
@@ -360,9 +380,10 @@ impl ListOrders {
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
             // A saved form that proves damaged is built from the rows as if it were absent.
+            let (orders, merged) = (guard.orders.clone(), id.clone());
             let make = move || match saved.and_then(|load| load()) {
                 Some(keys) => Ok(HeldList::of(keys)),
-                None => Ok(HeldList::build(build()?)),
+                None => Ok(orders.merge(&merged, build()?)),
             };
             guard.orders.build(id, &guard.loading, tick, make, read)
         })
@@ -436,6 +457,22 @@ impl ListOrders {
     /// Whether list `id` is held or on its way (built or loaded).
     pub fn holds(&self, id: &ListId) -> bool {
         self.lists.read().is_ok_and(|l| l.contains_key(id))
+    }
+
+    /// Merges the parts a build of list `id` read into the list. Room is made for the merge
+    /// first: the parts, their sort runs and the list being made count in the lists' share
+    /// while it runs (lists read longest ago give way), so building a large list does not take
+    /// the process past its budget beside the lists held.
+    fn merge(&self, id: &ListId, parts: Vec<Keys>) -> HeldList {
+        let cost = Ranked::merge_cost(&parts);
+        let _reserved = match self.lists.write() {
+            Ok(mut lists) => {
+                self.evict_for(&mut lists, cost, Some(id));
+                Some(Reserved::new(&self.meter, cost))
+            }
+            Err(_) => None,
+        };
+        HeldList::build(parts)
     }
 
     /// Makes list `id` with `make` (a build, or a load of its saved form), replays the changes

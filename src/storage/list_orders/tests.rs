@@ -306,3 +306,32 @@ mod records {
         assert_eq!(read(&orders, a, search(1), vec![42]).await, vec![42], "built again when read");
     }
 }
+
+#[tokio::test]
+async fn a_builds_merge_is_counted_while_it_runs_so_lists_read_longest_ago_give_way_before_it() {
+    let ten: Vec<u8> = (0..10).collect();
+    // Room for the three lists when built, but not for the third's merge beside the other two.
+    let orders = orders(3 * cost(&ten) + 8);
+    assert!(Ranked::merge_cost(&[keys_of(&ten)]) as u64 > cost(&ten) + 8);
+    let (a, b, c) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
+    keys(&orders, a, ten.clone()).await;
+    keys(&orders, b, ten.clone()).await;
+    let (during, built) = (orders.clone(), ten.clone());
+    let seen = orders
+        .read(
+            (c, ONE),
+            move || {
+                // Before the merge: both lists held, nothing reserved yet.
+                assert_eq!(during.meter.bytes(), 2 * cost(&built));
+                Ok(vec![keys_of(&built)])
+            },
+            |l| l.len(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(seen, 10);
+    assert!(!orders.holds(&(a, ONE)), "the list read longest ago made room for the merge");
+    assert!(orders.holds(&(b, ONE)) && orders.holds(&(c, ONE)));
+    let stats = orders.meter.stats();
+    assert_eq!((stats.entries, stats.bytes), (2, 2 * cost(&ten)), "the merge's reservation is given back");
+}
