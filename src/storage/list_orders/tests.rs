@@ -32,6 +32,15 @@ fn orders(budget: u64) -> Arc<ListOrders> {
     Arc::new(ListOrders::new(budget))
 }
 
+/// List `id`, built from `ns` with `meanwhile` run while its rows are read: the keys it answers.
+async fn built_while(orders: &Arc<ListOrders>, id: ListId, ns: Vec<u8>, meanwhile: impl FnOnce() + Send + 'static) -> Vec<u8> {
+    let build = move || {
+        meanwhile();
+        Ok(vec![keys_of(&ns)])
+    };
+    orders.read(id, build, |l| l.page(false, 0, 100).0.concat()).await.unwrap()
+}
+
 async fn keys(orders: &Arc<ListOrders>, store: Uuid, build: Vec<u8>) -> Vec<u8> {
     orders.read((store, ONE), move || Ok(vec![keys_of(&build)]), |l| l.page(false, 0, 100).0.concat()).await.unwrap()
 }
@@ -56,19 +65,9 @@ async fn changes_committed_during_a_build_are_replayed_over_it() {
     let orders = orders(1 << 20);
     let a = Uuid::from_u128(1);
     let during = orders.clone();
-    let got = orders
-        .read(
-            (a, ONE),
-            move || {
-                // Committed while the snapshot is read: one change it holds, one it misses.
-                during.apply(&mut vec![change(a, 1, false), change(a, 2, true), change(a, 4, true)]);
-                Ok(vec![keys_of(&[2, 3])])
-            },
-            |l| l.page(false, 0, 100).0.concat(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(got, vec![2, 3, 4]);
+    // Committed while the snapshot is read: one change it holds, one it misses.
+    let committed = move || during.apply(&mut vec![change(a, 1, false), change(a, 2, true), change(a, 4, true)]);
+    assert_eq!(built_while(&orders, (a, ONE), vec![2, 3], committed).await, vec![2, 3, 4]);
 }
 
 #[tokio::test]
@@ -76,18 +75,7 @@ async fn a_store_forgotten_during_its_build_is_not_kept() {
     let orders = orders(1 << 20);
     let a = Uuid::from_u128(1);
     let during = orders.clone();
-    let got = orders
-        .read(
-            (a, ONE),
-            move || {
-                during.forget(a);
-                Ok(vec![keys_of(&[7])])
-            },
-            |l| l.page(false, 0, 100).0.concat(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(got, vec![7]);
+    assert_eq!(built_while(&orders, (a, ONE), vec![7], move || during.forget(a)).await, vec![7]);
     assert_eq!(keys(&orders, a, vec![8]).await, vec![8]);
 }
 
@@ -273,18 +261,8 @@ mod records {
         let orders = orders(1 << 20);
         let a = Uuid::from_u128(1);
         let during = orders.clone();
-        let built = orders
-            .read(
-                (a, view()),
-                move || {
-                    during.apply_records(&mut vec![write(a, None, Some(side("PAID", 7, 9)))]);
-                    Ok(vec![keys_of(&[3])])
-                },
-                |l| l.page(false, 0, 100).0.concat(),
-            )
-            .await
-            .unwrap();
-        assert_eq!(built, vec![3, 9]);
+        let committed = move || during.apply_records(&mut vec![write(a, None, Some(side("PAID", 7, 9)))]);
+        assert_eq!(built_while(&orders, (a, view()), vec![3], committed).await, vec![3, 9]);
     }
 
     #[tokio::test]
