@@ -12,7 +12,9 @@
 //! - a restart on the same data, then the first list page of a store (of 20 different stores in
 //!   the many-stores rows): what the first shoppers after a deploy wait for;
 //! - list page, product by id and search throughput at 64 connections, each as a ratio to the bare
-//!   hyper baseline, measured right before and right after them (the higher of the two counts).
+//!   hyper baseline, measured right before and right after them (the higher of the two counts);
+//!   list pages twice: spread over every store, and over the hot stores alone (one in twenty,
+//!   [`HOT_SHARE`]), as a cell whose lists do not all fit its budget serves its busy shops.
 //!
 //! `cargo bench --bench scale`. Environment:
 //! - `SCALE_PRODUCTS`: comma list of one-store sizes (default `10000`; empty for none),
@@ -405,6 +407,9 @@ fn search_path(stores: &[String], n: usize) -> String {
     format!("/api/v1/stores/{}/products/search?q={noun}%20{n}&limit=20", stores[n % stores.len()])
 }
 
+/// One store in this many is hot in the hot-stores scenario (at least one).
+const HOT_SHARE: usize = 20;
+
 /// A list page sorted by price, spread over the stores and their first pages.
 fn list_path(stores: &[String], pages: usize, i: u64) -> String {
     let store = &stores[spread(i, stores.len())];
@@ -417,6 +422,8 @@ struct Throughput {
     /// machine shared with other work can slow either down.
     bare: f64,
     list: LoadReport,
+    /// List pages of the hot stores alone.
+    hot: LoadReport,
     get: LoadReport,
     search: LoadReport,
 }
@@ -445,6 +452,9 @@ fn measure_scenarios(
 
     let (a, s) = (authed.clone(), Arc::clone(&stores));
     let list = measure(load, "GET list page by price", authed.addr, settings, move |i| a.get(&list_path(&s, pages, i)));
+    let (a, hot) = (authed.clone(), Arc::new(stores[..stores.len().div_ceil(HOT_SHARE)].to_vec()));
+    let hot =
+        measure(load, "GET list page by price, hot stores", authed.addr, settings, move |i| a.get(&list_path(&hot, pages, i)));
     let (a, sample) = (authed.clone(), Arc::clone(&sample));
     let get = measure(load, "GET product by id", authed.addr, settings, move |i| a.get(&sample[spread(i, sample.len())]));
     let (a, s, total) = (authed.clone(), stores, shape.products());
@@ -454,7 +464,7 @@ fn measure_scenarios(
     // The bare server owns a runtime, which must not be dropped inside an async context.
     drop(bare_server);
     let bare = bare_before.requests_per_second().max(bare_after.requests_per_second());
-    Ok(Throughput { bare, list, get, search })
+    Ok(Throughput { bare, list, hot, get, search })
 }
 
 /// Reads every store's first list page and every sampled product once (64 at a time), so the
@@ -666,8 +676,8 @@ fn print_tables(rows: &[Row]) {
 
     println!("\nafter a restart on the same data, and throughput at 64 connections as a share of bare hyper");
     println!(
-        "{:<16} {:>8} {:>11} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}",
-        "stores × each", "start", "first list", "max", "anonymous", "list", "by id", "search", "bare/s"
+        "{:<16} {:>8} {:>11} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "stores × each", "start", "first list", "max", "anonymous", "list", "hot list", "by id", "search", "bare/s"
     );
     for r in rows {
         let t = &r.throughput;
@@ -676,13 +686,14 @@ fn print_tables(rows: &[Row]) {
             format!("{:.1} %{flag}", report.requests_per_second() / t.bare * 100.0)
         };
         println!(
-            "{:<16} {:>8} {:>11} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}",
+            "{:<16} {:>8} {:>11} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}",
             r.shape.label(),
             format!("{:.2} s", r.start.as_secs_f64()),
             millis(median(&r.first_lists)),
             millis(r.first_lists.iter().copied().max().unwrap_or_default()),
             human(r.restarted.anon),
             share(&t.list),
+            share(&t.hot),
             share(&t.get),
             share(&t.search),
             thousands(t.bare),
@@ -690,6 +701,7 @@ fn print_tables(rows: &[Row]) {
     }
     println!(
         "(first list: median of the first `GET …/products?limit={LIST_LIMIT}` of {FIRST_LIST_STORES} stores (of the one \
-         store in one-store rows) after the restart; anonymous: after those lists; ! marks a scenario with errors)"
+         store in one-store rows) after the restart; anonymous: after those lists; hot list: pages of one store in \
+         {HOT_SHARE} alone; ! marks a scenario with errors)"
     );
 }
