@@ -21,8 +21,7 @@ use std::sync::Arc;
 use redb::{Database, ReadTransaction, ReadableDatabase};
 use uuid::Uuid;
 
-use crate::error::ApiError;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::storage::codec::decode;
 use crate::storage::list_names::{self, Keeps, ListParts, Matches, Summary, View};
 use crate::storage::list_orders::{ListName, ListOrders};
@@ -108,11 +107,7 @@ impl ListQuery {
         if self.filters.iter().any(|(i, _)| list.filters.get(*i).is_none_or(|f| !f.counted())) {
             return None;
         }
-        let mut filters = self.filters.clone();
-        for (_, values) in &mut filters {
-            values.sort_unstable();
-            values.dedup();
-        }
+        let mut filters: Vec<(usize, Vec<Vec<u8>>)> = self.filters.iter().map(|(i, values)| (*i, distinct(values))).collect();
         filters.sort_unstable();
         let mut ranges = self.ranges.clone();
         ranges.sort_unstable();
@@ -174,14 +169,19 @@ fn held_lists<R: Record>(q: &ListQuery) -> Option<Vec<Arc<[u8]>>> {
         _ if !q.ranges.is_empty() || q.search.is_some() => vec![Keeps::View(q.view::<R>()?)],
         [] => vec![Keeps::All],
         [(i, values)] if list.filters.get(*i).is_some_and(|f| f.counted()) && !values.is_empty() => {
-            let mut values = values.clone();
-            values.sort_unstable();
-            values.dedup();
-            values.into_iter().map(|v| one_value::<R>(tag, *i, v)).collect()
+            distinct(values).into_iter().map(|v| one_value::<R>(tag, *i, v)).collect()
         }
         _ => vec![Keeps::View(q.view::<R>()?)],
     };
     keeps.iter().map(|keeps| list_name::<R>(q.scope, tag, keeps)).collect()
+}
+
+/// A filter's values asked for, each once, in order: one list or view however they were written.
+fn distinct(values: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let mut values = values.to_vec();
+    values.sort_unstable();
+    values.dedup();
+    values
 }
 
 /// Whether list `name` can be built by name alone (warmed from the restart hint): all but a

@@ -6,8 +6,9 @@
 //! These orders are derived data: each list of a store (one sort, over every product or one
 //! status) is built the first time it is read, from rows that carry the sort values alone
 //! (`product_sorts`: no record is decoded), and kept in step afterwards by the changes write
-//! jobs record in their transaction ([`crate::storage::writer::Tx::order_insert`]), applied once
-//! it has committed and before its writers are answered, so nobody reads an order older than
+//! jobs record in their transaction ([`crate::storage::writer::Tx::order_insert`] for product
+//! lists, [`crate::storage::writer::Tx::record_change`] for every record list), applied once it
+//! has committed and before its writers are answered, so nobody reads an order older than
 //! their own write.
 //!
 //! Building a list and committing writes to it may overlap: the list is marked as loading
@@ -49,8 +50,8 @@ const SLOT_BYTES: usize = 160;
 const BUILDERS: usize = 2;
 
 /// Which list of a store: a product list by the number `cells::products` gives it, or a
-/// record's list by where its rows are (`storage::list`: the record's order table, its scope,
-/// the sort and, for a filtered list, the filter's value).
+/// record's list by its name (`storage::list_names`: the record's order table, its scope, the
+/// sort and what the list keeps).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ListName {
     Product(u16),
@@ -148,6 +149,12 @@ struct Loaded {
     list: RwLock<HeldList>,
     /// When the list was last read, on [`ListOrders::clock`].
     used: AtomicU64,
+}
+
+impl Loaded {
+    fn bytes(&self) -> usize {
+        self.list.read().map(|x| x.bytes).unwrap_or(0)
+    }
 }
 
 /// A build under way: the changes committed meanwhile, and a signal for readers waiting on it.
@@ -563,7 +570,7 @@ impl ListOrders {
                 return true;
             }
             if let Slot::Loaded(l) = slot {
-                self.meter.change(-(l.list.read().map(|x| x.bytes).unwrap_or(0) as i64), -1);
+                self.meter.change(-(l.bytes() as i64), -1);
             }
             false
         });
@@ -577,18 +584,12 @@ impl ListOrders {
         if !matches!(parts.keeps, Keeps::View(_)) {
             return;
         }
-        let kind = &name[..parts.kind_len];
-        let views: Vec<ListId> = lists
-            .members_of(id.0, kind)
-            .iter()
-            .filter(|m| m.is_view())
-            .map(|m| (id.0, ListName::Record(m.name.clone())))
-            .collect();
-        if views.len() < MAX_VIEWS {
+        let views = lists.members_of(id.0, &name[..parts.kind_len]).iter().filter(|m| m.is_view());
+        if views.clone().count() < MAX_VIEWS {
             return;
         }
         let oldest = views
-            .into_iter()
+            .map(|m| (id.0, ListName::Record(m.name.clone())))
             .filter_map(|v| match lists.get(&v) {
                 Some(Slot::Loaded(l)) => Some((l.used.load(Ordering::Relaxed), v)),
                 _ => None,
@@ -597,7 +598,7 @@ impl ListOrders {
         if let Some((_, v)) = oldest
             && let Some(Slot::Loaded(l)) = lists.remove(&v)
         {
-            self.meter.change(-(l.list.read().map(|x| x.bytes).unwrap_or(0) as i64), -1);
+            self.meter.change(-(l.bytes() as i64), -1);
         }
     }
 
@@ -612,9 +613,7 @@ impl ListOrders {
             .iter()
             .filter(|(id, _)| Some(*id) != keep)
             .filter_map(|(id, slot)| match slot {
-                Slot::Loaded(l) => {
-                    Some((l.used.load(Ordering::Relaxed), id.clone(), l.list.read().map(|x| x.bytes).unwrap_or(0)))
-                }
+                Slot::Loaded(l) => Some((l.used.load(Ordering::Relaxed), id.clone(), l.bytes())),
                 Slot::Loading(_) => None,
             })
             .collect();
