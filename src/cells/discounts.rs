@@ -51,6 +51,8 @@ impl Record for Discount {
                     let at = |i: usize| t.get(i).copied().unwrap_or_default();
                     status_at(at(0) != 0, at(1), Some(at(2)).filter(|e| *e != i64::MAX), now).name()
                 },
+                // It starts being active at its start and expires at its end.
+                |t, now| t.get(1..3).and_then(|times| times.iter().copied().filter(|m| *m > now && *m != i64::MAX).min()),
                 "status at the time of the request",
             ),
             Filter::enumerated::<ValueType>("type", |d: &Discount| Some(FilterValue::Enum(d.value_type.name())), "what it gives")

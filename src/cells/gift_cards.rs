@@ -56,6 +56,8 @@ impl Record for GiftCard {
                     let at = |i: usize| t.get(i).copied().unwrap_or_default();
                     status_at(at(0) != 0, Some(at(1)).filter(|e| *e != i64::MAX), at(2), now).name()
                 },
+                // It expires at its expiry.
+                |t, now| t.get(1).copied().filter(|e| *e > now && *e != i64::MAX),
                 "status at the time of the request",
             ),
             Filter::reference("customerId", |g: &GiftCard| g.customer_id.map(FilterValue::Reference), "cards of these customers"),
@@ -259,12 +261,17 @@ mod tests {
 
     /// The record layer's lists held in memory (`storage::list`), read at every offset, in every
     /// sort, both ways, over every card or a customer's or several customers', with and without
-    /// a text query (views), answer as the order rows do (`page_from_rows`) while writes move
-    /// cards between places and lists, and a second read of a list is answered from memory.
+    /// a text query or a status (views; a status changes as the moment read passes a card's
+    /// expiry), answer as the order rows do (`page_from_rows`) while writes move cards between
+    /// places and lists and the moment moves on, and a second read of a list at a moment no
+    /// card changes state is answered from memory.
     #[tokio::test]
     async fn held_lists_answer_as_the_order_rows_do_through_writes_at_any_offset() {
-        use crate::storage::list::page_from_rows;
+        use crate::storage::list::{page, page_from_rows};
         let (_dir, cell, store, first) = cell_with_card(500).await;
+        // The moment lists are read at, moved by the test (cards expire a few moments apart).
+        let (start, step) = (cell.clock.now_ms(), 1_000);
+        let moment = std::sync::atomic::AtomicI64::new(start);
         let customers: Vec<Uuid> = (0..3).map(|_| cell.clock.new_id()).collect();
         let customer = customers[0].as_bytes().to_vec();
         let mut seed = 0x2545_f491_u64;
@@ -274,26 +281,32 @@ mod tests {
         };
         let mut cards = vec![first];
         let check = |cards: usize| {
-            let (cell, customers, customer) = (&cell, &customers, customer.clone());
+            let (cell, customers, customer, moment) = (&cell, &customers, customer.clone(), &moment);
             async move {
-                let filters: [Vec<(usize, Vec<Vec<u8>>)>; 3] = [
+                let active = || (0, vec![b"ACTIVE".to_vec()]);
+                let filters: [Vec<(usize, Vec<Vec<u8>>)>; 5] = [
                     vec![],
                     vec![(1, vec![customer.clone()])],
                     vec![(1, vec![customers[1].as_bytes().to_vec(), customer.clone()])],
+                    vec![active()],
+                    vec![(0, vec![b"EXPIRED".to_vec(), b"DEPLETED".to_vec()]), (1, vec![customer.clone()])],
                 ];
+                let now = moment.load(std::sync::atomic::Ordering::Relaxed);
                 // Codes end in four digits: "1" is in about a third of them, "03" in a few.
                 let searches = [None, Some("1"), Some("03")];
                 for sort in ["created_at", "updated_at", "balance", "initial_value"] {
                     for desc in [false, true] {
-                        for (filters, search) in filters.iter().flat_map(|f| searches.map(|s| (f, s))) {
+                        // Status views without a query: a store holds 32 views of a kind.
+                        let views = filters.iter().enumerate().flat_map(|(i, f)| searches.map(move |s| (i, f, s)));
+                        for (_, filters, search) in views.filter(|(i, _, s)| *i < 3 || s.is_none()) {
                             for offset in [0, 7, cards / 2, cards.saturating_sub(3)] {
                                 let (filters, search) = (filters.clone(), search.map(String::from));
                                 let q = ListQuery { sort, desc, offset, limit: 5, filters, search, ..Default::default() };
-                                let held = cell.list::<GiftCard>(store, &q).await.unwrap();
-                                let rows = page_from_rows::<GiftCard>(&cell.read().unwrap(), store, &q, 0).unwrap();
+                                let held = page::<GiftCard>(&cell.db, &cell.writer.orders, store, &q, now).await.unwrap();
+                                let rows = page_from_rows::<GiftCard>(&cell.read().unwrap(), store, &q, now).unwrap();
                                 let ids =
                                     |l: &crate::storage::list::Listed<GiftCard>| l.items.iter().map(|c| c.id).collect::<Vec<_>>();
-                                assert_eq!((held.total, ids(&held)), (rows.total, ids(&rows)), "{q:?}");
+                                assert_eq!((held.total, ids(&held)), (rows.total, ids(&rows)), "{q:?} at {now}");
                             }
                         }
                     }
@@ -301,7 +314,7 @@ mod tests {
             }
         };
         for round in 0..4 {
-            // New cards, some of a customer.
+            // New cards, some of a customer; some expire in a few moments.
             for i in 0..40 {
                 let mut card = GiftCard::issue(
                     store,
@@ -317,6 +330,8 @@ mod tests {
                     cell.clock.now_ms(),
                 );
                 card.customer_id = [None, Some(customers[next(3) as usize]), Some(customers[0])][next(3) as usize];
+                let at = start + (round + next(6) as i64) * step + 500;
+                card.expiry = (next(3) > 0).then(|| crate::domain::gift_card::Expiry { on: String::new(), at });
                 let written = card.clone();
                 cell.writer.write(Some(store), move |tx| write_gift_card(tx, store, None, &written)).await.unwrap();
                 cards.push(card);
@@ -345,10 +360,13 @@ mod tests {
                     .unwrap();
             }
             check(cards.len()).await;
+            // A moment on: cards expire (held status views are built again), none is written.
+            moment.fetch_add(step, std::sync::atomic::Ordering::Relaxed);
+            check(cards.len()).await;
         }
-        // Per sort: every card, two customers' and six views, all held.
+        // Per sort: every card, two customers' and eight views, all held.
         let stats = cell.writer.orders.meter.stats();
-        assert!(stats.hits > stats.misses && stats.entries >= 4 * 9, "{stats:?}");
+        assert!(stats.hits > 5 * stats.misses && stats.entries == 4 * 3 + 32, "{stats:?}");
         cell.close();
     }
 

@@ -443,6 +443,7 @@ async fn read_list<T: Send + 'static>(
         .orders
         .read(
             (store, ListName::Product(which)),
+            cell.clock.now_ms(),
             move || stored_list_keys(&redb::ReadableDatabase::begin_read(&*db)?, store, which),
             f,
         )

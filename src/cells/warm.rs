@@ -104,7 +104,8 @@ impl Cell {
                 if !cell.holds(store) || cell.writer.orders.holds(&(store, list.clone())) {
                     continue;
                 }
-                // A view with a text query is built by its record's list when next read.
+                // A view with a text query or a timed filter is built by its record's list when
+                // next read.
                 if let ListName::Record(name) = &list
                     && !crate::storage::list::builds_by_name(name)
                 {
@@ -114,8 +115,9 @@ impl Cell {
                     ListName::Product(n) => products::warm_product_list(&cell, store, *n).await,
                     ListName::Record(name) => {
                         let (db, name) = (cell.db.clone(), name.clone());
-                        let build = move || crate::storage::list::build_list(&db, store, &name, None);
-                        cell.writer.orders.read((store, list.clone()), build, |_| ()).await
+                        let now = cell.clock.now_ms();
+                        let build = move || crate::storage::list::build_list(&db, store, &name, None, now);
+                        cell.writer.orders.read((store, list.clone()), now, build, |_| ()).await
                     }
                 };
                 match warming {

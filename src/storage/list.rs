@@ -12,23 +12,26 @@
 //! and keys before and after; each held list of its kind tests them), within the lists' share
 //! of the memory budget. A page of it costs its size whatever its offset, and its `total` is the
 //! list's length. A filter asked with several values alone merges the heads of their lists up
-//! to the page's end. Lists with a timed filter (a state that changes with the clock, not with
-//! writes) are walked in redb: from the smallest partition among their one-valued counted
-//! filters in the default order, else along the sort's rows, reading summaries, never records.
+//! to the page's end. A list with a timed filter (a state that changes with the clock, not with
+//! writes) is a view of the states at one moment, built again when read at a moment some
+//! record's state may have changed since (`storage::list_names`). Only a view too large to
+//! name is walked in redb: from the smallest partition among its one-valued counted filters in
+//! the default order, else along the sort's rows, reading summaries, never records.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use redb::{Database, ReadTransaction, ReadableDatabase};
 use uuid::Uuid;
 
 use crate::error::{ApiError, ApiResult};
 use crate::storage::codec::decode;
-use crate::storage::list_names::{self, Keeps, ListParts, Matches, Summary, View};
-use crate::storage::list_orders::{ListName, ListOrders};
+use crate::storage::list_names::{self, Keeps, KindTests, ListParts, Summary, View};
+use crate::storage::list_orders::{Built, ListName, ListOrders};
 use crate::storage::ranked::Keys;
 use crate::storage::read;
 use crate::storage::record::{
-    self, FilterKind, Listable, Record, list_name, one_value, order_prefix, partition_prefix, times_of, total_key, value_key,
+    self, Listable, Record, kind_tests, list_name, one_value, order_prefix, partition_prefix, total_key, value_key,
 };
 use crate::storage::tables::{COUNTERS, StoreTable};
 
@@ -83,40 +86,34 @@ impl ListQuery {
     /// Whether a record of this summary is on `store`'s list at `now` (timed filters read the
     /// clock).
     fn accepts<R: Record>(&self, summary: &Summary, store: Uuid, now: i64) -> bool {
-        let list = &R::LIST;
+        let tests = kind_tests::<R>();
         list_names::accepts(
             summary,
             &self.filters,
             &self.ranges,
             self.search.as_deref(),
-            |i, v, values| match list.filters.get(i).map(|f| f.kind) {
-                Some(FilterKind::Timed { state, .. }) => {
-                    let state = state(&times_of(v), now).as_bytes();
-                    values.iter().any(|x| x == state)
-                }
-                _ => values.iter().any(|x| x == v),
+            |i, v, values| match (tests.timed)(i, v, now) {
+                Some((state, _)) => values.iter().any(|x| x == state.as_bytes()),
+                None => values.iter().any(|x| x == v),
             },
-            |text, q| list.search.as_ref().is_some_and(|s| (s.matches)(text, q, store)),
+            |text, q| tests.search.is_some_and(|m| m(text, q, store)),
         )
     }
 
-    /// The view this list is, when it is one: several filtered fields, a range or a text
-    /// search, and no timed filter (a timed state changes with the clock, not with writes).
+    /// The view this list is: its filters (each value once), ranges and text search.
     fn view<R: Record>(&self) -> Option<View> {
         let list = &R::LIST;
-        if self.filters.iter().any(|(i, _)| list.filters.get(*i).is_none_or(|f| !f.counted())) {
-            return None;
-        }
         let mut filters: Vec<(usize, Vec<Vec<u8>>)> = self.filters.iter().map(|(i, values)| (*i, distinct(values))).collect();
         filters.sort_unstable();
         let mut ranges = self.ranges.clone();
         ranges.sort_unstable();
-        Some(View { filters, ranges, search: self.search.clone() })
+        let timed = filters.iter().any(|(i, _)| list.filters.get(*i).is_some_and(|f| !f.counted()));
+        Some(View { filters, timed, ranges, search: self.search.clone() })
     }
 }
 
 /// A page of `R` of `store` as `q` asks, timed filters read at `now` (Unix ms, from the clock):
-/// from the lists held in `orders` (every list but one with a timed filter), else walked in
+/// from the lists held in `orders` (every list but a view too large to name), else walked in
 /// `db`.
 pub async fn page<R: Record>(
     db: &Arc<Database>,
@@ -126,7 +123,7 @@ pub async fn page<R: Record>(
     now: i64,
 ) -> ApiResult<Listed<R>> {
     let Some(held) = held_lists::<R>(q) else { return page_from_rows(&db.begin_read()?, store, q, now) };
-    let search = R::LIST.search.as_ref().map(|s| s.matches);
+    let tests = kind_tests::<R>();
     let (desc, offset, limit) = (q.desc, q.offset, q.limit);
     // One list answers the page itself; several (a filter's values) each give their head up to
     // the page's end, merged in the list's order.
@@ -135,9 +132,9 @@ pub async fn page<R: Record>(
     let (mut keys, mut total) = (Vec::new(), 0);
     for name in held {
         let (db, built) = (db.clone(), name.clone());
-        let (id, build) = ((store, ListName::Record(name)), move || build_list(&db, store, &built, search));
+        let (id, build) = ((store, ListName::Record(name)), move || build_list(&db, store, &built, Some(tests), now));
         let (mut head, len) = orders
-            .read(id, build, move |l| {
+            .read(id, now, build, move |l| {
                 let (keys, len) = l.page(desc, from, take);
                 (keys.into_iter().map(Box::from).collect::<Vec<Box<[u8]>>>(), len)
             })
@@ -159,8 +156,8 @@ pub async fn page<R: Record>(
 }
 
 /// The names of the held lists that answer `q` (one, or one per value of its one filtered
-/// field): `None` when `q` must be walked (a timed filter, a view too large to name, or a
-/// record never listed).
+/// field): `None` when `q` must be walked (a view too large to name, or a record never
+/// listed).
 fn held_lists<R: Record>(q: &ListQuery) -> Option<Vec<Arc<[u8]>>> {
     let list = &R::LIST;
     list.order?;
@@ -185,21 +182,22 @@ fn distinct(values: &[Vec<u8>]) -> Vec<Vec<u8>> {
 }
 
 /// Whether list `name` can be built by name alone (warmed from the restart hint): all but a
-/// view with a text query, whose test is its record kind's.
+/// view with a text query or a timed filter, whose tests are its record kind's.
 pub fn builds_by_name(name: &[u8]) -> bool {
-    ListParts::of(name).is_some_and(|p| !matches!(p.keeps, Keeps::View(View { search: Some(_), .. })))
+    ListParts::of(name).is_some_and(|p| !matches!(p.keeps, Keeps::View(View { search: Some(_), .. } | View { timed: true, .. })))
 }
 
 /// Builds the keys of record list `name` of `store` from the order rows committed when it is
 /// called: the sort's rows, or a filter value's partition (the default order), or the sort's
-/// rows kept to what the list keeps by their summaries (`search`: the record kind's text test,
-/// for a view with a query); a large list is read in parts, one per core
-/// ([`read::scan_split`]). A name not made by `record::list_name` (a damaged hint) builds an
-/// empty list.
-pub fn build_list(db: &Database, store: Uuid, name: &[u8], search: Option<Matches>) -> ApiResult<Vec<Keys>> {
-    let Some(parts) = ListParts::of(name) else { return Ok(Vec::new()) };
-    if search.is_none() && !builds_by_name(name) {
-        return Err(ApiError::internal("a view with a text query is built by its record's list"));
+/// rows kept to what the list keeps by their summaries (`tests`: the record kind's, for a view
+/// with a query or a timed filter, whose states are read at `now`, and the first moment after
+/// it one of them may change found among every row); a large list is read in parts, one per
+/// core ([`read::scan_split`]). A name not made by `record::list_name` (a damaged hint) builds
+/// an empty list.
+pub fn build_list(db: &Database, store: Uuid, name: &[u8], tests: Option<KindTests>, now: i64) -> ApiResult<Built> {
+    let Some(parts) = ListParts::of(name) else { return Ok(Vec::new().into()) };
+    if tests.is_none() && !builds_by_name(name) {
+        return Err(ApiError::internal("a view with a text query or a timed filter is built by its record's list"));
     }
     let txn = db.begin_read()?;
     let rows = order_prefix(store, parts.scope, parts.tag);
@@ -208,14 +206,25 @@ pub fn build_list(db: &Database, store: Uuid, name: &[u8], search: Option<Matche
         Keeps::Partition(i, value) => (partition_prefix(store, parts.scope, *i, value), false),
         Keeps::Summaries(..) | Keeps::View(_) => (rows, true),
     };
-    let keeps = &parts.keeps;
-    read::scan_split(&txn, parts.order, &prefix, read::build_threads(), Keys::default, |keys, k, v| {
-        if tested && !keeps.accepts(&decode(v)?, store, search) {
-            return Ok(());
+    let (keeps, tests) = (&parts.keeps, tests.as_ref());
+    // A timed view's end: the first moment after `now` at which any row read may change state.
+    let until = AtomicI64::new(i64::MAX);
+    let timed = tests.filter(|_| keeps.is_timed());
+    let parts = read::scan_split(&txn, parts.order, &prefix, read::build_threads(), Keys::default, |keys, k, v| {
+        if tested {
+            let summary: Summary = decode(v)?;
+            if let Some(next) = timed.and_then(|t| keeps.changes(&summary, t, now)) {
+                until.fetch_min(next, Ordering::Relaxed);
+            }
+            if !keeps.accepts(&summary, store, tests, now) {
+                return Ok(());
+            }
         }
         keys.push(k.get(prefix.len()..).unwrap_or_default());
         Ok(())
-    })
+    })?;
+    let until = until.into_inner();
+    Ok(Built { parts, until: (until != i64::MAX).then_some(until) })
 }
 
 /// A page of `R` read from its order rows in redb alone (walked, as the module says, when no

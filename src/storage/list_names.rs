@@ -7,6 +7,13 @@
 //! keeps and moves the key in or out (`storage::list_orders`). So one mechanism keeps every
 //! list in step: all records, one filter value, and views (a conjunction of filter values,
 //! ranges and a text query), whatever the list asked for.
+//!
+//! A view on a timed filter (a state the clock changes, not a write: a gift card expiring)
+//! holds the records' states at one moment, its `from`, and is right until the first moment
+//! after it at which any record of its kind may change state, its `until`: the build finds that
+//! moment among every row it reads, each write tests its record at `from` and brings `until`
+//! forward to the record's own next change, and a read at a moment outside `[from, until)`
+//! builds the view again.
 
 use std::sync::Arc;
 
@@ -27,6 +34,20 @@ pub(crate) struct Summary {
 /// How a record's search text is tested against a query: `(text, query, store)`.
 pub type Matches = fn(&str, &str, Uuid) -> bool;
 
+/// Timed filter `i`'s state for the stored times `value` at moment `at`, and the first moment
+/// after `at` at which it may differ (`None`: never): `(i, value, at)`. `None` for a filter
+/// that is not timed.
+pub type TimedState = fn(usize, &[u8], i64) -> Option<(&'static str, Option<i64>)>;
+
+/// What a record kind's lists test that their names do not say (`record::kind_tests`).
+#[derive(Debug, Clone, Copy)]
+pub struct KindTests {
+    /// How its search text matches a query (views with a query keep nothing without it).
+    pub search: Option<Matches>,
+    /// Its timed filters' states (timed views keep nothing without it).
+    pub timed: TimedState,
+}
+
 /// What a list keeps of a record kind's records, in one sort.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Keeps {
@@ -42,13 +63,16 @@ pub(crate) enum Keeps {
 }
 
 /// A list kept to several filters, ranges or a text query: the records whose summary has, for
-/// each filter, one of its values, whose range values lie within each range (bounds included)
-/// and whose text the query matches. Timed filters are not kept in views: their state changes
-/// with the clock, not with writes (such lists are walked).
+/// each filter, one of its values (for a timed filter, whose state at the view's moment is one
+/// of them), whose range values lie within each range (bounds included) and whose text the
+/// query matches.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct View {
     /// Filter (by position) → the values it accepts, each list sorted, by position.
     pub filters: Vec<(usize, Vec<Vec<u8>>)>,
+    /// Whether one of `filters` is timed: the view holds the states of one moment (see the
+    /// module).
+    pub timed: bool,
     /// Range (by position) → inclusive bounds, Unix milliseconds, by position.
     pub ranges: Vec<(usize, Option<i64>, Option<i64>)>,
     /// The query as the record's search normalises it.
@@ -56,9 +80,10 @@ pub(crate) struct View {
 }
 
 impl Keeps {
-    /// Whether a record of summary `s` of `store` belongs in the list. `search` is the record
-    /// kind's text test (a view with a query keeps nothing without it).
-    pub fn accepts(&self, s: &Summary, store: Uuid, search: Option<Matches>) -> bool {
+    /// Whether a record of summary `s` of `store` belongs in the list at moment `at` (only a
+    /// timed view reads it). `tests` are the record kind's (a view with a query or a timed
+    /// filter keeps nothing without them).
+    pub fn accepts(&self, s: &Summary, store: Uuid, tests: Option<&KindTests>, at: i64) -> bool {
         match self {
             Keeps::All => true,
             Keeps::Partition(i, value) | Keeps::Summaries(i, value) => {
@@ -69,10 +94,29 @@ impl Keeps {
                 &v.filters,
                 &v.ranges,
                 v.search.as_deref(),
-                |_, value, values| values.iter().any(|x| x == value),
-                |text, q| search.is_some_and(|m| m(text, q, store)),
+                |i, value, values| match tests.filter(|_| v.timed).and_then(|t| (t.timed)(i, value, at)) {
+                    Some((state, _)) => values.iter().any(|x| x == state.as_bytes()),
+                    None => values.iter().any(|x| x == value),
+                },
+                |text, q| tests.and_then(|t| t.search).is_some_and(|m| m(text, q, store)),
             ),
         }
+    }
+
+    /// The first moment after `at` at which a record of summary `s` may enter or leave the
+    /// list with no write: the next change of its timed filters' states (`None` for a list that
+    /// keeps no timed filter, or a record whose states never change again).
+    pub fn changes(&self, s: &Summary, tests: &KindTests, at: i64) -> Option<i64> {
+        let Keeps::View(v) = self else { return None };
+        if !v.timed {
+            return None;
+        }
+        v.filters.iter().filter_map(|(i, _)| (tests.timed)(*i, s.filters.get(*i)?.as_deref()?, at)?.1).min()
+    }
+
+    /// Whether the list holds the states of one moment (a view on a timed filter).
+    pub fn is_timed(&self) -> bool {
+        matches!(self, Keeps::View(View { timed: true, .. }))
     }
 }
 
@@ -99,6 +143,7 @@ const ALL: u8 = 0;
 const PARTITION: u8 = 1;
 const SUMMARIES: u8 = 2;
 const VIEW: u8 = 3;
+const TIMED_VIEW: u8 = 4;
 
 /// The name of a record list: `kind` (what the names of a record kind's lists under one scope
 /// start with), the sort's tag, and what it keeps. `None` when a view cannot be named (more
@@ -115,7 +160,7 @@ pub(crate) fn name(kind: &[u8], tag: u8, keeps: &Keeps) -> Option<Arc<[u8]>> {
             name.extend_from_slice(value);
         }
         Keeps::View(v) => {
-            name.push(VIEW);
+            name.push(if v.timed { TIMED_VIEW } else { VIEW });
             v.encode(&mut name)?;
         }
     }
@@ -214,7 +259,7 @@ impl ListParts {
             (ALL, None) => Keeps::All,
             (PARTITION, Some((&i, value))) => Keeps::Partition(i as usize, value.to_vec()),
             (SUMMARIES, Some((&i, value))) => Keeps::Summaries(i as usize, value.to_vec()),
-            (VIEW, _) => Keeps::View(View::decode(rest)?),
+            (VIEW | TIMED_VIEW, _) => Keeps::View(View { timed: source == TIMED_VIEW, ..View::decode(rest)? }),
             _ => return None,
         };
         Some(ListParts { order, scope, kind_len, tag, keeps })
@@ -242,26 +287,32 @@ pub struct RecordChange {
     pub kind: Box<[u8]>,
     pub old: Option<Side>,
     pub new: Option<Side>,
-    /// The record kind's text test, for views with a query.
-    pub search: Option<Matches>,
+    pub tests: KindTests,
 }
 
 impl RecordChange {
-    /// What the change does to a list that keeps `keeps` in sort `tag`: the key it removes
+    /// What the change does to a list that keeps `keeps` in sort `tag`, holding the states of
+    /// moment `at` (a timed view's `from`; any moment for another list): the key it removes
     /// and the key it inserts (neither when the record stays where it was, or out).
-    pub(crate) fn moves(&self, tag: u8, keeps: &Keeps) -> (Option<&[u8]>, Option<&[u8]>) {
-        let (old, new) = (self.side(&self.old, tag, keeps), self.side(&self.new, tag, keeps));
+    pub(crate) fn moves(&self, tag: u8, keeps: &Keeps, at: i64) -> (Option<&[u8]>, Option<&[u8]>) {
+        let (old, new) = (self.side(&self.old, tag, keeps, at), self.side(&self.new, tag, keeps, at));
         if old == new { (None, None) } else { (old, new) }
     }
 
+    /// The first moment after `at` at which the written record may enter or leave a list
+    /// keeping `keeps` with no write (see [`Keeps::changes`]).
+    pub(crate) fn changes(&self, keeps: &Keeps, at: i64) -> Option<i64> {
+        self.new.as_ref().and_then(|s| keeps.changes(&s.summary, &self.tests, at))
+    }
+
     /// The key one side has in the list, when the list keeps it.
-    fn side<'a>(&self, side: &'a Option<Side>, tag: u8, keeps: &Keeps) -> Option<&'a [u8]> {
-        side.as_ref().filter(|s| keeps.accepts(&s.summary, self.store, self.search)).and_then(|s| s.key(tag))
+    fn side<'a>(&self, side: &'a Option<Side>, tag: u8, keeps: &Keeps, at: i64) -> Option<&'a [u8]> {
+        side.as_ref().filter(|s| keeps.accepts(&s.summary, self.store, Some(&self.tests), at)).and_then(|s| s.key(tag))
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn summary(filters: &[Option<&str>], ranges: &[i64], text: &str) -> Summary {
@@ -275,6 +326,7 @@ mod tests {
     fn view() -> View {
         View {
             filters: vec![(0, vec![b"OPEN".to_vec(), b"PAID".to_vec()]), (2, vec![vec![0u8; 16]])],
+            timed: false,
             ranges: vec![(0, Some(-5), None), (1, None, Some(1_700_000_000_000))],
             search: Some("anna@".into()),
         }
@@ -289,6 +341,7 @@ mod tests {
                 Keeps::Partition(3, b"PAID".to_vec()),
                 Keeps::Summaries(1, vec![]),
                 Keeps::View(view()),
+                Keeps::View(View { timed: true, ..view() }),
                 Keeps::View(View::default()),
             ] {
                 let name = name(&kind, 4, &keeps).unwrap();
@@ -310,13 +363,14 @@ mod tests {
 
     #[test]
     fn a_view_keeps_a_record_with_one_value_of_each_filter_within_each_range_matching_the_query() {
-        let contains: Matches = |text, q, _| text.contains(q);
+        let contains = KindTests { search: Some(|text, q, _| text.contains(q)), timed: |_, _, _| None };
+        let contains = Some(&contains);
         let keeps = Keeps::View(view());
         let store = Uuid::nil();
         let id = std::str::from_utf8(&[0u8; 16]).unwrap().to_string();
         let yes = summary(&[Some("PAID"), None, Some(&id)], &[0, 1_600_000_000_000], "1001 anna@example.com");
-        assert!(keeps.accepts(&yes, store, Some(contains)));
-        assert!(!keeps.accepts(&yes, store, None), "a query needs the kind's text test");
+        assert!(keeps.accepts(&yes, store, contains, 0));
+        assert!(!keeps.accepts(&yes, store, None, 0), "a query needs the kind's text test");
         let cases = [
             summary(&[Some("CLOSED"), None, Some(&id)], &[0, 1_600_000_000_000], "anna@"),
             summary(&[Some("PAID"), None, None], &[0, 1_600_000_000_000], "anna@"),
@@ -325,11 +379,47 @@ mod tests {
             summary(&[Some("PAID"), None, Some(&id)], &[0, 1_600_000_000_000], "bob@"),
         ];
         for (n, s) in cases.iter().enumerate() {
-            assert!(!keeps.accepts(s, store, Some(contains)), "case {n}");
+            assert!(!keeps.accepts(s, store, contains, 0), "case {n}");
         }
         // The bounds themselves are inside.
         let edge = summary(&[Some("OPEN"), None, Some(&id)], &[-5, 1_700_000_000_000], "anna@");
-        assert!(keeps.accepts(&edge, store, Some(contains)));
+        assert!(keeps.accepts(&edge, store, contains, 0));
+    }
+
+    /// Timed filter 0's stored value is a moment, big-endian: "ACTIVE" before it, "EXPIRED"
+    /// from it on.
+    pub(crate) fn expiring() -> KindTests {
+        KindTests {
+            search: None,
+            timed: |i, value, at| {
+                let ends = i64::from_be_bytes(value.try_into().ok()?);
+                (i == 0).then_some(if at < ends { ("ACTIVE", Some(ends)) } else { ("EXPIRED", None) })
+            },
+        }
+    }
+
+    #[test]
+    fn a_timed_view_keeps_the_states_of_its_moment_and_says_when_the_next_may_change() {
+        let tests = expiring();
+        let keeps = Keeps::View(View { filters: vec![(0, vec![b"ACTIVE".to_vec()])], timed: true, ..View::default() });
+        let ends = |at: i64| Summary { filters: vec![Some(at.to_be_bytes().to_vec())], ..Summary::default() };
+        let (store, card) = (Uuid::nil(), ends(1_000));
+        assert!(keeps.accepts(&card, store, Some(&tests), 999));
+        assert!(!keeps.accepts(&card, store, Some(&tests), 1_000), "expired at its moment");
+        assert!(!keeps.accepts(&card, store, None, 999), "a timed view needs the kind's tests");
+        assert_eq!(keeps.changes(&card, &tests, 999), Some(1_000));
+        assert_eq!(keeps.changes(&card, &tests, 1_000), None, "expired for good");
+        // The same value in a view not marked timed is compared as bytes; a list of every
+        // record never changes with the clock.
+        let untimed = Keeps::View(View { filters: vec![(0, vec![b"ACTIVE".to_vec()])], ..View::default() });
+        assert!(!untimed.accepts(&card, store, Some(&tests), 999));
+        assert_eq!((untimed.changes(&card, &tests, 999), Keeps::All.changes(&card, &tests, 999)), (None, None));
+        // A write is tested at the view's moment, and says its own next change.
+        let side = |at: i64| Side { summary: ends(at), keys: vec![(0, vec![at as u8].into())] };
+        let renewed = RecordChange { store, kind: vec![0, 7, 0].into(), old: Some(side(1_000)), new: Some(side(2_000)), tests };
+        assert_eq!(renewed.moves(0, &keeps, 999), (Some(&[232u8][..]), Some(&[208u8][..])));
+        assert_eq!(renewed.moves(0, &keeps, 1_500), (None, Some(&[208u8][..])), "it was expired at 1,500");
+        assert_eq!(renewed.changes(&keeps, 1_500), Some(2_000));
     }
 
     #[test]
@@ -340,16 +430,16 @@ mod tests {
             kind: vec![0, 7, 0].into(),
             old,
             new,
-            search: None,
+            tests: expiring(),
         };
         let paid = Keeps::Summaries(0, b"PAID".to_vec());
         let entered = change(Some(side("OPEN", 1)), Some(side("PAID", 1)));
-        assert_eq!(entered.moves(0, &paid), (None, Some(&[1u8][..])));
-        assert_eq!(entered.moves(0, &Keeps::All), (None, None), "the same key in a list of every record");
+        assert_eq!(entered.moves(0, &paid, 0), (None, Some(&[1u8][..])));
+        assert_eq!(entered.moves(0, &Keeps::All, 0), (None, None), "the same key in a list of every record");
         let moved = change(Some(side("PAID", 1)), Some(side("PAID", 2)));
-        assert_eq!(moved.moves(0, &paid), (Some(&[1u8][..]), Some(&[2u8][..])));
+        assert_eq!(moved.moves(0, &paid, 0), (Some(&[1u8][..]), Some(&[2u8][..])));
         let deleted = change(Some(side("PAID", 1)), None);
-        assert_eq!(deleted.moves(0, &paid), (Some(&[1u8][..]), None));
-        assert_eq!(deleted.moves(5, &paid), (None, None), "no key in a sort it has none in");
+        assert_eq!(deleted.moves(0, &paid, 0), (Some(&[1u8][..]), None));
+        assert_eq!(deleted.moves(5, &paid, 0), (None, None), "no key in a sort it has none in");
     }
 }

@@ -338,6 +338,7 @@ mod tests {
             let all = orders
                 .read(
                     id.clone(),
+                    0,
                     move || Ok(vec![keys(n, i as u8)]),
                     |l| l.page(false, 0, usize::MAX).0.iter().map(|k| k.to_vec()).collect(),
                 )

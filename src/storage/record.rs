@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::error::{ApiError, ApiResult};
 use crate::storage::codec::{decode, encode};
 use crate::storage::keys::Key;
-use crate::storage::list_names::{self, Keeps, RecordChange, Side, Summary};
+use crate::storage::list_names::{self, Keeps, KindTests, RecordChange, Side, Summary};
 use crate::storage::read;
 use crate::storage::tables::{COUNTERS, StoreTable};
 use crate::storage::writer::{Rows, Tx};
@@ -140,23 +140,26 @@ impl<R> Filter<R> {
     }
 
     /// A state that changes with time alone: `value` gives the stored times
-    /// ([`FilterValue::Times`]) and `state` names the state they make at a moment of the clock.
-    /// Not counted: a timed filter's list is walked.
+    /// ([`FilterValue::Times`]), `state` names the state they make at a moment of the clock and
+    /// `changes` the first moment after it at which that state may differ (`None`: never).
+    /// Not counted (a count would go stale as the clock moves): its lists are views that hold
+    /// the states of one moment until the first such change (`storage::list_names`).
     pub const fn timed(
         name: &'static str,
         values: &'static [&'static str],
         value: fn(&R) -> Option<FilterValue>,
         state: fn(&[i64], i64) -> &'static str,
+        changes: fn(&[i64], i64) -> Option<i64>,
         doc: &'static str,
     ) -> Self {
-        Filter { name, alias: None, kind: FilterKind::Timed { values, any: None, state }, value, doc }
+        Filter { name, alias: None, kind: FilterKind::Timed { values, any: None, state, changes }, value, doc }
     }
 
     /// `value` (any case) asks for every value: no filter.
     pub const fn any(mut self, value: &'static str) -> Self {
         self.kind = match self.kind {
             FilterKind::Enum { values, .. } => FilterKind::Enum { values, any: Some(value) },
-            FilterKind::Timed { values, state, .. } => FilterKind::Timed { values, any: Some(value), state },
+            FilterKind::Timed { values, state, changes, .. } => FilterKind::Timed { values, any: Some(value), state, changes },
             kind => kind,
         };
         self
@@ -197,8 +200,13 @@ pub enum FilterKind {
     /// `pattern` states in the document the values `normalise` accepts.
     Code { normalise: fn(&str) -> Option<String>, invalid: &'static str, pattern: &'static str },
     /// One of fixed names, each a state of the record's stored times at the list's moment;
-    /// `any` as for [`FilterKind::Enum`].
-    Timed { values: &'static [&'static str], any: Option<&'static str>, state: fn(&[i64], i64) -> &'static str },
+    /// `any` as for [`FilterKind::Enum`]; see [`Filter::timed`].
+    Timed {
+        values: &'static [&'static str],
+        any: Option<&'static str>,
+        state: fn(&[i64], i64) -> &'static str,
+        changes: fn(&[i64], i64) -> Option<i64>,
+    },
     /// A boolean parameter, false unless given: false lists the records shown only.
     Hidden,
 }
@@ -436,6 +444,23 @@ pub(crate) fn one_value<R: Record>(tag: u8, i: usize, value: Vec<u8>) -> Keeps {
     }
 }
 
+/// What `R`'s lists test that their names do not say: its text search and its timed filters.
+pub(crate) fn kind_tests<R: Listable>() -> KindTests {
+    KindTests { search: R::LIST.search.as_ref().map(|s| s.matches), timed: timed_state::<R> }
+}
+
+/// Timed filter `i` of `R` for its stored times `value` at moment `at`: the state they make and
+/// the first moment after `at` it may differ. `None` when filter `i` is not timed.
+fn timed_state<R: Listable>(i: usize, value: &[u8], at: i64) -> Option<(&'static str, Option<i64>)> {
+    match R::LIST.filters.get(i)?.kind {
+        FilterKind::Timed { state, changes, .. } => {
+            let times = times_of(value);
+            Some((state(&times, at), changes(&times, at)))
+        }
+        _ => None,
+    }
+}
+
 /// What the names of `R`'s lists under `scope` start with.
 fn lists_of<R: Record>(scope: Option<Uuid>) -> Vec<u8> {
     let mut name = R::LIST.order.map(|t| t.index).unwrap_or(u16::MAX).to_be_bytes().to_vec();
@@ -567,7 +592,7 @@ pub fn write<R: Record>(tx: &mut Tx, store: Uuid, old: Option<&R>, new: Option<&
             kind: lists_of::<R>(scope).into(),
             old: old.zip(old_summary).map(|(r, s)| side(r, s)),
             new: new.zip(new_summary).map(|(r, s)| side(r, s)),
-            search: R::LIST.search.as_ref().map(|s| s.matches),
+            tests: kind_tests::<R>(),
         });
     }
     let claims = |r: Option<&R>| r.map(|r| r.claims(store)).transpose().map(Option::unwrap_or_default);

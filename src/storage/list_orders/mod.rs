@@ -22,7 +22,7 @@
 //! reads it first (a reader, or the snapshot's loader) loads it from the file instead of
 //! building it.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::{Semaphore, watch};
@@ -96,6 +96,48 @@ pub fn read_id(bytes: &[u8]) -> Option<(ListId, &[u8])> {
 /// bytes are damaged, after saying so).
 pub type SavedList = Box<dyn FnOnce() -> Option<Ranked> + Send>;
 
+/// What a build read: the list's keys in parts, and for a timed view the first moment after
+/// the build's at which a record it read may change state (see `storage::list_names`).
+pub struct Built {
+    pub parts: Vec<Keys>,
+    pub until: Option<i64>,
+}
+
+impl From<Vec<Keys>> for Built {
+    fn from(parts: Vec<Keys>) -> Built {
+        Built { parts, until: None }
+    }
+}
+
+/// The moments a timed view's keys are right for: its records' states at `from`, until
+/// `until`, the first moment after it at which one of them may change (writes bring it
+/// forward). A read at a moment outside builds the view again.
+struct Valid {
+    from: i64,
+    until: AtomicI64,
+}
+
+impl Valid {
+    fn new(from: i64, until: Option<i64>) -> Valid {
+        Valid { from, until: AtomicI64::new(until.unwrap_or(i64::MAX)) }
+    }
+
+    fn holds(&self, now: i64) -> bool {
+        now >= self.from && now < self.until.load(Ordering::Acquire)
+    }
+
+    fn bring_forward(&self, to: Option<i64>) {
+        if let Some(to) = to {
+            self.until.fetch_min(to, Ordering::AcqRel);
+        }
+    }
+}
+
+/// Whether list `id` is a timed view (it holds the states of one moment).
+fn is_timed(id: &ListId) -> bool {
+    matches!(&id.1, ListName::Record(name) if ListParts::of(name).is_some_and(|p| p.keeps.is_timed()))
+}
+
 /// One list change recorded by a write job.
 pub struct Change {
     pub store: Uuid,
@@ -149,6 +191,8 @@ struct Loaded {
     list: RwLock<HeldList>,
     /// When the list was last read, on [`ListOrders::clock`].
     used: AtomicU64,
+    /// For a timed view, the moments it is right for.
+    valid: Option<Valid>,
 }
 
 impl Loaded {
@@ -164,11 +208,14 @@ struct Loading {
     queue: Mutex<Vec<Change>>,
     done: watch::Sender<bool>,
     saved: Mutex<Option<SavedList>>,
+    /// For a timed view, the moment it is built for, and how far the writes meanwhile brought
+    /// its end forward.
+    valid: Option<Valid>,
 }
 
 impl Loading {
-    fn new(saved: Option<SavedList>) -> Arc<Loading> {
-        Arc::new(Loading { queue: Mutex::default(), done: watch::channel(false).0, saved: Mutex::new(saved) })
+    fn new(saved: Option<SavedList>, valid: Option<Valid>) -> Arc<Loading> {
+        Arc::new(Loading { queue: Mutex::default(), done: watch::channel(false).0, saved: Mutex::new(saved), valid })
     }
 
     /// The saved form, to the one caller that takes it.
@@ -180,6 +227,8 @@ impl Loading {
 /// What a reader found when it looked for its list.
 enum Look {
     Absent,
+    /// A timed view held for other moments than the read's.
+    Stale(Arc<Loaded>),
     Wait(watch::Receiver<bool>),
     Saved(Arc<Loading>, SavedList),
 }
@@ -187,6 +236,15 @@ enum Look {
 enum Slot {
     Loading(Arc<Loading>),
     Loaded(Arc<Loaded>),
+}
+
+impl Slot {
+    fn valid(&self) -> Option<&Valid> {
+        match self {
+            Slot::Loading(l) => l.valid.as_ref(),
+            Slot::Loaded(l) => l.valid.as_ref(),
+        }
+    }
 }
 
 /// Ends a build, however it ends: a slot still loading (the build failed or was abandoned) is
@@ -263,7 +321,7 @@ impl ListOrders {
             let Ok(lists) = self.lists.read() else { return };
             for c in changes.drain(..) {
                 let id = (c.store, c.list);
-                self.change(&lists, id, c.key, c.insert);
+                self.change(lists.get(&id), id, c.key, c.insert);
             }
         }
         self.keep_to_budget();
@@ -271,7 +329,8 @@ impl ListOrders {
 
     /// Applies a committed batch's writes of listed records, in order, leaving `records`
     /// empty: each held list of the record's store and kind takes the record in, lets it go or
-    /// moves it, as its old and new summaries say.
+    /// moves it, as its old and new summaries say (a timed view, as they are at its `from`,
+    /// its end brought forward to the record's next change of state).
     pub fn apply_records(&self, records: &mut Vec<RecordChange>) {
         if records.is_empty() {
             return;
@@ -280,13 +339,18 @@ impl ListOrders {
             let Ok(lists) = self.lists.read() else { return };
             for rc in records.drain(..) {
                 for m in lists.members_of(rc.store, &rc.kind) {
-                    let (out, into) = rc.moves(m.tag, &m.keeps);
                     let id = || (rc.store, ListName::Record(m.name.clone()));
-                    if let Some(key) = out {
-                        self.change(&lists, id(), key.into(), false);
+                    let valid = if m.keeps.is_timed() { lists.get(&id()).and_then(Slot::valid) } else { None };
+                    let at = valid.map_or(0, |v| v.from);
+                    if let Some(v) = valid {
+                        v.bring_forward(rc.changes(&m.keeps, at));
                     }
-                    if let Some(key) = into {
-                        self.change(&lists, id(), key.into(), true);
+                    let (out, into) = rc.moves(m.tag, &m.keeps, at);
+                    for (key, insert) in [(out, false), (into, true)] {
+                        if let Some(key) = key {
+                            let id = id();
+                            self.change(lists.get(&id), id, key.into(), insert);
+                        }
                     }
                 }
             }
@@ -294,9 +358,10 @@ impl ListOrders {
         self.keep_to_budget();
     }
 
-    /// Inserts or removes `key` in list `id`: at once when held, queued while it is built.
-    fn change(&self, lists: &Slots<Slot>, id: ListId, key: Box<[u8]>, insert: bool) {
-        match lists.get(&id) {
+    /// Inserts or removes `key` in list `id` (held in `slot`): at once when held, queued while
+    /// it is built.
+    fn change(&self, slot: Option<&Slot>, id: ListId, key: Box<[u8]>, insert: bool) {
+        match slot {
             Some(Slot::Loaded(l)) => {
                 if let Ok(mut list) = l.list.write() {
                     self.meter.change(list.apply(&key, insert), 0);
@@ -320,27 +385,31 @@ impl ListOrders {
         }
     }
 
-    /// Runs `read` on list `id`, building it first with `build` (which must read the store's
-    /// committed rows in a snapshot it takes when called) if it is not held. Builds run on the
-    /// blocking pool, at most [`BUILDERS`] at once; a second reader of a list being built waits
-    /// for that build instead of starting its own.
-    pub async fn read<T>(
+    /// Runs `read` on list `id` as it is at moment `now` (only a timed view tells moments
+    /// apart), building it first with `build` (which must read the store's committed rows in a
+    /// snapshot it takes when called, a timed view's states at `now`) if it is not held, or
+    /// held for other moments. Builds run on the blocking pool, at most [`BUILDERS`] at once;
+    /// a second reader of a list being built waits for that build instead of starting its own.
+    pub async fn read<T, B>(
         self: &Arc<Self>,
         id: ListId,
-        build: impl FnOnce() -> ApiResult<Vec<Keys>> + Send + 'static,
+        now: i64,
+        build: impl FnOnce() -> ApiResult<B> + Send + 'static,
         read: impl FnOnce(&HeldList) -> T + Send + 'static,
     ) -> ApiResult<T>
     where
         T: Send + 'static,
+        B: Into<Built>,
     {
         let tick = self.clock.fetch_add(1, Ordering::Relaxed);
         let saved = loop {
             let look = match self.lists.read().map_err(|_| poisoned())?.get(&id) {
-                Some(Slot::Loaded(l)) => {
+                Some(Slot::Loaded(l)) if l.valid.as_ref().is_none_or(|v| v.holds(now)) => {
                     self.meter.hit();
                     l.used.store(tick, Ordering::Relaxed);
                     return Ok(read(&*l.list.read().map_err(|_| poisoned())?));
                 }
+                Some(Slot::Loaded(l)) => Look::Stale(l.clone()),
                 Some(Slot::Loading(b)) => match b.claim() {
                     Some(saved) => Look::Saved(b.clone(), saved),
                     None => Look::Wait(b.done.subscribe()),
@@ -352,6 +421,13 @@ impl ListOrders {
                     // The build publishes or gives up; either way, look again.
                     let _ = done.wait_for(|d| *d).await;
                 }
+                Look::Stale(stale) => {
+                    let mut lists = self.lists.write().map_err(|_| poisoned())?;
+                    if matches!(lists.get(&id), Some(Slot::Loaded(l)) if Arc::ptr_eq(l, &stale)) {
+                        lists.remove(&id);
+                        self.meter.change(-(stale.bytes() as i64), -1);
+                    }
+                }
                 Look::Saved(loading, saved) => break Some((loading, saved)),
                 Look::Absent => break None,
             }
@@ -360,7 +436,7 @@ impl ListOrders {
         let (loading, saved) = match saved {
             Some((loading, saved)) => (loading, Some(saved)),
             None => {
-                let loading = Loading::new(None);
+                let loading = Loading::new(None, is_timed(&id).then(|| Valid::new(now, None)));
                 let taken = {
                     let mut lists = self.lists.write().map_err(|_| poisoned())?;
                     let taken = lists.contains_key(&id);
@@ -372,7 +448,7 @@ impl ListOrders {
                 };
                 if taken {
                     // Another reader started a build between the look and the lock: wait for it.
-                    return Box::pin(self.read(id, build, read)).await;
+                    return Box::pin(self.read(id, now, build, read)).await;
                 }
                 (loading, None)
             }
@@ -389,8 +465,11 @@ impl ListOrders {
             // A saved form that proves damaged is built from the rows as if it were absent.
             let (orders, merged) = (guard.orders.clone(), id.clone());
             let make = move || match saved.and_then(|load| load()) {
-                Some(keys) => Ok(HeldList::of(keys)),
-                None => Ok(orders.merge(&merged, build()?)),
+                Some(keys) => Ok((HeldList::of(keys), None)),
+                None => {
+                    let built = build()?.into();
+                    Ok((orders.merge(&merged, built.parts), built.until))
+                }
             };
             guard.orders.build(id, &guard.loading, tick, make, read)
         })
@@ -407,8 +486,9 @@ impl ListOrders {
         self.clock.fetch_add(saved.len() as u64, Ordering::Relaxed);
         let mut marked = Vec::with_capacity(saved.len());
         for (id, load) in saved {
-            if !lists.contains_key(&id) {
-                lists.insert(id.clone(), Slot::Loading(Loading::new(Some(load))));
+            // A timed view is never saved (its moment is gone): one named is damage.
+            if !lists.contains_key(&id) && !is_timed(&id) {
+                lists.insert(id.clone(), Slot::Loading(Loading::new(Some(load), None)));
                 marked.push(id);
             }
         }
@@ -436,7 +516,10 @@ impl ListOrders {
                 continue;
             }
             self.meter.miss();
-            let make = move || saved().map(HeldList::of).ok_or_else(|| ApiError::internal("the saved list is damaged"));
+            let make = move || {
+                let list = saved().map(HeldList::of).ok_or_else(|| ApiError::internal("the saved list is damaged"))?;
+                Ok((list, None))
+            };
             if let Err(e) = self.build(id, &guard.loading, n - 1 - i as u64, make, |_| ()) {
                 tracing::debug!(error = %e, "a saved list was not loaded; it is built when next read");
             }
@@ -482,18 +565,19 @@ impl ListOrders {
         HeldList::build(parts)
     }
 
-    /// Makes list `id` with `make` (a build, or a load of its saved form), replays the changes
-    /// committed meanwhile, keeps it if it fits, and answers `read` from it.
+    /// Makes list `id` with `make` (a build, or a load of its saved form; with a timed view's
+    /// end as the build found it), replays the changes committed meanwhile, keeps it if it
+    /// fits, and answers `read` from it.
     fn build<T>(
         &self,
         id: ListId,
         loading: &Arc<Loading>,
         tick: u64,
-        make: impl FnOnce() -> ApiResult<HeldList>,
+        make: impl FnOnce() -> ApiResult<(HeldList, Option<i64>)>,
         read: impl FnOnce(&HeldList) -> T,
     ) -> ApiResult<T> {
         let started = std::time::Instant::now();
-        let mut list = make()?;
+        let (mut list, until) = make()?;
         // The map's write lock keeps `apply` out between draining the queue and publishing.
         let mut lists = self.lists.write().map_err(|_| poisoned())?;
         for c in std::mem::take(&mut *loading.queue.lock().map_err(|_| poisoned())?) {
@@ -511,7 +595,14 @@ impl ListOrders {
             let bytes = list.bytes;
             self.evict_for(&mut lists, bytes, Some(&id));
             self.meter.change(bytes as i64, 1);
-            lists.insert(id, Slot::Loaded(Arc::new(Loaded { list: RwLock::new(list), used: AtomicU64::new(tick) })));
+            // Writes since the build's snapshot brought the end forward as far as theirs.
+            let valid = loading.valid.as_ref().map(|v| {
+                let valid = Valid::new(v.from, until);
+                valid.bring_forward(Some(v.until.load(Ordering::Acquire)));
+                valid
+            });
+            let loaded = Loaded { list: RwLock::new(list), used: AtomicU64::new(tick), valid };
+            lists.insert(id, Slot::Loaded(Arc::new(loaded)));
         }
         Ok(answer)
     }
@@ -521,16 +612,17 @@ impl ListOrders {
         self.by_recency().into_iter().take(n).map(|(id, _)| id).collect()
     }
 
-    /// Runs `f` on every list held, the most recently read first (what a clean stop saves);
-    /// answers how many.
+    /// Runs `f` on every list held but timed views (whose moment would be gone), the most
+    /// recently read first (what a clean stop saves); answers how many.
     pub fn each_held<E>(&self, mut f: impl FnMut(&ListId, &Ranked) -> Result<(), E>) -> Result<usize, E> {
-        let held = self.by_recency();
-        for (id, loaded) in &held {
+        let mut n = 0;
+        for (id, loaded) in self.by_recency().iter().filter(|(_, l)| l.valid.is_none()) {
             if let Ok(list) = loaded.list.read() {
                 f(id, &list.keys)?;
+                n += 1;
             }
         }
-        Ok(held.len())
+        Ok(n)
     }
 
     /// Whether any list is held (built or read back).

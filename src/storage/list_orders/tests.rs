@@ -21,7 +21,7 @@ fn cost(ns: &[u8]) -> u64 {
 
 /// What the held list of `store` costs now.
 async fn held(orders: &Arc<ListOrders>, store: Uuid) -> u64 {
-    orders.read((store, ONE), || Ok(vec![Keys::default()]), |l| l.bytes as u64).await.unwrap()
+    orders.read((store, ONE), 0, || Ok(vec![Keys::default()]), |l| l.bytes as u64).await.unwrap()
 }
 
 fn change(store: Uuid, n: u8, insert: bool) -> Change {
@@ -38,11 +38,11 @@ async fn built_while(orders: &Arc<ListOrders>, id: ListId, ns: Vec<u8>, meanwhil
         meanwhile();
         Ok(vec![keys_of(&ns)])
     };
-    orders.read(id, build, |l| l.page(false, 0, 100).0.concat()).await.unwrap()
+    orders.read(id, 0, build, |l| l.page(false, 0, 100).0.concat()).await.unwrap()
 }
 
 async fn keys(orders: &Arc<ListOrders>, store: Uuid, build: Vec<u8>) -> Vec<u8> {
-    orders.read((store, ONE), move || Ok(vec![keys_of(&build)]), |l| l.page(false, 0, 100).0.concat()).await.unwrap()
+    orders.read((store, ONE), 0, move || Ok(vec![keys_of(&build)]), |l| l.page(false, 0, 100).0.concat()).await.unwrap()
 }
 
 #[tokio::test]
@@ -186,14 +186,15 @@ async fn the_loader_goes_hottest_first_and_stops_at_four_fifths_of_the_share_or_
 async fn a_failed_build_leaves_nothing_behind() {
     let orders = orders(1 << 20);
     let a = Uuid::from_u128(1);
-    let failed = orders.read((a, ONE), || Err(ApiError::internal("disk")), |l| l.len()).await;
+    let failed = orders.read((a, ONE), 0, || Err::<Vec<Keys>, _>(ApiError::internal("disk")), |l| l.len()).await;
     assert!(failed.is_err());
     assert_eq!(keys(&orders, a, vec![1]).await, vec![1], "the next read builds again");
 }
 
 mod records {
     use super::*;
-    use crate::storage::list_names::{Keeps, Side, Summary, View, name};
+    use crate::storage::list_names::tests::expiring;
+    use crate::storage::list_names::{Keeps, KindTests, Side, Summary, View, name};
 
     const KIND: [u8; 3] = [0, 7, 0];
 
@@ -220,11 +221,42 @@ mod records {
     }
 
     fn write(store: Uuid, old: Option<Side>, new: Option<Side>) -> RecordChange {
-        RecordChange { store, kind: KIND.to_vec().into(), old, new, search: None }
+        RecordChange { store, kind: KIND.to_vec().into(), old, new, tests: KindTests { search: None, timed: |_, _, _| None } }
+    }
+
+    /// The cards active at the view's moment (timed filter 0 keeps when each expires).
+    fn active() -> ListName {
+        list(Keeps::View(View { filters: vec![(0, vec![b"ACTIVE".to_vec()])], timed: true, ..View::default() }))
+    }
+
+    /// A card expiring at `ends`, at `key`, written.
+    fn card(store: Uuid, ends: i64, key: u8) -> RecordChange {
+        let summary = Summary { filters: vec![Some(ends.to_be_bytes().to_vec())], ..Summary::default() };
+        let new = Some(Side { summary, keys: vec![(0, key_of(key))] });
+        RecordChange { store, kind: KIND.to_vec().into(), old: None, new, tests: expiring() }
+    }
+
+    /// The active cards of `store` read at `now`; a build (counted in `builds`) finds `keys`,
+    /// the first to expire at `until`, while `meanwhile` runs.
+    async fn active_at(
+        orders: &Arc<ListOrders>,
+        store: Uuid,
+        now: i64,
+        (keys, until): (Vec<u8>, Option<i64>),
+        builds: &Arc<AtomicU64>,
+        meanwhile: impl FnOnce() + Send + 'static,
+    ) -> Vec<u8> {
+        let builds = builds.clone();
+        let build = move || {
+            builds.fetch_add(1, Ordering::Relaxed);
+            meanwhile();
+            Ok(Built { parts: vec![keys_of(&keys)], until })
+        };
+        orders.read((store, active()), now, build, |l| l.page(false, 0, 100).0.concat()).await.unwrap()
     }
 
     async fn read(orders: &Arc<ListOrders>, store: Uuid, list: ListName, build: Vec<u8>) -> Vec<u8> {
-        orders.read((store, list), move || Ok(vec![keys_of(&build)]), |l| l.page(false, 0, 100).0.concat()).await.unwrap()
+        orders.read((store, list), 0, move || Ok(vec![keys_of(&build)]), |l| l.page(false, 0, 100).0.concat()).await.unwrap()
     }
 
     #[tokio::test]
@@ -266,6 +298,31 @@ mod records {
     }
 
     #[tokio::test]
+    async fn a_timed_view_answers_until_a_record_may_change_state_and_is_built_again_from_then() {
+        let (orders, builds) = (orders(1 << 20), Arc::new(AtomicU64::new(0)));
+        let a = Uuid::from_u128(1);
+        let built = || builds.load(Ordering::Relaxed);
+        // Built at 100: card 1 is active, the first of the store to expire at 500.
+        assert_eq!(active_at(&orders, a, 100, (vec![1], Some(500)), &builds, || ()).await, vec![1]);
+        assert_eq!((active_at(&orders, a, 499, (vec![], None), &builds, || ()).await, built()), (vec![1], 1));
+        // A card written expiring at 400 enters (active at the view's moment) and brings its
+        // end forward; one expired at 100 already stays out.
+        orders.apply_records(&mut vec![card(a, 400, 2), card(a, 90, 3)]);
+        assert_eq!((active_at(&orders, a, 399, (vec![], None), &builds, || ()).await, built()), (vec![1, 2], 1));
+        assert_eq!((active_at(&orders, a, 400, (vec![1], Some(500)), &builds, || ()).await, built()), (vec![1], 2));
+        // A read at a moment before the view's builds it again too.
+        assert_eq!((active_at(&orders, a, 350, (vec![1, 2], Some(400)), &builds, || ()).await, built()), (vec![1, 2], 3));
+        // A write committed during a build brings the built view's end forward as well.
+        let during = orders.clone();
+        let committed = move || during.apply_records(&mut vec![card(a, 360, 4)]);
+        orders.forget(a);
+        assert_eq!(active_at(&orders, a, 355, (vec![1, 2], Some(400)), &builds, committed).await, vec![1, 2, 4]);
+        assert_eq!((active_at(&orders, a, 360, (vec![1, 2], Some(400)), &builds, || ()).await, built()), (vec![1, 2], 5));
+        // Its moment gone at a restart, a timed view is never saved.
+        assert_eq!(orders.each_held(|_, _| Ok::<(), ()>(())), Ok(0));
+    }
+
+    #[tokio::test]
     async fn a_store_and_kind_hold_a_bounded_number_of_views_and_drop_the_one_read_longest_ago() {
         let orders = orders(1 << 20);
         let a = Uuid::from_u128(1);
@@ -298,6 +355,7 @@ async fn a_builds_merge_is_counted_while_it_runs_so_lists_read_longest_ago_give_
     let seen = orders
         .read(
             (c, ONE),
+            0,
             move || {
                 // Before the merge: both lists held, nothing reserved yet.
                 assert_eq!(during.meter.bytes(), 2 * cost(&built));
