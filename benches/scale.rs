@@ -21,7 +21,8 @@
 //! - `SCALE_STORES`: comma list of store counts (default `100`; empty for none),
 //! - `SCALE_STORE_PRODUCTS`: products per store in those rows (default 100),
 //! - `SCALE_MEMORY`: passed as `--memory` (default: the binary's own, half the machine's memory),
-//! - `BENCH_SECONDS`: measured seconds per throughput scenario (default 5).
+//! - `BENCH_SECONDS`: measured seconds per throughput scenario (default 5),
+//! - `BENCH_SHOPCELL`: the binary to serve (an earlier build's, or one under a profiler).
 //!
 //! Timings are printed, never asserted.
 
@@ -43,7 +44,6 @@ use serde_json::json;
 use shopcell::memory::human;
 use tokio::runtime::Runtime;
 
-const BINARY: &str = env!("CARGO_BIN_EXE_shopcell");
 /// Requests in flight while seeding, as in the load scenarios.
 const SEED_CONCURRENCY: usize = 64;
 /// Products created per batch: the load generator keeps every answer of a batch, and a million
@@ -204,7 +204,7 @@ struct Row {
 }
 
 fn run_row(shape: Shape, settings: &Settings, load: &Runtime, flags: &[&str]) -> Result<Row, BoxError> {
-    let server = ServerProcess::spawn_with(BINARY, flags)?;
+    let server = ServerProcess::spawn_with(&common::served_binary(), flags)?;
     let endpoint = Endpoint::new(server.addr);
     let key = server.service_key()?;
     let idle = Memory::of(&load.block_on(scrape(&endpoint, &key))?)?;
@@ -233,7 +233,7 @@ fn run_row(shape: Shape, settings: &Settings, load: &Runtime, flags: &[&str]) ->
     println!("on disk after stop: {} ({} of it the search index)", human(disk), human(disk_search));
 
     let started = Instant::now();
-    let server = ServerProcess::start(BINARY, dir, flags)?;
+    let server = ServerProcess::start(&common::served_binary(), dir, flags)?;
     let start = started.elapsed();
     let authed = Endpoint::new(server.addr).with_bearer(&token)?;
     let picks = spread_evenly(stores.len(), FIRST_LIST_STORES);

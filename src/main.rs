@@ -8,6 +8,10 @@ use shopcell::run;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// `mi_option_purge_delay` of mimalloc.h (milliseconds before freed pages are returned; 0 at
+/// once), which the bindings do not name.
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
 fn main() -> std::process::ExitCode {
     // Before anything is created: keys, databases, mail and backups are the service user's alone
     // (files 0600, directories 0700), whatever umask the caller left.
@@ -17,6 +21,12 @@ fn main() -> std::process::ExitCode {
     // asks for them on its arenas, and each first touch of a huge page zeroes 2 MiB at once (and
     // may compact memory first), so reading a large store cold spent most of its time in the
     // kernel zeroing memory it did not use. Set before the runtime and every cache exist.
+    // Freed memory goes back to the system at once (docs/memory.md "Freed memory"): with a
+    // delay the allocator purges only when a later allocation gets round to it, so memory freed
+    // by an eviction or a finished build stayed in the process, uncounted, often for good.
+    // SAFETY: mi_option_set stores one integer in the allocator's option table; it allocates
+    // nothing and is safe to call at any time.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
     #[cfg(target_os = "linux")]
     // SAFETY: prctl(PR_SET_THP_DISABLE) takes integers only, sets one flag of this process and
     // touches no memory; a kernel without it answers an error, which leaves things as they were.
