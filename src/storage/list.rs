@@ -92,23 +92,20 @@ impl ListQuery {
             &self.filters,
             &self.ranges,
             self.search.as_deref(),
-            |i, v, values| match (tests.timed)(i, v, now) {
-                Some((state, _)) => values.iter().any(|x| x == state.as_bytes()),
-                None => values.iter().any(|x| x == v),
-            },
+            |i, v, values| list_names::value_in(Some(&tests), i, v, values, now),
             |text, q| tests.search.is_some_and(|m| m(text, q, store)),
         )
     }
 
     /// The view this list is: its filters (each value once), ranges and text search.
-    fn view<R: Record>(&self) -> Option<View> {
+    fn view<R: Record>(&self) -> View {
         let list = &R::LIST;
         let mut filters: Vec<(usize, Vec<Vec<u8>>)> = self.filters.iter().map(|(i, values)| (*i, distinct(values))).collect();
         filters.sort_unstable();
         let mut ranges = self.ranges.clone();
         ranges.sort_unstable();
         let timed = filters.iter().any(|(i, _)| list.filters.get(*i).is_some_and(|f| !f.counted()));
-        Some(View { filters, timed, ranges, search: self.search.clone() })
+        View { filters, timed, ranges, search: self.search.clone() }
     }
 }
 
@@ -163,12 +160,12 @@ fn held_lists<R: Record>(q: &ListQuery) -> Option<Vec<Arc<[u8]>>> {
     list.order?;
     let tag = list.sort(q.sort).or_else(|| list.sort(list.default_sort))?.tag;
     let keeps = match q.filters.as_slice() {
-        _ if !q.ranges.is_empty() || q.search.is_some() => vec![Keeps::View(q.view::<R>()?)],
+        _ if !q.ranges.is_empty() || q.search.is_some() => vec![Keeps::View(q.view::<R>())],
         [] => vec![Keeps::All],
         [(i, values)] if list.filters.get(*i).is_some_and(|f| f.counted()) && !values.is_empty() => {
             distinct(values).into_iter().map(|v| one_value::<R>(tag, *i, v)).collect()
         }
-        _ => vec![Keeps::View(q.view::<R>()?)],
+        _ => vec![Keeps::View(q.view::<R>())],
     };
     keeps.iter().map(|keeps| list_name::<R>(q.scope, tag, keeps)).collect()
 }

@@ -94,10 +94,7 @@ impl Keeps {
                 &v.filters,
                 &v.ranges,
                 v.search.as_deref(),
-                |i, value, values| match tests.filter(|_| v.timed).and_then(|t| (t.timed)(i, value, at)) {
-                    Some((state, _)) => values.iter().any(|x| x == state.as_bytes()),
-                    None => values.iter().any(|x| x == value),
-                },
+                |i, value, values| value_in(tests.filter(|_| v.timed), i, value, values, at),
                 |text, q| tests.and_then(|t| t.search).is_some_and(|m| m(text, q, store)),
             ),
         }
@@ -136,6 +133,15 @@ pub(crate) fn accepts(
             .iter()
             .all(|(i, from, to)| s.ranges.get(*i).is_some_and(|v| from.is_none_or(|f| *v >= f) && to.is_none_or(|t| *v <= t)))
         && query.is_none_or(|q| search(&s.text, q))
+}
+
+/// Whether a record's `value` of filter `i` is one of `values` at moment `at`: for a timed
+/// filter (`tests` tell which), the state it makes then; for any other, its bytes.
+pub(crate) fn value_in(tests: Option<&KindTests>, i: usize, value: &[u8], values: &[Vec<u8>], at: i64) -> bool {
+    match tests.and_then(|t| (t.timed)(i, value, at)) {
+        Some((state, _)) => values.iter().any(|x| x == state.as_bytes()),
+        None => values.iter().any(|x| x == value),
+    }
 }
 
 /// The source byte of each kind of list in its name.
