@@ -17,16 +17,16 @@ fn main() -> std::process::ExitCode {
     // (files 0600, directories 0700), whatever umask the caller left.
     // SAFETY: umask(2) only sets the process's mask; it cannot fail and touches no memory.
     unsafe { libc::umask(0o077) };
-    // No transparent huge pages for this process (docs/memory.md "Huge pages"): the allocator
-    // asks for them on its arenas, and each first touch of a huge page zeroes 2 MiB at once (and
-    // may compact memory first), so reading a large store cold spent most of its time in the
-    // kernel zeroing memory it did not use. Set before the runtime and every cache exist.
     // Freed memory goes back to the system at once (docs/memory.md "Freed memory"): with a
     // delay the allocator purges only when a later allocation gets round to it, so memory freed
     // by an eviction or a finished build stayed in the process, uncounted, often for good.
     // SAFETY: mi_option_set stores one integer in the allocator's option table; it allocates
     // nothing and is safe to call at any time.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    // No transparent huge pages for this process (docs/memory.md "Huge pages"): the allocator
+    // asks for them on its arenas, and each first touch of a huge page zeroes 2 MiB at once (and
+    // may compact memory first), so reading a large store cold spent most of its time in the
+    // kernel zeroing memory it did not use. Set before the runtime and every cache exist.
     #[cfg(target_os = "linux")]
     // SAFETY: prctl(PR_SET_THP_DISABLE) takes integers only, sets one flag of this process and
     // touches no memory; a kernel without it answers an error, which leaves things as they were.
