@@ -137,9 +137,6 @@ impl Ranked {
         Ranked::from_parts(vec![keys])
     }
 
-    /// The set of the keys of every part (any order, overlapping or not; duplicates kept once):
-    /// each part is sorted on a thread of its own, then the parts are merged. A list built from
-    /// a store read in parts (`storage::read::scan_split`) sorts on every core.
     /// What [`Ranked::from_parts`] of `parts` holds at its height: the parts themselves, a
     /// sort run of 16 bytes per key, and the list it makes (their key bytes again, and an end
     /// per key).
@@ -147,6 +144,9 @@ impl Ranked {
         parts.iter().map(|p| p.bytes.capacity() * 2 + p.spans.capacity() * 8 + p.len() * (16 + 4)).sum()
     }
 
+    /// The set of the keys of every part (any order, overlapping or not; duplicates kept once):
+    /// each part is sorted on a thread of its own, then the parts are merged. A list built from
+    /// a store read in parts (`storage::read::scan_split`) sorts on every core.
     pub fn from_parts(parts: Vec<Keys>) -> Ranked {
         let parts: Vec<Keys> = parts.into_iter().filter(|p| !p.is_empty()).collect();
         let Some(first) = parts.first().map(|p| p.key(p.spans[0]).to_vec()) else { return Ranked::default() };

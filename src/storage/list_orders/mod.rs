@@ -340,7 +340,10 @@ impl ListOrders {
             for rc in records.drain(..) {
                 for m in lists.members_of(rc.store, &rc.kind) {
                     let id = || (rc.store, ListName::Record(m.name.clone()));
-                    let valid = if m.keeps.is_timed() { lists.get(&id()).and_then(Slot::valid) } else { None };
+                    // A timed view's slot is looked up first, for its moment; any other list's
+                    // only when a key moves.
+                    let timed = if m.keeps.is_timed() { lists.get(&id()) } else { None };
+                    let valid = timed.and_then(Slot::valid);
                     let at = valid.map_or(0, |v| v.from);
                     if let Some(v) = valid {
                         v.bring_forward(rc.changes(&m.keeps, at));
@@ -349,7 +352,8 @@ impl ListOrders {
                     for (key, insert) in [(out, false), (into, true)] {
                         if let Some(key) = key {
                             let id = id();
-                            self.change(lists.get(&id), id, key.into(), insert);
+                            let slot = if timed.is_some() { timed } else { lists.get(&id) };
+                            self.change(slot, id, key.into(), insert);
                         }
                     }
                 }
