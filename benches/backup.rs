@@ -14,7 +14,8 @@
 //! is 100,000), `BACKUP_ORDERS` (default 1,000; the is 200,000), `BENCH_SECONDS` (the
 //! writers' window without a backup, default 5), `BACKUP_NICE` (the backup process's niceness,
 //! default 0: it runs on the service's machine here, competing with the writers for its CPUs;
-//! an operator may run it at 19, or on another host).
+//! an operator may run it at 19, or on another host), `BENCH_SHOPCELL` (the binary that serves,
+//! backs up and restores, e.g. an earlier build's for a before and after in one session).
 
 mod common;
 
@@ -58,7 +59,8 @@ fn bench() -> Result<(), BoxError> {
         return Err(format!("BACKUP_PRODUCTS must be at least {SOLD}").into());
     }
     let settings = Settings::from_env()?;
-    let binary = env!("CARGO_BIN_EXE_shopcell");
+    // The server, the backup's caller and the restore: one build (`BENCH_SHOPCELL`, else this one's).
+    let binary: &'static str = common::served_binary().leak();
     let load = common::runtime("load-gen")?;
     let server = ServerProcess::spawn_with(binary, &["--jobs-paused"])?;
     let result = (|| -> Result<(), BoxError> {
@@ -109,6 +111,10 @@ fn bench() -> Result<(), BoxError> {
             thousands(cell.values().sum::<u64>() as f64),
             millis(held),
         );
+        let mut largest: Vec<(&String, &u64)> = cell.iter().collect();
+        largest.sort_by(|a, b| b.1.cmp(a.1));
+        let largest: Vec<String> = largest.iter().take(16).map(|(t, n)| format!("{t} {}", thousands(**n as f64))).collect();
+        println!("measured the cell's largest tables by rows: {}", largest.join(", "));
         let gb = bytes as f64 / 1e9;
         println!(
             "measured server CPU: {server_cpu:.2} s while the writers ran with the backup, of which the backup's about {backup_cpu:.2} s ({:.2} s per GB written; the writers' share at {:.0} µs per create as without a backup)",

@@ -19,10 +19,13 @@ fn main() -> std::process::ExitCode {
     unsafe { libc::umask(0o077) };
     // Freed memory goes back to the system at once (docs/memory.md "Freed memory"): with a
     // delay the allocator purges only when a later allocation gets round to it, so memory freed
-    // by an eviction or a finished build stayed in the process, uncounted, often for good.
-    // SAFETY: mi_option_set stores one integer in the allocator's option table; it allocates
-    // nothing and is safe to call at any time.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    // by an eviction or a finished build stayed in the process, uncounted, often for good. An
+    // operator's own `MIMALLOC_PURGE_DELAY` is kept (the allocator reads it itself).
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: mi_option_set stores one integer in the allocator's option table; it
+        // allocates nothing and is safe to call at any time.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    }
     // No transparent huge pages for this process (docs/memory.md "Huge pages"): the allocator
     // asks for them on its arenas, and each first touch of a huge page zeroes 2 MiB at once (and
     // may compact memory first), so reading a large store cold spent most of its time in the

@@ -29,8 +29,12 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 /// The version of the backup layout (`manifest.json` and the files beside it) this build
-/// writes and reads; see `data-format/README.md`, "Backups".
-pub const BACKUP_FORMAT: u32 = 2;
+/// writes and reads; see `data-format/README.md`, "Backups". Format 3 leaves out the tables a
+/// restore rebuilds (`tables::REBUILT`); 2 held them, 1 held redb files: both still restore.
+pub const BACKUP_FORMAT: u32 = 3;
+
+/// The first backup format that leaves out the tables a restore rebuilds.
+pub const REBUILT_FROM: u32 = 3;
 
 /// Row bytes in one chunk of a database, before compression ([`block`]).
 pub const CHUNK_BYTES: usize = 4 << 20;

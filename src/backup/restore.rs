@@ -15,7 +15,7 @@ use uuid::Uuid;
 use crate::account::closing::ClosedStore;
 use crate::account::model::StoreEntry;
 use crate::backup::manifest::{self, Manifest};
-use crate::backup::rows_file;
+use crate::backup::{REBUILT_FROM, rows_file};
 use crate::error::BoxError;
 use crate::private_files::{private_dir, sync_dir, write_private};
 use crate::storage::codec::decode;
@@ -93,11 +93,26 @@ pub fn materialize(from: &Path, manifest: &Manifest, into: &Path) -> Result<Data
             private_dir(dir)?;
         }
         match (&entry.kind, manifest.backup_format) {
-            (Some(kind), 2..) => rows_file::to_redb(&from.join(&rel), &target, kind, &entry.tables.clone().unwrap_or_default())?,
+            (Some(kind), format @ 2..) => {
+                rows_file::to_redb(&from.join(&rel), &target, kind, &entry.tables.clone().unwrap_or_default())?;
+                if format >= REBUILT_FROM {
+                    rebuild(&target, kind)?;
+                }
+            }
             _ => copy_private(&from.join(&rel), &target)?,
         }
     }
     databases(into, manifest)
+}
+
+/// Writes the tables the backup left out of the database `file` of kind `kind` (built from its
+/// rows) from the rest of it, in one durable transaction.
+fn rebuild(file: &Path, kind: &str) -> Result<(), BoxError> {
+    let db = redb::Database::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let txn = db.begin_write()?;
+    crate::cells::rebuilt::rebuild(&txn, kind).map_err(|e| format!("{}: rebuilding its lists: {e}", file.display()))?;
+    txn.commit()?;
+    Ok(())
 }
 
 /// Copies the backup's files into `staging`, drops unplaced stores, rebuilds search.

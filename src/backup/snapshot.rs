@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use redb::{Database, ReadTransaction, ReadableDatabase};
+use redb::{Database, ReadTransaction, ReadableDatabase, TableHandle};
 use uuid::Uuid;
 
 use crate::backup::block::{Buffers, Builder};
@@ -14,6 +14,7 @@ use crate::backup::reader::Reader;
 use crate::backup::{IDLE_MS, Rows};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::copy::{self, CopyTable};
+use crate::storage::tables::REBUILT;
 use crate::storage::writer::{Hold, Writer};
 
 /// A database as it was at the cut, and how far it has been read. Its chunks are read on the
@@ -39,7 +40,9 @@ impl Snapshot {
     pub fn open(db: &Database, kind: &str) -> ApiResult<Snapshot> {
         let reader = Reader::shared()?;
         let txn = db.begin_read()?;
-        let tables = copy::present(&txn, kind).map_err(ApiError::internal)?;
+        // The tables a restore rebuilds are not read (`tables::REBUILT`).
+        let mut tables = copy::present(&txn, kind).map_err(ApiError::internal)?;
+        tables.retain(|t| !REBUILT.iter().any(|r| r.def.name() == t.name()));
         let cursor = Cursor { txn, tables, table: 0, after: None, counts: BTreeMap::new(), buffers: Buffers::default() };
         Ok(Snapshot { cursor: Arc::new(Mutex::new(cursor)), reader })
     }

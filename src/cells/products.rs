@@ -180,6 +180,30 @@ pub fn write_product(tx: &mut Tx, store: Uuid, old: Option<&Product>, new: Optio
     write_rendered(tx, store, old, new.zip(rendered.as_ref()), now)
 }
 
+/// Writes the rows every product keeps beside its record (handle, variants, view, sort values:
+/// what [`write_rendered`] writes with it), in every store, from the products: a restore's step,
+/// as the backup leaves them out (`tables::REBUILT`).
+pub fn refill_derived(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
+    use redb::ReadableTable;
+    let corrupt = |e: ApiError| redb::Error::Corrupted(format!("products: {e}"));
+    let products = txn.open_table(PRODUCTS.def)?;
+    let (mut handles, mut variants) = (txn.open_table(PRODUCT_HANDLES.def)?, txn.open_table(VARIANTS.def)?);
+    let (mut views, mut sorts) = (txn.open_table(PRODUCT_VIEWS.def)?, txn.open_table(PRODUCT_SORTS.def)?);
+    for item in products.iter()? {
+        let (k, v) = item?;
+        let Some(store) = crate::storage::keys::leading_store(k.value()) else { continue };
+        let p: Product = decode(v.value()).map_err(corrupt)?;
+        let id = Key::store(store).id(p.id).into_vec();
+        handles.insert(handle_key(store, &p.handle).as_slice(), p.id.as_bytes().as_slice())?;
+        for var in &p.variants {
+            variants.insert(Key::store(store).id(var.id).bytes(), p.id.as_bytes().as_slice())?;
+        }
+        views.insert(id.as_slice(), Rendered::of(&p).map_err(corrupt)?.view.as_slice())?;
+        sorts.insert(id.as_slice(), encode(&ProductSorts::of(&p)).map_err(corrupt)?.as_slice())?;
+    }
+    Ok(())
+}
+
 /// The events of a product write: created, updated or deleted (a change of stock has its own,
 /// per level: `stock::levels`).
 fn product_events(

@@ -7,37 +7,12 @@ use std::collections::BTreeMap;
 use redb::{ReadTransaction, ReadableTable};
 use uuid::Uuid;
 
+use crate::cells::kinds::KINDS;
 use crate::error::{ApiError, ApiResult};
 use crate::storage::codec::decode;
 use crate::storage::record::{Record, total_key};
 use crate::storage::tables::{COUNTERS, STORES};
 use crate::storage::writer::read_u64;
-
-type Recount = fn(&ReadTransaction, &[Uuid]) -> ApiResult<Vec<String>>;
-
-/// Every record kind of a cell.
-const KINDS: &[Recount] = &[
-    totals::<crate::cells::payments::PaymentIntent>,
-    totals::<crate::domain::catalog::Catalog>,
-    totals::<crate::domain::gift_card::GiftCard>,
-    totals::<crate::domain::market::Market>,
-    totals::<crate::domain::checkout::Checkout>,
-    totals::<crate::cells::events::Event>,
-    totals::<crate::domain::fulfillment::FulfillmentOrder>,
-    totals::<crate::domain::fulfillment::Fulfillment>,
-    totals::<crate::cells::discount_comments::DiscountComment>,
-    totals::<crate::domain::pricing::discount::Discount>,
-    totals::<crate::cells::webhooks::Webhook>,
-    totals::<crate::cells::webhooks::Delivery>,
-    totals::<crate::domain::cart::Cart>,
-    totals::<crate::domain::pricing::shipping::ShippingZone>,
-    totals::<crate::cells::stock::levels::Level>,
-    totals::<crate::cells::stock::history::InventoryChange>,
-    totals::<crate::domain::stock::Location>,
-    totals::<crate::domain::order::Order>,
-    totals::<crate::domain::collection::Collection>,
-    totals::<crate::domain::pricing::tax::TaxRate>,
-];
 
 /// The counters of a cell that disagree with their rows, described.
 pub fn recount(txn: &ReadTransaction) -> ApiResult<Vec<String>> {
@@ -48,7 +23,7 @@ pub fn recount(txn: &ReadTransaction) -> ApiResult<Vec<String>> {
     }
     let mut wrong = Vec::new();
     for kind in KINDS {
-        wrong.extend(kind(txn, &stores)?);
+        wrong.extend((kind.recount)(txn, &stores)?);
     }
     Ok(wrong)
 }
@@ -59,7 +34,7 @@ fn store_of(key: &[u8]) -> ApiResult<Uuid> {
 
 /// The rows of `R` by store and parent against their total counters; a store with no rows
 /// must count none.
-fn totals<R: Record>(txn: &ReadTransaction, stores: &[Uuid]) -> ApiResult<Vec<String>> {
+pub(crate) fn totals<R: Record>(txn: &ReadTransaction, stores: &[Uuid]) -> ApiResult<Vec<String>> {
     let mut counted: BTreeMap<Vec<u8>, (Uuid, u64)> = BTreeMap::new();
     for s in stores {
         counted.insert(total_key::<R>(*s, None), (*s, 0));

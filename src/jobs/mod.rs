@@ -105,6 +105,23 @@ pub(crate) fn write(tx: &mut Tx, store: Uuid, old: Option<&Job>, job: Option<&Jo
     }
 }
 
+/// Writes the due row of every live job, in every store, from the jobs ([`write`]'s rule): a
+/// restore's step, as the backup leaves the due rows out (`tables::REBUILT`).
+pub fn refill_due(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
+    use redb::ReadableTable;
+    let jobs = txn.open_table(JOBS.def)?;
+    let mut due = txn.open_table(JOB_DUE.def)?;
+    for item in jobs.iter()? {
+        let (k, v) = item?;
+        let Some(store) = crate::storage::keys::leading_store(k.value()) else { continue };
+        let j: Job = decode(v.value()).map_err(|e| redb::Error::Corrupted(format!("jobs: {e}")))?;
+        if !j.dead {
+            due.insert(due_key(store, j.due_at, j.id).as_slice(), [].as_slice())?;
+        }
+    }
+    Ok(())
+}
+
 /// Writes job `id` of `kind`, due at `due`: a new job, or a poke of the one that exists (its
 /// payload replaced, due by `due` at the latest, version bumped; a running job runs again when
 /// it completes). A dead job comes back to life with its attempts cleared.

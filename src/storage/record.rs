@@ -649,6 +649,27 @@ pub fn delete_scope<R: Record>(tx: &mut Tx, store: Uuid, scope: Uuid) -> ApiResu
     Ok(())
 }
 
+/// Writes the order rows of every record of `R` in every store, streamed from its table: a
+/// restore's step for the order tables a backup leaves out (`tables::REBUILT`). Counters and
+/// claims are not touched: they travel in the backup, and `admin check` recounts them.
+pub fn refill_order<R: Record>(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
+    use redb::ReadableTable;
+    let Some(order_table) = R::LIST.order else { return Ok(()) };
+    let records = txn.open_table(R::TABLE.def)?;
+    let mut order = txn.open_table(order_table.def)?;
+    let corrupt = |e: ApiError| redb::Error::Corrupted(format!("{}: {e}", R::NAME));
+    for item in records.iter()? {
+        let (k, v) = item?;
+        let Some(store) = crate::storage::keys::leading_store(k.value()) else { continue };
+        // A row that does not decode fails the restore rather than leave the record unlisted.
+        let r: R = decode(v.value()).map_err(corrupt)?;
+        for (k, v) in order_rows(store, &r, &summary_bytes::<R>(&summary(&r)).map_err(corrupt)?) {
+            order.insert(k.as_slice(), v.as_slice())?;
+        }
+    }
+    Ok(())
+}
+
 /// Rebuilds every order row and counter of `R` in every store from the records, and writes its
 /// claims again: the migration step of a format version that changes what a record's list keeps
 /// (new sortable fields, new filters and their counters) or adds a claim.

@@ -79,7 +79,11 @@ async fn a_backup_under_write_load_restores_every_acknowledged_write_whole_or_ab
     assert_eq!(mode(&to.join("cells/cell-1")), 0o700);
     assert!(!to.join("cells/cell-1/search").exists(), "the search index is rebuilt, not copied");
     let m: Value = serde_json::from_slice(&std::fs::read(to.join("manifest.json")).unwrap()).unwrap();
-    assert_eq!(m["backupFormat"], 2);
+    assert_eq!(m["backupFormat"], 3);
+    assert!(
+        m["files"].as_array().unwrap().iter().all(|f| f["tables"].get("product_views").is_none()),
+        "rebuilt at restore, not backed up"
+    );
     assert_eq!(m["dataFormat"], shopcell::storage::FORMAT_VERSION);
     let cell_entry = m["files"].as_array().unwrap().iter().find(|f| f["path"] == "cells/cell-1/cell.rows").unwrap().clone();
     assert_eq!(cell_entry["kind"], "cell");
@@ -617,4 +621,139 @@ async fn a_caller_killed_mid_stream_holds_nothing_and_after_the_lapse_a_new_back
     assert_eq!(list.body["total"].as_u64(), Some(total + 1));
     let got = r.get(&format!("/api/v1/stores/{store}/products/{}", kept["id"].as_str().unwrap()), Some(&owner.token)).await;
     assert_eq!(got.expect(200).body["title"], "After the kill");
+}
+
+/// Rows read whole from one table, for comparing two databases.
+#[derive(Default)]
+struct AllRows(Vec<(Vec<u8>, Vec<u8>)>);
+
+impl shopcell::storage::copy::RowSink for AllRows {
+    fn row(&mut self, key: &[u8], value: &[u8]) {
+        self.0.push((key.to_vec(), value.to_vec()));
+    }
+}
+
+fn all_rows(t: &dyn shopcell::storage::copy::CopyTable, txn: &redb::ReadTransaction) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut rows = AllRows::default();
+    assert!(t.read(txn, None, usize::MAX, &mut rows).unwrap().is_none());
+    rows.0
+}
+
+/// The tables a backup leaves out, written again from the rest of a database as a restore
+/// does, hold exactly the rows the service wrote: the format-9 fixture (every kind of record,
+/// through the migrations) with new writes on top, stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tables_a_backup_leaves_out_are_rebuilt_exactly_as_the_service_wrote_them() {
+    use redb::{ReadableDatabase, TableHandle};
+    use shopcell::storage::{copy, tables::REBUILT};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    copy_dir(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/data-format/fixtures/format-9")), &data);
+    let mut app = spawn_app_in(&data).await;
+    let owner = create_user(&app.client).await;
+    let store = create_store(&app.client, &owner).await;
+    for i in 0..5 {
+        create_product(&app.client, &owner, &store, &format!("New {i}"), 100 + i).await;
+    }
+    app.stop().await;
+
+    for (path, kind) in [("account/account.redb", "account"), ("cells/cell-1/cell.redb", "cell")] {
+        let written = redb::ReadOnlyDatabase::open(data.join(path)).unwrap();
+        let written = written.begin_read().unwrap();
+        let tables = copy::present(&written, kind).unwrap();
+        let rebuilt = |t: &&dyn copy::CopyTable| REBUILT.iter().any(|r| r.def.name() == t.name());
+        assert!(tables.iter().any(rebuilt), "{kind}: the fixture holds tables a backup leaves out");
+        // As a restore builds it: every other table's rows, then the rebuild.
+        let copy = redb::Database::create(tmp.path().join(format!("{kind}.redb"))).unwrap();
+        let txn = copy.begin_write().unwrap();
+        for t in tables.iter().filter(|t| !rebuilt(t)) {
+            let rows = all_rows(*t, &written);
+            t.write(&txn, &mut rows.iter().map(|(k, v)| (k.as_slice(), v.as_slice()))).unwrap();
+        }
+        shopcell::cells::rebuilt::rebuild(&txn, kind).unwrap();
+        txn.commit().unwrap();
+        let restored = copy.begin_read().unwrap();
+        let mut compared = 0;
+        for t in &tables {
+            let (want, got) = (all_rows(*t, &written), all_rows(*t, &restored));
+            let differs = want.iter().zip(&got).position(|(a, b)| a != b);
+            assert!(
+                want == got,
+                "{kind}: {} holds {} rows, rebuilt {} (first difference at {differs:?})",
+                t.name(),
+                want.len(),
+                got.len()
+            );
+            compared += usize::from(rebuilt(t) && !want.is_empty());
+        }
+        if kind == "cell" {
+            assert!(compared >= 15, "the fixture fills most of the rebuilt tables: {compared}");
+        }
+    }
+}
+
+/// A backup of format 2 held every table, those a restore now rebuilds too: it restores as it
+/// was, nothing rebuilt over it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_in_format_2_holding_every_table_still_checks_and_restores() {
+    use shopcell::backup::{block, rows_file};
+    use shopcell::storage::copy;
+
+    let mut app = spawn_app().await;
+    let owner = create_user(&app.client).await;
+    let store = create_store(&app.client, &owner).await;
+    create_product(&app.client, &owner, &store, "Kept in format 2", 100).await;
+    let data = app.dir.path().to_path_buf();
+    app.stop().await;
+    // Laid out as format 2 wrote a backup: each database's rows, every table, in blocks.
+    let tmp = tempfile::tempdir().unwrap();
+    let old = tmp.path().join("old");
+    let mut files = Vec::new();
+    for (db, kind) in [("account/account", "account"), ("cells/cell-1/cell", "cell")] {
+        let source = redb::ReadOnlyDatabase::open(data.join(format!("{db}.redb"))).unwrap();
+        let txn = redb::ReadableDatabase::begin_read(&source).unwrap();
+        let mut builder = block::Builder::with_capacity(1 << 20);
+        let present = copy::present(&txn, kind).unwrap();
+        for t in &present {
+            builder.table(t.name());
+            assert!(t.read(&txn, None, usize::MAX, &mut builder).unwrap().is_none());
+        }
+        let built = builder.finish().unwrap();
+        let path = format!("{db}.rows");
+        std::fs::create_dir_all(old.join(&path).parent().unwrap()).unwrap();
+        let mut writer = rows_file::Writer::create(&old.join(&path)).unwrap();
+        writer.append(&built.tables, &built.bytes).unwrap();
+        let mut written = writer.finish().unwrap();
+        // The manifest lists the empty tables too.
+        for t in &present {
+            written.counts.entry(t.name().to_string()).or_insert(0);
+        }
+        assert!(kind == "account" || written.counts["product_views"] > 0, "the tables a restore now rebuilds are in it");
+        files.push(manifest::Entry::database(path.clone(), kind.into(), &old.join(&path), written.counts).unwrap());
+    }
+    for path in ["account/jwt-rs256.pem", "account/service.key"] {
+        files.push(manifest::Entry::file(path.into(), &std::fs::read(data.join(path)).unwrap()));
+        std::fs::copy(data.join(path), old.join(path)).unwrap();
+    }
+    let begun = shopcell::backup::Begun {
+        id: uuid::Uuid::nil(),
+        backup_format: 2,
+        data_format: shopcell::storage::FORMAT_VERSION,
+        cut_at_ms: 0,
+        held_us: 0,
+        databases: Vec::new(),
+    };
+    manifest::write(&old, &manifest::Manifest::new(&begun, files)).unwrap();
+
+    shopcell::admin::run(shopcell::cli::AdminCommand::Check { data: tmp.path().join("none"), backup: Some(old.clone()) })
+        .await
+        .expect("a format 2 backup checks");
+    let restored = tmp.path().join("data");
+    let done = restore::restore(&old, &restored, false).expect("a format 2 backup restores");
+    assert_eq!(done.indexed["cell-1"], 1);
+    let again = spawn_app_in(&restored).await;
+    let list = again.client.get(&format!("/api/v1/stores/{store}/products"), Some(&owner.token)).await.expect(200);
+    assert_eq!(list.body["total"], 1);
+    assert_eq!(list.body["data"][0]["title"], "Kept in format 2");
 }
