@@ -653,21 +653,12 @@ pub fn delete_scope<R: Record>(tx: &mut Tx, store: Uuid, scope: Uuid) -> ApiResu
 /// restore's step for the order tables a backup leaves out (`tables::REBUILT`). Counters and
 /// claims are not touched: they travel in the backup, and `admin check` recounts them.
 pub fn refill_order<R: Record>(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
-    use redb::ReadableTable;
     let Some(order_table) = R::LIST.order else { return Ok(()) };
-    let records = txn.open_table(R::TABLE.def)?;
     let mut order = txn.open_table(order_table.def)?;
-    let corrupt = |e: ApiError| redb::Error::Corrupted(format!("{}: {e}", R::NAME));
-    for item in records.iter()? {
-        let (k, v) = item?;
-        let Some(store) = crate::storage::keys::leading_store(k.value()) else { continue };
-        // A row that does not decode fails the restore rather than leave the record unlisted.
-        let r: R = decode(v.value()).map_err(corrupt)?;
-        for (k, v) in order_rows(store, &r, &summary_bytes::<R>(&summary(&r)).map_err(corrupt)?) {
-            order.insert(k.as_slice(), v.as_slice())?;
-        }
-    }
-    Ok(())
+    each_record::<R>(txn, decode, |store, r| {
+        insert_order_rows(&mut order, store, &r)?;
+        Ok(())
+    })
 }
 
 /// Rebuilds every order row and counter of `R` in every store from the records, and writes its
@@ -681,45 +672,60 @@ pub fn rebuild<R: Record>(txn: &redb::WriteTransaction) -> Result<(), redb::Erro
 /// it and answers the record as it is today (an earlier step, run on a database of that format,
 /// cannot read its rows as today's type). The rows themselves are left as they are.
 pub fn rebuild_with<R: Record>(txn: &redb::WriteTransaction, read: fn(&[u8]) -> ApiResult<R>) -> Result<(), redb::Error> {
-    use redb::ReadableTable;
     // A record never listed keeps neither order rows nor counters.
     let Some(order_table) = R::LIST.order else { return Ok(()) };
-    let mut records = Vec::new();
-    {
-        let table = txn.open_table(R::TABLE.def)?;
-        for item in table.iter()? {
-            let (k, v) = item?;
-            // A row that does not decode is corruption: the step fails (and the start with it)
-            // rather than leave the record out of its lists.
-            let record: R = read(v.value()).map_err(|e| redb::Error::Corrupted(format!("{}: {e}", R::NAME)))?;
-            if let Some(store) = crate::storage::keys::leading_store(k.value()) {
-                records.push((store, record));
-            }
-        }
-    }
     txn.open_table(order_table.def)?.retain(|_, _| false)?;
     let name = Key::default().str(R::NAME).into_vec();
     // `store ‖ NAME …`: every counter of `R`, whatever the store.
     txn.open_table(COUNTERS.def)?.retain(|k, _| !(k.len() >= 16 + name.len() && k[16..16 + name.len()] == name[..]))?;
     let mut order = txn.open_table(order_table.def)?;
     let mut counters: std::collections::BTreeMap<Vec<u8>, u64> = Default::default();
-    let failed = |e: ApiError| redb::Error::Corrupted(e.to_string());
-    for (store, r) in &records {
-        for (k, v) in order_rows(*store, r, &summary_bytes::<R>(&summary(r)).map_err(failed)?) {
-            order.insert(k.as_slice(), v.as_slice())?;
-        }
+    each_record::<R>(txn, read, |store, r| {
+        insert_order_rows(&mut order, store, &r)?;
         // Claims are written again as they are: a step that adds a claim table fills it.
-        for (table, k, v) in r.claims(*store).map_err(failed)? {
+        for (table, k, v) in r.claims(store).map_err(corrupt::<R>)? {
             txn.open_table(table.def)?.insert(k.as_slice(), v.as_slice())?;
         }
-        *counters.entry(total_key::<R>(*store, r.scope())).or_default() += 1;
-        for k in value_counters(*store, r) {
+        *counters.entry(total_key::<R>(store, r.scope())).or_default() += 1;
+        for k in value_counters(store, &r) {
             *counters.entry(k).or_default() += 1;
         }
-    }
+        Ok(())
+    })?;
     let mut table = txn.open_table(COUNTERS.def)?;
     for (k, n) in counters {
         table.insert(k.as_slice(), n.to_le_bytes().as_slice())?;
     }
     Ok(())
+}
+
+/// Hands every record of `R`, in every store, decoded by `read`, to `each`, streamed from its
+/// table (a cell's records are never all in memory at once); `each` may write any other table.
+fn each_record<R: Record>(
+    txn: &redb::WriteTransaction,
+    read: fn(&[u8]) -> ApiResult<R>,
+    mut each: impl FnMut(Uuid, R) -> Result<(), redb::Error>,
+) -> Result<(), redb::Error> {
+    use redb::ReadableTable;
+    let records = txn.open_table(R::TABLE.def)?;
+    for item in records.iter()? {
+        let (k, v) = item?;
+        let Some(store) = crate::storage::keys::leading_store(k.value()) else { continue };
+        // A row that does not decode is corruption: the step fails (and the start or restore
+        // with it) rather than leave the record out of its lists.
+        each(store, read(v.value()).map_err(corrupt::<R>)?)?;
+    }
+    Ok(())
+}
+
+/// Inserts the order rows of `r` into its order table `order`, opened in a write.
+fn insert_order_rows<R: Record>(order: &mut redb::Table<&[u8], &[u8]>, store: Uuid, r: &R) -> Result<(), redb::Error> {
+    for (k, v) in order_rows(store, r, &summary_bytes::<R>(&summary(r)).map_err(corrupt::<R>)?) {
+        order.insert(k.as_slice(), v.as_slice())?;
+    }
+    Ok(())
+}
+
+fn corrupt<R: Record>(e: ApiError) -> redb::Error {
+    redb::Error::Corrupted(format!("{}: {e}", R::NAME))
 }
