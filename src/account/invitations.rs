@@ -21,7 +21,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::mail::Template;
 use crate::storage::codec::{decode, encode};
 use crate::storage::tables::{EMAIL_INVITATIONS, INVITATION_TOKENS, INVITATIONS, STORE_DIRECTORY, USERS};
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 /// An invitation link is valid for seven days.
 pub const INVITATION_TTL_MS: i64 = 7 * 24 * 3_600_000;

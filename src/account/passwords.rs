@@ -18,7 +18,7 @@ use crate::error::{ApiError, ApiResult, Check};
 use crate::mail::Template;
 use crate::storage::codec::{decode, encode};
 use crate::storage::tables::{PASSWORD_RESETS, SESSIONS, USER_EMAILS, USER_PASSWORD_RESETS, USER_SESSIONS, USERS};
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 /// A reset link is valid for one hour.
 pub const RESET_TTL_MS: i64 = 3_600_000;

@@ -16,7 +16,7 @@ use crate::jobs::{self, Job, Kind};
 use crate::storage::keys::Key;
 use crate::storage::record;
 use crate::storage::tables::COUNTERS;
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 /// The look at a checkout. Its failures are internal (a read): retried soon.
 pub const ABANDONED: Kind =

@@ -17,7 +17,7 @@ use crate::storage::keys::{Key, trailing_id};
 use crate::storage::read;
 use crate::storage::record::{self, Filter, FilterValue, List, Record, Search, Sort, row_key};
 use crate::storage::tables::{CATALOG_ORDER, CATALOG_PRODUCTS, CATALOGS, PRODUCTS, StoreTable};
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 impl Record for Catalog {
     const TABLE: StoreTable = CATALOGS;

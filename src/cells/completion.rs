@@ -43,7 +43,7 @@ use crate::storage::codec::decode;
 use crate::storage::keys::Key;
 use crate::storage::record;
 use crate::storage::tables::{COUNTERS, PRODUCTS};
-use crate::storage::writer::{Tx, read_u64};
+use crate::storage::tx::{Tx, read_u64};
 
 /// `POST S/checkouts/{checkoutId}/complete`.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -14,7 +14,7 @@ use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, Check, Code};
 use crate::storage::record::{self, List, Record, Sort};
 use crate::storage::tables::{DISCOUNT_COMMENT_ORDER, DISCOUNT_COMMENTS, StoreTable};
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 /// Most comments on one discount.
 pub const MAX_COMMENTS: u64 = 1000;

@@ -18,7 +18,7 @@ use crate::storage::keys::Key;
 use crate::storage::read;
 use crate::storage::record::{self, Claim, Enumerated, Filter, FilterValue, List, Record, Search, Sort, row_key};
 use crate::storage::tables::{DISCOUNT_AUTOMATIC, DISCOUNT_CODES, DISCOUNT_ORDER, DISCOUNT_USAGE, DISCOUNTS, StoreTable};
-use crate::storage::writer::{Tx, read_u64};
+use crate::storage::tx::{Tx, read_u64};
 
 /// Sort keys longer than this are cut: order among such titles falls back to the id.
 const SORT_KEY_CHARS: usize = 64;

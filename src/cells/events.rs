@@ -15,7 +15,8 @@ use crate::storage::keys::Key;
 use crate::storage::read;
 use crate::storage::record::{self, Filter, FilterValue, List, Range, Record, Sort};
 use crate::storage::tables::{EVENT_ORDER, EVENTS, STORE_STATE, StoreState, StoreTable};
-use crate::storage::writer::{Tx, Writer};
+use crate::storage::tx::Tx;
+use crate::storage::writer::Writer;
 
 /// Every topic, with what its `data` is (`docs/webhooks.md` lists the same, checked by a test).
 pub const TOPICS: &[(&str, &str)] = &[

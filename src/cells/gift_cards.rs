@@ -26,7 +26,7 @@ use crate::storage::keys::Key;
 use crate::storage::read;
 use crate::storage::record::{self, Claim, Enumerated, Filter, FilterValue, List, Record, Search, Sort};
 use crate::storage::tables::{GIFT_CARD_CODES, GIFT_CARD_ORDER, GIFT_CARDS, STORES, StoreTable};
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 /// Attempts at a generated code before giving up: two random 80-bit codes colliding is already
 /// beyond belief, so a second collision means something else is wrong.

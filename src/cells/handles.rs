@@ -5,7 +5,7 @@ use uuid::Uuid;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::keys::Key;
 use crate::storage::tables::StoreTable;
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 pub fn handle_key(store: Uuid, handle: &str) -> Vec<u8> {
     Key::store(store).str(handle).into_vec()

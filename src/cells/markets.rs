@@ -11,7 +11,7 @@ use crate::error::{ApiError, ApiResult, Check, Code};
 use crate::storage::keys::Key;
 use crate::storage::record::{self, Claim, List, Record, Sort};
 use crate::storage::tables::{MARKET_COUNTRIES, MARKET_ORDER, MARKETS, StoreTable};
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 impl Record for Market {
     const TABLE: StoreTable = MARKETS;

@@ -205,7 +205,7 @@ pub async fn move_apply(cell: &Cell, store: Uuid, chunk: Chunk) -> ApiResult<()>
 /// In the write that completes a copy (a move's last delta, a portable import): the jobs the
 /// source had claimed are released, the store is served, and every product is queued for the
 /// indexer, which builds its search documents here from the rows.
-pub(crate) fn serve_arrived(tx: &mut crate::storage::writer::Tx, store: Uuid, now: i64) -> ApiResult<()> {
+pub(crate) fn serve_arrived(tx: &mut crate::storage::tx::Tx, store: Uuid, now: i64) -> ApiResult<()> {
     crate::jobs::release_leases(tx, store, now)?;
     tx.raw().open_table(STORE_STATE)?.insert(store.as_u128(), StoreState::Active as u8)?;
     crate::search::outbox_enqueue_store(tx, store)
@@ -311,7 +311,7 @@ fn check_rows(store: Uuid, rows: &[Row]) -> ApiResult<()> {
     }
 }
 
-fn apply_rows(tx: &mut crate::storage::writer::Tx, rows: &[Row]) -> ApiResult<()> {
+fn apply_rows(tx: &mut crate::storage::tx::Tx, rows: &[Row]) -> ApiResult<()> {
     for r in rows {
         let t = STORE_TABLES[r.table as usize];
         // Events keep the ids the source gave them: ids given here must sort after them.

@@ -13,7 +13,7 @@ use crate::payments::FinancialStatus;
 use crate::storage::keys::Key;
 use crate::storage::record::{self, Enumerated, Filter, FilterValue, List, Record, Search, Sort};
 use crate::storage::tables::{ORDER_ORDER, ORDERS, StoreTable};
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 impl Record for Order {
     const TABLE: StoreTable = ORDERS;

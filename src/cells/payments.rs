@@ -20,7 +20,7 @@ use crate::payments::{CreateIntent, IntentRef, ProviderState, Providers, check_t
 pub use crate::payments::{FinancialStatus, IntentStatus, NextAction, PaymentMethodKind};
 use crate::storage::record::{self, List, Record};
 use crate::storage::tables::{PAYMENT_INTENTS, StoreTable};
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 /// Most metadata keys an intent takes from the caller (Stripe allows 50; two are ours).
 pub const MAX_METADATA_KEYS: usize = 40;

@@ -25,7 +25,7 @@ use crate::storage::codec::{decode, encode};
 use crate::storage::keys::{Key, bounds_after, prefix_range};
 use crate::storage::record;
 use crate::storage::tables::{IDEMPOTENCY, STORE_HOLDS, STORE_TABLES, STORES, StoreState, WEBHOOKS};
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 /// An export no request has touched for this long is dropped with its read transaction.
 pub const EXPORT_IDLE_MS: i64 = 60_000;

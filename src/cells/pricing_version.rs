@@ -9,7 +9,7 @@ use crate::error::ApiResult;
 use crate::storage::keys::Key;
 use crate::storage::read;
 use crate::storage::tables::COUNTERS;
-use crate::storage::writer::{Tx, read_u64};
+use crate::storage::tx::{Tx, read_u64};
 
 /// The key of a store's pricing version (in `counters`).
 fn pricing_version_key(store: Uuid) -> Vec<u8> {

@@ -26,7 +26,7 @@ use crate::storage::read;
 use crate::storage::record::{Filter, FilterValue, List, Listable, Sort};
 use crate::storage::row_cache::Cached;
 use crate::storage::tables::{PRODUCT_HANDLES, PRODUCT_SORTS, PRODUCT_VIEWS, PRODUCTS, VARIANTS};
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 /// The product list, declared as every record list is: its sortable fields (by name; a tag is
 /// the field's number in the in-memory list numbers) and its status filter. Its orders are not

@@ -21,7 +21,8 @@ use crate::storage::keys::{leading_store, trailing_id};
 use crate::storage::record;
 use crate::storage::tables::StoreState;
 use crate::storage::tables::{COLLECTION_SCHEDULE, STORE_STATE};
-use crate::storage::writer::{Tx, Writer};
+use crate::storage::tx::Tx;
+use crate::storage::writer::Writer;
 
 /// Longest sleep between passes (real time): also how soon a store moved in from another cell
 /// gets its due collections published.

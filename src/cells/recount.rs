@@ -12,7 +12,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::storage::codec::decode;
 use crate::storage::record::{Record, total_key};
 use crate::storage::tables::{COUNTERS, STORES};
-use crate::storage::writer::read_u64;
+use crate::storage::tx::read_u64;
 
 /// The counters of a cell that disagree with their rows, described.
 pub fn recount(txn: &ReadTransaction) -> ApiResult<Vec<String>> {

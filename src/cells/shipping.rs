@@ -13,7 +13,7 @@ use crate::storage::keys::Key;
 use crate::storage::read;
 use crate::storage::record::{self, List, Record, Sort};
 use crate::storage::tables::{SHIPPING_ZONE_ORDER, SHIPPING_ZONES, StoreTable};
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 /// Most zones in one store: every calculation with a shipping method reads them all.
 pub const MAX_ZONES: usize = 250;

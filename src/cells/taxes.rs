@@ -13,7 +13,7 @@ use crate::storage::keys::Key;
 use crate::storage::read;
 use crate::storage::record::{self, Filter, FilterValue, List, Record, Sort};
 use crate::storage::tables::{StoreTable, TAX_RATE_ORDER, TAX_RATES};
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 /// Most tax rates in one store: every taxed calculation reads them all.
 pub const MAX_RATES: usize = 1000;

@@ -26,7 +26,7 @@ use crate::error::ApiResult;
 use crate::storage::codec::{decode, encode};
 use crate::storage::keys::Key;
 use crate::storage::tables::{JOB_DUE, JOBS};
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 /// A durable unit of background work of a store.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

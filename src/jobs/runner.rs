@@ -21,7 +21,8 @@ use crate::jobs::{self, Job, Kind, Lease};
 use crate::storage::codec::decode;
 use crate::storage::keys::{Key, leading_store, trailing_id};
 use crate::storage::tables::{JOB_DUE, JOBS, STORE_STATE, StoreState};
-use crate::storage::writer::{Tx, Writer};
+use crate::storage::tx::Tx;
+use crate::storage::writer::Writer;
 
 /// How long a claim lasts: longer than any one run takes (outbound calls time out well before).
 const LEASE_MS: i64 = 120_000;

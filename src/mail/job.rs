@@ -14,7 +14,7 @@ use crate::jobs::runner::Outcome;
 use crate::jobs::{self, Job, Kind};
 use crate::mail::{Composed, Letter, MailError, Mailer};
 use crate::storage::codec::{decode, encode};
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 /// Waits of 1, 5, 15 and 30 min, 1, 2, 4, 8 and 8 h (about a day).
 const RETRIES: &[Duration] = &[

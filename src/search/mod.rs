@@ -39,7 +39,8 @@ use crate::search::schema::Fields;
 use crate::storage::codec::decode;
 use crate::storage::keys::{Key, leading_store, prefix_range};
 use crate::storage::tables::{OUTBOX, PRODUCTS, STORE_STATE};
-use crate::storage::writer::{Tx, Writer};
+use crate::storage::tx::Tx;
+use crate::storage::writer::Writer;
 
 /// The longest the indexer sleeps when no commit wakes it.
 pub const TICK: Duration = Duration::from_millis(250);

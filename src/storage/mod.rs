@@ -14,6 +14,7 @@ pub mod read;
 pub mod record;
 pub mod row_cache;
 pub mod tables;
+pub mod tx;
 pub mod usage;
 pub mod writer;
 

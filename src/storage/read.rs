@@ -9,7 +9,7 @@ use crate::error::ApiResult;
 use crate::storage::codec;
 use crate::storage::keys::prefix_range;
 use crate::storage::tables::StoreTable;
-use crate::storage::writer::read_u64;
+use crate::storage::tx::read_u64;
 
 /// Reads and decodes one record.
 pub fn get<T: DeserializeOwned>(txn: &ReadTransaction, table: StoreTable, key: &[u8]) -> ApiResult<Option<T>> {

@@ -22,7 +22,7 @@ use crate::storage::keys::Key;
 use crate::storage::list_names::{self, Keeps, KindTests, RecordChange, Side, Summary};
 use crate::storage::read;
 use crate::storage::tables::{COUNTERS, StoreTable};
-use crate::storage::writer::{Rows, Tx};
+use crate::storage::tx::{Rows, Tx};
 
 /// A stored entity of a store. Implemented once per entity, by declaration.
 pub trait Record: Serialize + DeserializeOwned + Send + Sync + 'static {

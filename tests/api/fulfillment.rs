@@ -340,7 +340,7 @@ async fn two_fulfills_of_the_last_unit_ship_it_once() {
 async fn write<T: Send + 'static>(
     app: &TestApp,
     store: Uuid,
-    f: impl FnMut(&mut shopcell::storage::writer::Tx) -> shopcell::error::ApiResult<T> + Send + 'static,
+    f: impl FnMut(&mut shopcell::storage::tx::Tx) -> shopcell::error::ApiResult<T> + Send + 'static,
 ) -> T {
     app.cell().writer.write(Some(store), f).await.unwrap()
 }

@@ -21,7 +21,7 @@ use crate::storage::keys::{Key, prefix_range, trailing_id};
 use crate::storage::read;
 use crate::storage::record::{self, Claim, Filter, FilterValue, List, Record, Search, Sort, row_key};
 use crate::storage::tables::*;
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 mod members;
 

@@ -16,7 +16,7 @@ use crate::domain::fulfillment::{Action, FoLine, FoStatus, FulfillmentOrder, Ful
 use crate::domain::stock::{Actor, Location, Reason, Why};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::storage::record;
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 /// `POST …/fulfillment-orders/{id}/hold`: ON_HOLD with the reason. Whether units were shipped
 /// decides where a release goes back to, so the status before needs no keeping.

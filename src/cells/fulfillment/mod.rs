@@ -32,7 +32,7 @@ use crate::storage::record::{self, Claim, List, Record, Sort};
 use crate::storage::tables::{
     FULFILLMENT_LIST, FULFILLMENT_ORDER_LIST, FULFILLMENT_ORDERS, FULFILLMENTS, LOCATION_WORK, StoreTable,
 };
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 impl Record for FulfillmentOrder {
     const TABLE: StoreTable = FULFILLMENT_ORDERS;

@@ -12,7 +12,7 @@ use crate::domain::fulfillment::{Action, next};
 use crate::domain::order::Order;
 use crate::domain::stock::{Actor, Quantities, Reason, Why};
 use crate::error::{ApiError, ApiResult, Code};
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 /// Which unshipped units to release.
 #[derive(Debug, Clone, Copy)]

@@ -159,7 +159,7 @@ fn corrupt(what: &'static str) -> impl Fn(crate::error::ApiError) -> redb::Error
 }
 
 /// The rows of `table` as (key, value) pairs.
-fn rows(txn: &WriteTransaction, table: crate::storage::tables::StoreTable) -> Result<crate::storage::writer::Rows, redb::Error> {
+fn rows(txn: &WriteTransaction, table: crate::storage::tables::StoreTable) -> Result<crate::storage::tx::Rows, redb::Error> {
     let t = txn.open_table(table.def)?;
     let mut out = Vec::new();
     for item in t.iter()? {

@@ -25,7 +25,7 @@ use crate::storage::keys::Key;
 use crate::storage::list::{ListQuery, Listed};
 use crate::storage::record::{self, Filter, FilterValue, List, Record, Sort, partition_prefix};
 use crate::storage::tables::{LEVEL_ORDER, LEVELS, StoreTable, VARIANTS};
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 /// A variant's quantities at one location, kept at `store ‖ variant ‖ location` ([`level_key`]):
 /// a variant's levels are one range.

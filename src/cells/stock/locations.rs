@@ -12,7 +12,7 @@ use crate::storage::keys::{Key, trailing_id};
 use crate::storage::record::{self, Claim, Filter, FilterValue, List, Record, Search, Sort, partition_prefix};
 use crate::storage::row_cache::Cached;
 use crate::storage::tables::{LOCATION_KEYS, LOCATION_ORDER, LOCATION_WORK, LOCATIONS, StoreTable};
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 impl Record for Location {
     const TABLE: StoreTable = LOCATIONS;

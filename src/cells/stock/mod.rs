@@ -61,7 +61,7 @@ pub async fn set(cell: &Cell, store: Uuid, input: SetLevel, actor: Actor) -> Api
 }
 
 /// The zero level of a variant at a location that never held it (both must exist).
-fn unchanged(tx: &crate::storage::writer::Tx, store: Uuid, variant: Uuid, location: Uuid) -> ApiResult<LevelView> {
+fn unchanged(tx: &crate::storage::tx::Tx, store: Uuid, variant: Uuid, location: Uuid) -> ApiResult<LevelView> {
     let product = levels::product_of(tx, store, variant)?.ok_or_else(|| ApiError::field("variantId", "no such variant"))?;
     crate::storage::record::load::<crate::domain::stock::Location>(tx, store, location)?
         .ok_or_else(|| ApiError::field("locationId", "no such location"))?;

@@ -20,7 +20,7 @@ use crate::jobs;
 use crate::storage::keys::Key;
 use crate::storage::record::{self, Filter, FilterValue, List, Record, Sort};
 use crate::storage::tables::{DELIVERIES, DELIVERY_ORDER, EVENTS, StoreTable, WEBHOOK_ORDER, WEBHOOKS};
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 /// A subscription.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

@@ -17,7 +17,7 @@ use crate::jobs::{self, Job, Kind};
 use crate::mail::job::{MAIL, message_id};
 use crate::mail::{DEFAULT_LANGUAGE, Letter, Sender, Template};
 use crate::storage::codec::{decode, encode};
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 /// The notice of a disabled subscription: retried as mail is.
 pub const DISABLED: Kind = Kind { name: "webhook.disabled", retries: MAIL.retries };

@@ -26,7 +26,7 @@ use crate::storage::codec::{decode, encode};
 use crate::storage::keys::{Key, prefix_range};
 use crate::storage::record;
 use crate::storage::tables::EVENTS;
-use crate::storage::writer::Tx;
+use crate::storage::tx::Tx;
 
 /// A subscription's sender. Its own failures are internal (a read that failed): retried soon.
 pub const SEND: Kind = Kind {

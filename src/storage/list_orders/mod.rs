@@ -6,8 +6,8 @@
 //! These orders are derived data: each list of a store (one sort, over every product or one
 //! status) is built the first time it is read, from rows that carry the sort values alone
 //! (`product_sorts`: no record is decoded), and kept in step afterwards by the changes write
-//! jobs record in their transaction ([`crate::storage::writer::Tx::order_insert`] for product
-//! lists, [`crate::storage::writer::Tx::record_change`] for every record list), applied once it
+//! jobs record in their transaction ([`crate::storage::tx::Tx::order_insert`] for product
+//! lists, [`crate::storage::tx::Tx::record_change`] for every record list), applied once it
 //! has committed and before its writers are answered, so nobody reads an order older than
 //! their own write.
 //!
@@ -654,7 +654,7 @@ impl ListOrders {
     }
 
     /// Drops the record lists of `store` whose names start with `prefix` (see
-    /// [`crate::storage::writer::Tx::forget_lists`]).
+    /// [`crate::storage::tx::Tx::forget_lists`]).
     pub fn forget_lists(&self, store: Uuid, prefix: &[u8]) {
         self.forget_where(store, |name| matches!(name, ListName::Record(n) if n.starts_with(prefix)));
     }
