@@ -210,14 +210,51 @@ async fn small_backup() -> (TestApp, User, tempfile::TempDir, std::path::PathBuf
     (app, owner, tmp, to)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_backup_in_format_1_of_redb_files_still_checks_and_restores() {
+/// A stopped service's data directory holding one store with one product, `title`.
+async fn stopped_with_one_product(title: &str) -> (TestApp, User, String, std::path::PathBuf) {
     let mut app = spawn_app().await;
     let owner = create_user(&app.client).await;
     let store = create_store(&app.client, &owner).await;
-    create_product(&app.client, &owner, &store, "Kept in format 1", 100).await;
+    create_product(&app.client, &owner, &store, title, 100).await;
     let data = app.dir.path().to_path_buf();
     app.stop().await;
+    (app, owner, store, data)
+}
+
+/// Writes the manifest of a backup of format `format` in `old` (beside `files`), then checks it,
+/// restores it next to it and reads its one product, `title`, back through a started service.
+async fn an_earlier_backup_checks_and_restores(
+    old: &Path,
+    format: u32,
+    files: Vec<manifest::Entry>,
+    (owner, store, title): (&User, &str, &str),
+) {
+    let begun = shopcell::backup::Begun {
+        id: uuid::Uuid::nil(),
+        backup_format: format,
+        data_format: shopcell::storage::FORMAT_VERSION,
+        cut_at_ms: 0,
+        held_us: 0,
+        databases: Vec::new(),
+    };
+    manifest::write(old, &manifest::Manifest::new(&begun, files)).unwrap();
+    assert_eq!(manifest::verify(old).expect("it verifies").backup_format, format);
+    let beside = old.parent().unwrap();
+    shopcell::admin::run(shopcell::cli::AdminCommand::Check { data: beside.join("none"), backup: Some(old.to_path_buf()) })
+        .await
+        .unwrap_or_else(|e| panic!("a format {format} backup checks: {e}"));
+    let restored = beside.join("data");
+    let done = restore::restore(old, &restored, false).unwrap_or_else(|e| panic!("a format {format} backup restores: {e}"));
+    assert_eq!(done.indexed["cell-1"], 1);
+    let again = spawn_app_in(&restored).await;
+    let list = again.client.get(&format!("/api/v1/stores/{store}/products"), Some(&owner.token)).await.expect(200);
+    assert_eq!(list.body["total"], 1);
+    assert_eq!(list.body["data"][0]["title"], title);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_in_format_1_of_redb_files_still_checks_and_restores() {
+    let (_app, owner, store, data) = stopped_with_one_product("Kept in format 1").await;
     // Laid out as format 1 wrote a backup: each database as a redb file (a stopped directory's
     // file holds what the row-by-row copy held), the keys, a manifest of checksums and rows.
     let tmp = tempfile::tempdir().unwrap();
@@ -240,27 +277,7 @@ async fn a_backup_in_format_1_of_redb_files_still_checks_and_restores() {
             None => manifest::Entry::file(path.into(), &std::fs::read(&file).unwrap()),
         });
     }
-    let begun = shopcell::backup::Begun {
-        id: uuid::Uuid::nil(),
-        backup_format: 1,
-        data_format: shopcell::storage::FORMAT_VERSION,
-        cut_at_ms: 0,
-        held_us: 0,
-        databases: Vec::new(),
-    };
-    manifest::write(&old, &manifest::Manifest::new(&begun, files)).unwrap();
-
-    assert_eq!(manifest::verify(&old).expect("format 1 verifies").backup_format, 1);
-    shopcell::admin::run(shopcell::cli::AdminCommand::Check { data: tmp.path().join("none"), backup: Some(old.clone()) })
-        .await
-        .expect("a format 1 backup checks");
-    let restored = tmp.path().join("data");
-    let done = restore::restore(&old, &restored, false).expect("a format 1 backup restores");
-    assert_eq!(done.indexed["cell-1"], 1);
-    let again = spawn_app_in(&restored).await;
-    let list = again.client.get(&format!("/api/v1/stores/{store}/products"), Some(&owner.token)).await.expect(200);
-    assert_eq!(list.body["total"], 1);
-    assert_eq!(list.body["data"][0]["title"], "Kept in format 1");
+    an_earlier_backup_checks_and_restores(&old, 1, files, (&owner, &store, "Kept in format 1")).await;
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -700,12 +717,7 @@ async fn a_backup_in_format_2_holding_every_table_still_checks_and_restores() {
     use shopcell::backup::{block, rows_file};
     use shopcell::storage::copy;
 
-    let mut app = spawn_app().await;
-    let owner = create_user(&app.client).await;
-    let store = create_store(&app.client, &owner).await;
-    create_product(&app.client, &owner, &store, "Kept in format 2", 100).await;
-    let data = app.dir.path().to_path_buf();
-    app.stop().await;
+    let (_app, owner, store, data) = stopped_with_one_product("Kept in format 2").await;
     // Laid out as format 2 wrote a backup: each database's rows, every table, in blocks.
     let tmp = tempfile::tempdir().unwrap();
     let old = tmp.path().join("old");
@@ -736,24 +748,5 @@ async fn a_backup_in_format_2_holding_every_table_still_checks_and_restores() {
         files.push(manifest::Entry::file(path.into(), &std::fs::read(data.join(path)).unwrap()));
         std::fs::copy(data.join(path), old.join(path)).unwrap();
     }
-    let begun = shopcell::backup::Begun {
-        id: uuid::Uuid::nil(),
-        backup_format: 2,
-        data_format: shopcell::storage::FORMAT_VERSION,
-        cut_at_ms: 0,
-        held_us: 0,
-        databases: Vec::new(),
-    };
-    manifest::write(&old, &manifest::Manifest::new(&begun, files)).unwrap();
-
-    shopcell::admin::run(shopcell::cli::AdminCommand::Check { data: tmp.path().join("none"), backup: Some(old.clone()) })
-        .await
-        .expect("a format 2 backup checks");
-    let restored = tmp.path().join("data");
-    let done = restore::restore(&old, &restored, false).expect("a format 2 backup restores");
-    assert_eq!(done.indexed["cell-1"], 1);
-    let again = spawn_app_in(&restored).await;
-    let list = again.client.get(&format!("/api/v1/stores/{store}/products"), Some(&owner.token)).await.expect(200);
-    assert_eq!(list.body["total"], 1);
-    assert_eq!(list.body["data"][0]["title"], "Kept in format 2");
+    an_earlier_backup_checks_and_restores(&old, 2, files, (&owner, &store, "Kept in format 2")).await;
 }
