@@ -22,12 +22,7 @@ pub struct Kind {
 }
 
 const fn kind<R: Record>() -> Kind {
-    Kind {
-        table: R::TABLE,
-        order: R::LIST.order,
-        recount: crate::cells::recount::totals::<R>,
-        refill_order: record::refill_order::<R>,
-    }
+    Kind { table: R::TABLE, order: R::LIST.order, recount: record::recount::<R>, refill_order: record::refill_order::<R> }
 }
 
 /// Every record kind of a cell.

@@ -649,6 +649,31 @@ pub fn delete_scope<R: Record>(tx: &mut Tx, store: Uuid, scope: Uuid) -> ApiResu
     Ok(())
 }
 
+/// The rows of `R` by store and parent against their total counters, each disagreement
+/// described (`admin check`); a store of `stores` with no rows must count none.
+pub fn recount<R: Record>(txn: &ReadTransaction, stores: &[Uuid]) -> ApiResult<Vec<String>> {
+    use redb::ReadableTable;
+    let mut counted: std::collections::BTreeMap<Vec<u8>, (Uuid, u64)> = Default::default();
+    for s in stores {
+        counted.insert(total_key::<R>(*s, None), (*s, 0));
+    }
+    for row in txn.open_table(R::TABLE.def)?.iter()? {
+        let (k, v) = row?;
+        let store = crate::storage::keys::leading_store(k.value()).ok_or_else(|| ApiError::internal("a row's key is short"))?;
+        let r: R = decode(v.value())?;
+        counted.entry(total_key::<R>(store, r.scope())).or_insert((store, 0)).1 += 1;
+    }
+    let counters = txn.open_table(COUNTERS.def)?;
+    let mut wrong = Vec::new();
+    for (key, (store, rows)) in counted {
+        let stored = counters.get(key.as_slice())?.map(|v| crate::storage::tx::read_u64(v.value())).unwrap_or(0);
+        if stored != rows {
+            wrong.push(format!("store {store}: the {} counter says {stored}, there are {rows} rows", R::NAME));
+        }
+    }
+    Ok(wrong)
+}
+
 /// Writes the order rows of every record of `R` in every store, streamed from its table: a
 /// restore's step for the order tables a backup leaves out (`tables::REBUILT`). Counters and
 /// claims are not touched: they travel in the backup, and `admin check` recounts them.
