@@ -680,10 +680,7 @@ pub fn recount<R: Record>(txn: &ReadTransaction, stores: &[Uuid]) -> ApiResult<V
 pub fn refill_order<R: Record>(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
     let Some(order_table) = R::LIST.order else { return Ok(()) };
     let mut order = txn.open_table(order_table.def)?;
-    each_record::<R>(txn, decode, |store, r| {
-        insert_order_rows(&mut order, store, &r)?;
-        Ok(())
-    })
+    each_record::<R>(txn, decode, |store, r| insert_order_rows(&mut order, store, &r))
 }
 
 /// Rebuilds every order row and counter of `R` in every store from the records, and writes its
