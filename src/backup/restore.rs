@@ -94,25 +94,16 @@ pub fn materialize(from: &Path, manifest: &Manifest, into: &Path) -> Result<Data
         }
         match (&entry.kind, manifest.backup_format) {
             (Some(kind), format @ 2..) => {
-                rows_file::to_redb(&from.join(&rel), &target, kind, &entry.tables.clone().unwrap_or_default())?;
-                if format >= REBUILT_FROM {
-                    rebuild(&target, kind)?;
-                }
+                let tables = entry.tables.clone().unwrap_or_default();
+                // Since format 3 the tables that follow from others are rebuilt, not restored.
+                rows_file::to_redb(&from.join(&rel), &target, kind, &tables, |txn| {
+                    if format >= REBUILT_FROM { crate::cells::rebuilt::rebuild(txn, kind) } else { Ok(()) }
+                })?
             }
             _ => copy_private(&from.join(&rel), &target)?,
         }
     }
     databases(into, manifest)
-}
-
-/// Writes the tables the backup left out of the database `file` of kind `kind` (built from its
-/// rows) from the rest of it, in one durable transaction.
-fn rebuild(file: &Path, kind: &str) -> Result<(), BoxError> {
-    let db = redb::Database::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let txn = db.begin_write()?;
-    crate::cells::rebuilt::rebuild(&txn, kind).map_err(|e| format!("{}: rebuilding its lists: {e}", file.display()))?;
-    txn.commit()?;
-    Ok(())
 }
 
 /// Copies the backup's files into `staging`, drops unplaced stores, rebuilds search.

@@ -116,8 +116,15 @@ pub fn counts(path: &Path) -> Result<BTreeMap<String, u64>, BoxError> {
 }
 
 /// Builds the redb file `target` (0600, new) of kind `kind` from the rows file `path`. Every
-/// table of `tables` exists in it, the empty ones too, as in the database backed up.
-pub fn to_redb(path: &Path, target: &Path, kind: &str, tables: &BTreeMap<String, u64>) -> Result<(), BoxError> {
+/// table of `tables` exists in it, the empty ones too, as in the database backed up; `last`
+/// writes what else it needs (the tables a backup leaves out) in the final, durable transaction.
+pub fn to_redb(
+    path: &Path,
+    target: &Path,
+    kind: &str,
+    tables: &BTreeMap<String, u64>,
+    last: impl FnOnce(&WriteTransaction) -> Result<(), redb::Error>,
+) -> Result<(), BoxError> {
     write_private(target, b"").map_err(|e| format!("{}: {e}", target.display()))?;
     let db = redb::Database::create(target).map_err(|e| format!("{}: {e}", target.display()))?;
     let known = copy::tables(kind);
@@ -150,6 +157,7 @@ pub fn to_redb(path: &Path, target: &Path, kind: &str, tables: &BTreeMap<String,
     for name in tables.keys() {
         find(name)?.write(&txn, &mut std::iter::empty())?;
     }
+    last(&txn).map_err(|e| format!("{}: {e}", target.display()))?;
     txn.commit()?;
     Ok(())
 }

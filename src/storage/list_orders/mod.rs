@@ -352,8 +352,7 @@ impl ListOrders {
                     for (key, insert) in [(out, false), (into, true)] {
                         if let Some(key) = key {
                             let id = id();
-                            let slot = if timed.is_some() { timed } else { lists.get(&id) };
-                            self.change(slot, id, key.into(), insert);
+                            self.change(timed.or_else(|| lists.get(&id)), id, key.into(), insert);
                         }
                     }
                 }
