@@ -90,14 +90,39 @@ impl Meter {
     }
 }
 
-/// What redb's page cache of the database in `file` holds, at most: its share of the budget, or
-/// the whole file when that is smaller (the cache holds pages of the file). redb counts its
-/// hits and misses only with its `cache_metrics` feature, whose shared counters, bumped on
-/// every page read from every thread, cost a fifth of the throughput of searches that read many
-/// rows; so they are not counted, and the bytes are this bound.
+/// redb's smallest page; its larger pages are this times a power of two.
+const REDB_PAGE: u64 = 4096;
+/// What redb keeps for each cached page besides its bytes: the entry of its hash map and of its
+/// queue of least recent use (about 32 and 16 bytes, the map's empty slots and the queue's stale
+/// entries about as much again).
+const REDB_PAGE_ENTRY: u64 = 96;
+
+/// What a cached page of `REDB_PAGE` bytes takes from the allocator: redb allocates each page as
+/// an `Arc<[u8]>` (its two counts in front), and mimalloc serves that from the next size class
+/// (4,112 bytes from a block of 5,120), plus the page's cache entries.
+fn redb_page_cost() -> u64 {
+    let arc = REDB_PAGE as usize + 2 * size_of::<usize>();
+    // SAFETY: `mi_good_size` only computes the size class of a request; it touches no memory.
+    let block = unsafe { libmimalloc_sys::mi_good_size(arc) } as u64;
+    block.max(arc as u64) + REDB_PAGE_ENTRY
+}
+
+/// The cache size to give redb (it counts pages' bytes alone) so that the cache as allocated,
+/// pages and entries, stays within `share`.
+pub fn redb_cache_size(share: u64) -> u64 {
+    share / redb_page_cost() * REDB_PAGE
+}
+
+/// What redb's page cache of the database in `file` holds, at most, as allocated: its pages (the
+/// whole file when it is smaller than the cache, else the cache size given for `budget`) at
+/// what each costs the allocator, so a full cache reports its share. redb counts its hits and
+/// misses only with its `cache_metrics` feature, whose shared counters, bumped on every page
+/// read from every thread, cost a fifth of the throughput of searches that read many rows; so
+/// they are not counted, and the bytes are this bound.
 pub fn redb_stats(file: &std::path::Path, budget: u64) -> CacheStats {
     let size = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
-    CacheStats { budget, bytes: size.min(budget), ..CacheStats::default() }
+    let pages = size.min(redb_cache_size(budget)) / REDB_PAGE;
+    CacheStats { budget, bytes: pages * redb_page_cost(), ..CacheStats::default() }
 }
 
 /// The process's memory budget and where its figure came from.
@@ -351,6 +376,25 @@ mod tests {
         assert!(Budget { bytes: Budget::smallest(3), origin: "test".into() }.divide(3).is_ok());
         let alone = Budget { bytes: 256 << 20, origin: "test".into() }.divide(0).unwrap();
         assert_eq!((alone.account.total(), alone.cell.total()), ((256 << 20) - RESERVE, 0), "the directory alone takes it all");
+    }
+
+    #[test]
+    fn redb_gets_the_pages_its_share_holds_as_allocated() {
+        // A page of 4,096 bytes behind its `Arc` counts comes from a larger size class.
+        assert!(redb_page_cost() >= REDB_PAGE + 16 + REDB_PAGE_ENTRY, "{}", redb_page_cost());
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("cell.redb");
+        for share in [16u64 << 20, 100 << 20, 3 << 30] {
+            let size = redb_cache_size(share);
+            assert_eq!(size % REDB_PAGE, 0);
+            let held = size / REDB_PAGE * redb_page_cost();
+            assert!(held <= share && share - held < redb_page_cost(), "{held} of {share}");
+            std::fs::write(&file, vec![0u8; 8 * REDB_PAGE as usize]).unwrap();
+            assert_eq!(redb_stats(&file, share).bytes, 8 * redb_page_cost(), "a small file is cached whole");
+            let big = std::fs::File::options().write(true).open(&file).unwrap();
+            big.set_len(share * 2).unwrap();
+            assert_eq!(redb_stats(&file, share).bytes, held, "a full cache reports its share, as allocated");
+        }
     }
 
     #[test]

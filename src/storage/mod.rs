@@ -88,13 +88,14 @@ pub fn open_taking_lists_token(path: &Path, kind: DbKind, cache: u64) -> Result<
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| OpenError::Io(format!("cannot create {}: {e}", dir.display())))?;
     }
-    let db = Database::builder().set_cache_size(cache as usize).create(path).map_err(|e| match e {
-        redb::DatabaseError::DatabaseAlreadyOpen => OpenError::Io(format!(
-            "database {} is already open: another shopcell process holds it (stop it, or give this one another --data)",
-            path.display()
-        )),
-        e => OpenError::Io(format!("{}: {e}", path.display())),
-    })?;
+    let db =
+        Database::builder().set_cache_size(crate::memory::redb_cache_size(cache) as usize).create(path).map_err(|e| match e {
+            redb::DatabaseError::DatabaseAlreadyOpen => OpenError::Io(format!(
+                "database {} is already open: another shopcell process holds it (stop it, or give this one another --data)",
+                path.display()
+            )),
+            e => OpenError::Io(format!("{}: {e}", path.display())),
+        })?;
     let (found_kind, found_version) = read_meta(&db)?;
     match found_kind {
         Some(k) if k != kind.name => return Err(OpenError::WrongKind { found: k, expected: kind.name }),
