@@ -157,6 +157,10 @@ struct Memory {
     budget: u64,
     anon: u64,
     peak: u64,
+    /// The allocator's bytes in live allocations and what it keeps resident (0 when the server
+    /// reports neither).
+    heap_allocated: u64,
+    heap_resident: u64,
     /// What each cache holds, summed over owners (the cell and the account service).
     caches: BTreeMap<String, u64>,
 }
@@ -172,6 +176,8 @@ impl Memory {
             budget: figure("shopcell_memory_budget_bytes")?,
             anon: figure("shopcell_process_anonymous_bytes")?,
             peak: figure("shopcell_process_anonymous_peak_bytes")?,
+            heap_allocated: metric_sum(samples, "shopcell_heap_allocated_bytes").unwrap_or(0.0) as u64,
+            heap_resident: metric_sum(samples, "shopcell_heap_resident_bytes").unwrap_or(0.0) as u64,
             caches,
         })
     }
@@ -180,8 +186,8 @@ impl Memory {
         self.caches.values().sum()
     }
 
-    /// The sum without tantivy's writer, which reports its whole share as held (its arena fills
-    /// up to the share between flushes), however little a small catalogue gives it to hold.
+    /// The sum without tantivy's writer, which reports its whole share while a pass writes (its
+    /// buffer grows toward the share until the commit), however little the pass gives it to hold.
     fn cache_sum_without_writer(&self) -> u64 {
         self.cache_sum() - self.caches.get(SEARCH_WRITER).copied().unwrap_or(0)
     }
@@ -616,7 +622,7 @@ fn search_dirs_usage(data: &std::path::Path) -> std::io::Result<u64> {
 fn print_tables(rows: &[Row]) {
     println!("\nmemory and disk (anonymous memory from /metrics; peak = highest of reads every {METRICS_EVERY:?})");
     println!(
-        "{:<16} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>11}",
+        "{:<16} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>11}",
         "stores × each",
         "budget",
         "idle",
@@ -625,6 +631,8 @@ fn print_tables(rows: &[Row]) {
         "above idle",
         "caches",
         "w/o writer",
+        "live",
+        "held",
         "disk",
         "index",
         "creates/s",
@@ -633,7 +641,7 @@ fn print_tables(rows: &[Row]) {
     for r in rows {
         let m = &r.after_load;
         println!(
-            "{:<16} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10.0}%",
+            "{:<16} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10.0}%",
             r.shape.label(),
             human(m.budget),
             human(r.idle.anon),
@@ -642,6 +650,8 @@ fn print_tables(rows: &[Row]) {
             human(m.anon.saturating_sub(r.idle.anon)),
             human(m.cache_sum()),
             human(m.cache_sum_without_writer()),
+            human(m.heap_allocated.saturating_sub(r.idle.heap_allocated)),
+            human(m.heap_resident.saturating_sub(r.idle.heap_resident)),
             human(r.disk),
             human(r.disk_search),
             thousands(r.seed_rate.all),
@@ -649,8 +659,8 @@ fn print_tables(rows: &[Row]) {
         );
     }
     println!(
-        "(caches: the sum of shopcell_cache_bytes; w/o writer: without {SEARCH_WRITER}, which reports its whole share; \
-         index: the search index's part of the disk figure; last/first: the create rate of the last batch of \
+        "(caches: the sum of shopcell_cache_bytes; w/o writer: without {SEARCH_WRITER}, its whole share while a pass writes; \
+         live and held: the allocator's bytes in live allocations and what it keeps resident, above idle; index: the search index's part of the disk figure; last/first: the create rate of the last batch of \
          {SEED_CHUNK} products against the first's)"
     );
 

@@ -3,29 +3,27 @@ use shopcell::cli::{Cli, Command};
 use shopcell::run;
 
 /// The server's allocator: request handling allocates many short-lived buffers from several
-/// threads, which mimalloc serves far faster than the system allocator here. Declared by the
-/// binary alone, so the benchmarks' load generator and bare-hyper baseline keep the system's.
+/// threads, which jemalloc serves far faster than the system allocator here, and caches keep
+/// long-lived entries beside them, which it strands less memory around (docs/memory.md "The
+/// allocator"). Declared by the binary alone, so the benchmarks' load generator and bare-hyper
+/// baseline keep the system's.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-/// `mi_option_purge_delay` of mimalloc.h (milliseconds before freed pages are returned; 0 at
-/// once), which the bindings do not name.
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+/// jemalloc's options, read by it before `main` (its `malloc_conf`; an operator's
+/// `_RJEM_MALLOC_CONF` is read after it and wins): a background thread returns pages freed for a
+/// second to the system, at once and for good (`muzzy_decay_ms:0`: no lazy `MADV_FREE`, whose
+/// pages would still count as resident), so memory freed by an eviction or a finished build
+/// leaves the process whether or not it allocates again.
+#[unsafe(export_name = "_rjem_malloc_conf")]
+static MALLOC_CONF: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
 
 fn main() -> std::process::ExitCode {
     // Before anything is created: keys, databases, mail and backups are the service user's alone
     // (files 0600, directories 0700), whatever umask the caller left.
     // SAFETY: umask(2) only sets the process's mask; it cannot fail and touches no memory.
     unsafe { libc::umask(0o077) };
-    // Freed memory goes back to the system at once (docs/memory.md "Freed memory"): with a
-    // delay the allocator purges only when a later allocation gets round to it, so memory freed
-    // by an eviction or a finished build stayed in the process, uncounted, often for good. An
-    // operator's own `MIMALLOC_PURGE_DELAY` is kept (the allocator reads it itself).
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        // SAFETY: mi_option_set stores one integer in the allocator's option table; it
-        // allocates nothing and is safe to call at any time.
-        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
-    }
+    shopcell::memory::ALLOCATOR_STATS.store(true, std::sync::atomic::Ordering::Relaxed);
     // No transparent huge pages for this process (docs/memory.md "Huge pages"): the allocator
     // asks for them on its arenas, and each first touch of a huge page zeroes 2 MiB at once (and
     // may compact memory first), so reading a large store cold spent most of its time in the

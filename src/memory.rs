@@ -11,7 +11,7 @@
 //!
 //! How the budget is divided and how to size a cell: `docs/memory.md`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Memory the process needs besides its caches: the runtime, connections, request buffers,
 /// tantivy's readers, the allocator's slack.
@@ -98,12 +98,12 @@ const REDB_PAGE: u64 = 4096;
 const REDB_PAGE_ENTRY: u64 = 96;
 
 /// What a cached page of `REDB_PAGE` bytes takes from the allocator: redb allocates each page as
-/// an `Arc<[u8]>` (its two counts in front), and mimalloc serves that from the next size class
+/// an `Arc<[u8]>` (its two counts in front), and the allocator serves that from the next size class
 /// (4,112 bytes from a block of 5,120), plus the page's cache entries.
 fn redb_page_cost() -> u64 {
     let arc = REDB_PAGE as usize + 2 * size_of::<usize>();
-    // SAFETY: `mi_good_size` only computes the size class of a request; it touches no memory.
-    let block = unsafe { libmimalloc_sys::mi_good_size(arc) } as u64;
+    // SAFETY: `nallocx` only computes the size class of a request; it touches no memory.
+    let block = unsafe { tikv_jemalloc_sys::nallocx(arc, 0) } as u64;
     block.max(arc as u64) + REDB_PAGE_ENTRY
 }
 
@@ -305,6 +305,24 @@ pub fn anonymous() -> Option<(u64, u64)> {
     let now = proc_field("/proc/self/status", "RssAnon:")?;
     let peak = PEAK.fetch_max(now, Ordering::Relaxed).max(now);
     Some((now, peak))
+}
+
+/// Set by the binary, whose global allocator is jemalloc: its statistics then describe the
+/// process's heap (a test or another program linking this library allocates elsewhere).
+pub static ALLOCATOR_STATS: AtomicBool = AtomicBool::new(false);
+
+/// The heap as the allocator sees it: bytes in live allocations, and what it keeps resident for
+/// them (their pages' free space and its own metadata included). `None` unless jemalloc is the
+/// process's allocator.
+pub fn heap() -> Option<(u64, u64)> {
+    if !ALLOCATOR_STATS.load(Ordering::Relaxed) {
+        return None;
+    }
+    // The statistics are a snapshot taken when the epoch advances.
+    tikv_jemalloc_ctl::epoch::advance().ok()?;
+    let allocated = tikv_jemalloc_ctl::stats::allocated::read().ok()?;
+    let resident = tikv_jemalloc_ctl::stats::resident::read().ok()?;
+    Some((allocated as u64, resident as u64))
 }
 
 /// Parses `512MB`, `2GiB`, `1.5g`, `800m` or a number of bytes. Units are binary (`MB` and

@@ -37,6 +37,20 @@ impl Source for ProcessSource {
             );
             out.gauge("shopcell_process_anonymous_peak_bytes", "The highest anonymous memory seen.", &[], peak);
         }
+        if let Some((allocated, resident)) = crate::memory::heap() {
+            out.gauge(
+                "shopcell_heap_allocated_bytes",
+                "Bytes in live allocations, by the allocator's count: the caches' entries and everything else the process holds.",
+                &[],
+                allocated,
+            );
+            out.gauge(
+                "shopcell_heap_resident_bytes",
+                "Memory the allocator keeps resident: live allocations, the free space of their pages, its own metadata.",
+                &[],
+                resident,
+            );
+        }
         if let Some(fds) = open_fds() {
             out.gauge("process_open_fds", "Open file descriptors (connections, databases, index files).", &[], fds);
         }

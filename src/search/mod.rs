@@ -117,6 +117,10 @@ pub struct Search {
     writer: Mutex<Option<IndexWriter<TantivyDocument>>>,
     /// The memory tantivy's writer may buffer before it flushes a segment.
     writer_memory: u64,
+    /// Whether a pass of [`Search::write`] is adding documents and committing: only then does
+    /// tantivy's writer hold its buffer (it makes a segment's buffer on the pass's first
+    /// document and frees it when the commit has written the segment).
+    writing: AtomicBool,
     /// Poked by the cell writer after every commit.
     wake: Arc<Notify>,
     stopping: AtomicBool,
@@ -159,6 +163,7 @@ impl Search {
             lists: Arc::new(words::WordCache::new(memory.words)),
             writer: Mutex::new(Some(writer)),
             writer_memory,
+            writing: AtomicBool::new(false),
             wake,
             stopping: AtomicBool::new(false),
             thread: Mutex::new(None),
@@ -191,10 +196,11 @@ impl Search {
     }
 
     /// What the search caches hold and how they fare, by the name `/metrics` shows. tantivy's
-    /// writer fills its arena up to its share between flushes and keeps the pages it took, so
-    /// the share is reported as held.
+    /// writer is counted at its whole share while a pass writes (its buffer grows toward the
+    /// share until the commit), and as nothing between passes, when it holds no buffer.
     pub fn caches(&self) -> Vec<(&'static str, CacheStats)> {
-        let writer = CacheStats { budget: self.writer_memory, bytes: self.writer_memory, ..CacheStats::default() };
+        let held = if self.writing.load(Ordering::Relaxed) { self.writer_memory } else { 0 };
+        let writer = CacheStats { budget: self.writer_memory, bytes: held, ..CacheStats::default() };
         vec![
             ("search_words", self.lists.stats()),
             ("search_columns", self.columns.stats()),
@@ -229,15 +235,16 @@ impl Search {
     fn write<T>(&self, f: impl FnOnce(&IndexWriter<TantivyDocument>, &Fields) -> Result<T, BoxError>) -> Result<T, BoxError> {
         let mut guard = self.writer.lock().map_err(|_| "index writer lock poisoned")?;
         let writer = guard.as_mut().ok_or("the index is closed")?;
-        let out = match f(writer, &self.fields) {
-            Ok(out) => out,
-            Err(e) => {
-                // Pending operations of a failed pass must not ride along with the next commit.
-                let _ = writer.rollback();
-                return Err(e);
-            }
+        self.writing.store(true, Ordering::Relaxed);
+        let out = f(writer, &self.fields);
+        let committed = match out {
+            // Pending operations of a failed pass must not ride along with the next commit.
+            Err(_) => writer.rollback().map(drop),
+            Ok(_) => writer.commit().map(drop),
         };
-        writer.commit()?;
+        self.writing.store(false, Ordering::Relaxed);
+        let out = out?;
+        committed?;
         drop(guard);
         self.reader.reload()?;
         Ok(out)
@@ -476,14 +483,15 @@ mod tests {
         let memory = shares();
         let search = Search::new(Index::create_in_ram(schema), Arc::new(Notify::new()), &memory).unwrap();
         let store = Uuid::from_u128(1);
-        search
+        let writer_while_writing = search
             .write(|w, f| {
                 w.add_document(tantivy::doc!(
                     f.store => schema::store_term(store), f.id_hi => 0u64, f.id_lo => 7u64, f.title => "Blue Mug"
                 ))?;
-                Ok(())
+                Ok(search.caches().into_iter().find(|(name, _)| *name == "search_writer").map(|(_, c)| c.bytes))
             })
             .unwrap();
+        assert_eq!(writer_while_writing, Some(memory.search_writer), "a pass counts the writer's whole share");
         assert_eq!(found(&search, store, "mug"), [7]);
         assert_eq!(found(&search, store, "mug"), [7]);
         let caches: HashMap<&str, CacheStats> = search.caches().into_iter().collect();
@@ -499,6 +507,10 @@ mod tests {
         // The answers are kept by the API, not by `search`.
         assert_eq!(caches["search_answers"], CacheStats { budget: memory.answers, ..CacheStats::default() });
         let writer = memory.search_writer;
-        assert_eq!(caches["search_writer"], CacheStats { budget: writer, bytes: writer, ..CacheStats::default() });
+        assert_eq!(
+            caches["search_writer"],
+            CacheStats { budget: writer, bytes: 0, ..CacheStats::default() },
+            "nothing between passes"
+        );
     }
 }
