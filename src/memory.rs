@@ -101,10 +101,23 @@ const REDB_PAGE_ENTRY: u64 = 96;
 /// an `Arc<[u8]>` (its two counts in front), and the allocator serves that from the next size class
 /// (4,112 bytes from a block of 5,120), plus the page's cache entries.
 fn redb_page_cost() -> u64 {
-    let arc = REDB_PAGE as usize + 2 * size_of::<usize>();
-    // SAFETY: `nallocx` only computes the size class of a request; it touches no memory.
-    let block = unsafe { tikv_jemalloc_sys::nallocx(arc, 0) } as u64;
-    block.max(arc as u64) + REDB_PAGE_ENTRY
+    shared_bytes(REDB_PAGE as usize) as u64 + REDB_PAGE_ENTRY
+}
+
+/// What a request of `bytes` takes from the allocator: its size class, up to a quarter more
+/// (jemalloc's classes, four to each doubling; mimalloc's and glibc's are alike).
+pub fn allocated(bytes: usize) -> usize {
+    if bytes == 0 {
+        return 0;
+    }
+    // SAFETY: `nallocx` only computes the size class of a request (a size of 0 is excluded
+    // above, as it asks); it touches no memory.
+    unsafe { tikv_jemalloc_sys::nallocx(bytes, 0) }.max(bytes)
+}
+
+/// What an `Arc<[u8]>` of `len` bytes takes from the allocator: its two counts in front.
+pub fn shared_bytes(len: usize) -> usize {
+    allocated(len + 2 * size_of::<usize>())
 }
 
 /// The cache size to give redb (it counts pages' bytes alone) so that the cache as allocated,
@@ -398,6 +411,7 @@ mod tests {
 
     #[test]
     fn redb_gets_the_pages_its_share_holds_as_allocated() {
+        assert_eq!((allocated(0), allocated(4096), allocated(4112), allocated(100)), (0, 4096, 5120, 112), "size classes");
         // A page of 4,096 bytes behind its `Arc` counts comes from a larger size class.
         assert!(redb_page_cost() >= REDB_PAGE + 16 + REDB_PAGE_ENTRY, "{}", redb_page_cost());
         let dir = tempfile::tempdir().unwrap();

@@ -19,9 +19,9 @@ use crate::memory::Meter;
 
 /// Independent locks: readers of different rows rarely meet.
 const SHARDS: usize = 64;
-/// What holding one row costs besides its bytes: the key in the map and in the fill order, the
-/// map's slot and the shared allocation's header.
-const ENTRY_OVERHEAD: usize = 96;
+/// What holding one row costs besides its allocation: the key in the map and in the fill
+/// order, and the map's slot.
+const ENTRY_OVERHEAD: usize = 80;
 
 type RowKey = (Uuid, Uuid);
 
@@ -85,9 +85,10 @@ impl RowCache {
     }
 }
 
-/// What a row costs the budget.
+/// What a row costs the budget: its allocation as the allocator sizes it (a size class up to a
+/// quarter above the bytes) and its entry.
 fn cost(row: &[u8]) -> usize {
-    row.len() + ENTRY_OVERHEAD
+    crate::memory::shared_bytes(row.len()) + ENTRY_OVERHEAD
 }
 
 /// What a lookup found: the row, or the epoch to fill it at after reading it.
