@@ -59,6 +59,10 @@ const INDEX_TIMEOUT: Duration = Duration::from_secs(900);
 /// The server's peak anonymous memory is the highest figure a `/metrics` read saw, so it is read
 /// this often while the row runs.
 const METRICS_EVERY: Duration = Duration::from_millis(100);
+/// The pause before memory is read after the load and its reads: the allocator returns pages
+/// free for a second (the binary's `dirty_decay_ms`), so memory freed by the last requests is
+/// still resident right after them.
+const SETTLE: Duration = Duration::from_secs(2);
 const LIST_LIMIT: usize = 20;
 /// The cache name of tantivy's indexing writer in `/metrics`.
 const SEARCH_WRITER: &str = "search_writer";
@@ -228,7 +232,16 @@ fn run_row(shape: Shape, settings: &Settings, load: &Runtime, flags: &[&str]) ->
     })();
     sampler.abort();
     let (token, stores, seed_rate, throughput) = measured.map_err(|e| format!("{e}\n{}", server.log_tail()))?;
+    let at_once = Memory::of(&load.block_on(scrape(&endpoint, &key))?)?;
+    std::thread::sleep(SETTLE);
     let after_load = Memory::of(&load.block_on(scrape(&endpoint, &key))?)?;
+    println!(
+        "memory at the end of the reads: anonymous {}, held {}; {SETTLE:?} later {}, held {}",
+        human(at_once.anon),
+        human(at_once.heap_resident),
+        human(after_load.anon),
+        human(after_load.heap_resident)
+    );
 
     let stopping = Instant::now();
     let dir = server.stop()?;
@@ -620,7 +633,10 @@ fn search_dirs_usage(data: &std::path::Path) -> std::io::Result<u64> {
 }
 
 fn print_tables(rows: &[Row]) {
-    println!("\nmemory and disk (anonymous memory from /metrics; peak = highest of reads every {METRICS_EVERY:?})");
+    println!(
+        "\nmemory and disk (anonymous memory from /metrics, after the load {SETTLE:?} after its reads; \
+         peak = highest of reads every {METRICS_EVERY:?})"
+    );
     println!(
         "{:<16} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>11}",
         "stores × each",

@@ -430,6 +430,26 @@ mod tests {
     }
 
     #[test]
+    fn the_heap_figures_are_jemallocs_own_count() {
+        use std::alloc::{GlobalAlloc, Layout};
+        // This test binary allocates through the system's allocator: no figures unless the
+        // process says jemalloc is its allocator, as the binary does.
+        assert_eq!(heap(), None);
+        ALLOCATOR_STATS.store(true, Ordering::Relaxed);
+        let (before, _) = heap().expect("jemalloc's statistics are built in");
+        let layout = Layout::from_size_align(8 << 20, 8).unwrap();
+        // SAFETY: a non-zero layout, freed below with the same allocator and layout.
+        let block = unsafe { tikv_jemallocator::Jemalloc.alloc(layout) };
+        assert!(!block.is_null());
+        let (during, resident) = heap().unwrap();
+        // SAFETY: allocated above by this allocator with this layout.
+        unsafe { tikv_jemallocator::Jemalloc.dealloc(block, layout) };
+        assert!(during >= before + (8 << 20), "{before} → {during}");
+        assert!(resident > 0);
+        assert!(heap().unwrap().0 < during, "freed");
+    }
+
+    #[test]
     fn meters_report_what_caches_tell_them() {
         let m = Meter::new(100);
         m.hit();
