@@ -23,11 +23,12 @@ fn main() -> std::process::ExitCode {
     // (files 0600, directories 0700), whatever umask the caller left.
     // SAFETY: umask(2) only sets the process's mask; it cannot fail and touches no memory.
     unsafe { libc::umask(0o077) };
+    // `/metrics` may show jemalloc's own heap figures: it is this process's allocator.
     shopcell::memory::ALLOCATOR_STATS.store(true, std::sync::atomic::Ordering::Relaxed);
-    // No transparent huge pages for this process (docs/memory.md "Huge pages"): the allocator
-    // asks for them on its arenas, and each first touch of a huge page zeroes 2 MiB at once (and
-    // may compact memory first), so reading a large store cold spent most of its time in the
-    // kernel zeroing memory it did not use. Set before the runtime and every cache exist.
+    // No transparent huge pages for this process (docs/memory.md "Huge pages"): the kernel may
+    // back the allocator's arenas with them, and each first touch of a huge page zeroes 2 MiB at
+    // once (and may compact memory first), so reading a large store cold spent most of its time
+    // in the kernel zeroing memory it did not use. Set before the runtime and every cache exist.
     #[cfg(target_os = "linux")]
     // SAFETY: prctl(PR_SET_THP_DISABLE) takes integers only, sets one flag of this process and
     // touches no memory; a kernel without it answers an error, which leaves things as they were.

@@ -105,7 +105,7 @@ fn redb_page_cost() -> u64 {
 }
 
 /// What a request of `bytes` takes from the allocator: its size class, up to a quarter more
-/// (jemalloc's classes, four to each doubling; mimalloc's and glibc's are alike).
+/// (jemalloc's classes: four to each doubling).
 pub fn allocated(bytes: usize) -> usize {
     if bytes == 0 {
         return 0;
