@@ -127,17 +127,19 @@ impl RowCache {
     /// row of the shard was dropped since.
     pub fn fill(&self, store: Uuid, id: Uuid, epoch: u64, row: Arc<[u8]>) {
         let key = (store, id);
+        // Asks the allocator for the row's size class: once, before the shard's lock.
+        let size = cost(&row);
         let Ok(mut s) = self.shard(&key).lock() else { return };
-        if s.epoch != epoch || cost(&row) > self.shard_budget {
+        if s.epoch != epoch || size > self.shard_budget {
             return;
         }
         s.remove(&key, &self.meter);
-        while s.bytes + cost(&row) > self.shard_budget {
+        while s.bytes + size > self.shard_budget {
             let Some(oldest) = s.order.pop_front() else { break };
             s.remove(&oldest, &self.meter);
         }
-        s.bytes += cost(&row);
-        self.meter.change(cost(&row) as i64, 1);
+        s.bytes += size;
+        self.meter.change(size as i64, 1);
         s.rows.insert(key, row);
         s.order.push_back(key);
         // Keys of dropped rows linger in the order until they come up; keep them few.
