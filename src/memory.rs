@@ -16,10 +16,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 /// Memory the process needs besides its caches: the runtime, connections, request buffers,
 /// tantivy's readers, the allocator's slack.
 pub const RESERVE: u64 = 24 << 20;
-/// The smallest share a cell runs with (its tantivy writer alone needs 15 MiB).
+/// The smallest share a cell runs with (its tantivy writer alone needs 17 MiB).
 pub const CELL_MIN: u64 = 40 << 20;
-/// tantivy refuses a writer with less than this per thread.
-pub const SEARCH_WRITER_MIN: u64 = 15 << 20;
+/// The smallest share of tantivy's writer: the indexing buffer tantivy refuses to go below
+/// (15,000,000 bytes a thread) and the queue it holds besides (`search::writer_queue`).
+pub const SEARCH_WRITER_MIN: u64 = 15_000_000 + (5 << 19);
 /// The share of the machine's memory taken when `--memory` is not given.
 pub const DEFAULT_SHARE_PERCENT: u64 = 50;
 
@@ -118,6 +119,21 @@ pub fn allocated(bytes: usize) -> usize {
 /// What an `Arc<[u8]>` of `len` bytes takes from the allocator: its two counts in front.
 pub fn shared_bytes(len: usize) -> usize {
     allocated(len + 2 * size_of::<usize>())
+}
+
+/// What a hash map (hashbrown's layout, std's too) of `capacity` takes from the allocator: a
+/// slot of `(K, V)` and a control byte per bucket, a group of control bytes more, the buckets a
+/// power of two of which seven eighths are usable. Maps keep their capacity when entries go,
+/// so a cache counts its maps by capacity.
+pub fn map_bytes<K, V>(capacity: usize) -> usize {
+    const GROUP: usize = 16;
+    let buckets = match capacity {
+        0 => return 0,
+        1..=7 => capacity + 1,
+        _ => capacity / 7 * 8,
+    };
+    let slots = (buckets * size_of::<(K, V)>()).next_multiple_of(GROUP);
+    allocated(slots + buckets + GROUP)
 }
 
 /// The cache size to give redb (it counts pages' bytes alone) so that the cache as allocated,
@@ -407,6 +423,18 @@ mod tests {
         assert!(Budget { bytes: Budget::smallest(3), origin: "test".into() }.divide(3).is_ok());
         let alone = Budget { bytes: 256 << 20, origin: "test".into() }.divide(0).unwrap();
         assert_eq!((alone.account.total(), alone.cell.total()), ((256 << 20) - RESERVE, 0), "the directory alone takes it all");
+    }
+
+    #[test]
+    fn a_map_is_counted_by_its_buckets() {
+        use std::collections::HashMap;
+        assert_eq!(map_bytes::<u64, u64>(HashMap::<u64, u64>::new().capacity()), 0, "an empty map allocates nothing");
+        // (requested capacity, buckets the map takes)
+        for (asked, buckets) in [(3, 4), (5, 8), (1000, 2048), (1800, 4096)] {
+            let mut m: HashMap<u64, u64> = HashMap::with_capacity(asked);
+            m.extend((0..asked as u64).map(|k| (k, k)));
+            assert_eq!(map_bytes::<u64, u64>(m.capacity()), allocated(buckets * 16 + buckets + 16), "{asked} entries");
+        }
     }
 
     #[test]

@@ -62,14 +62,26 @@ pub fn batched<W: Write + Send + 'static>(mut out: W, bound: usize) -> (Batched,
             if !spare.is_empty() {
                 // A destination that fails (a closed pipe) loses these lines; the next try may work.
                 let _ = out.write_all(&spare).and_then(|()| out.flush());
-                spare.clear();
             }
+            settle(&mut spare);
             if stopping {
                 return;
             }
         }
     });
     (Batched(shared.clone()), Flusher { shared, thread: thread.ok() })
+}
+
+/// Room a buffer keeps when little was written: a few milliseconds of a quiet server's lines.
+const KEPT: usize = 64 << 10;
+
+/// Empties a buffer just written out, keeping room for about as much as it held (the two
+/// buffers take turns, so under steady load neither grows again) and giving back what a burst
+/// left beyond that once it has passed.
+fn settle(buffer: &mut Vec<u8>) {
+    let used = buffer.len();
+    buffer.clear();
+    buffer.shrink_to(used.saturating_mul(2).max(KEPT));
 }
 
 impl Batched {
@@ -126,6 +138,21 @@ mod tests {
     use std::sync::mpsc;
 
     use super::*;
+
+    #[test]
+    fn a_buffer_keeps_room_for_steady_load_and_gives_back_a_burst() {
+        let mut b = Vec::new();
+        b.resize(3 << 20, b'x');
+        let burst = b.capacity();
+        settle(&mut b);
+        assert!(b.is_empty());
+        assert_eq!(b.capacity(), burst, "room for as much again is kept while the load lasts");
+        // The next turn wrote little: the burst's room goes back.
+        b.extend_from_slice(b"one line\n");
+        settle(&mut b);
+        assert!(b.is_empty() && b.capacity() <= KEPT, "capacity {}", b.capacity());
+        assert!(b.capacity() > 0);
+    }
 
     /// A log destination that takes nothing until told to: a stalled disk or pipe.
     struct Stalled(mpsc::Receiver<()>, mpsc::Sender<Vec<u8>>);

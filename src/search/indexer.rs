@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use crate::domain::product::Product;
 use crate::error::BoxError;
-use crate::search::{Search, StoreWalk, TICK, active_stores, fill_from, outbox_store, schema};
+use crate::search::{Search, StoreWalk, TICK, active_stores, delete, fill_from, outbox_store, schema};
 use crate::storage::codec::decode;
 use crate::storage::keys::{Key, bounds_after, prefix_range, trailing_id};
 use crate::storage::tables::{OUTBOX, PRODUCTS};
@@ -154,7 +154,7 @@ pub async fn drain(search: &Search, db: &Database, writer: &Writer) -> Result<us
             if !seen.insert((*store, *id)) {
                 continue;
             }
-            w.delete_term(schema::key(f, *store, *id));
+            delete::delete(w, schema::key(f, *store, *id))?;
             if let Some(row) = table.get(Key::store(*store).id(*id).bytes())? {
                 // A row that does not decode is logged (by the codec) and left unsearchable
                 // rather than holding up every entry queued behind it.

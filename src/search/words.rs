@@ -166,13 +166,11 @@ fn intersect(lists: &mut [Arc<DocList>]) -> Vec<DocId> {
 
 type CacheKey = (SegmentId, WordSpec);
 
-/// What a kept list costs besides its documents and its word: the map's slot (key, pointer and
-/// control byte) and the list's shared allocation (counts and the list's header).
-const ENTRY_OVERHEAD: usize = size_of::<(CacheKey, Arc<DocList>)>() + 1 + 2 * size_of::<usize>() + size_of::<DocList>();
-
-/// The bytes a kept list holds: its documents, its word and its entry.
+/// The bytes a kept list holds, as the allocator sizes them: its documents, its word and its
+/// shared allocation (counts and the list's header). Its slot is the map's.
 fn cost(spec: &WordSpec, list: &DocList) -> usize {
-    list.bytes() + spec.word.len() + ENTRY_OVERHEAD
+    use crate::memory::allocated;
+    allocated(list.bytes()) + allocated(spec.word.len()) + allocated(2 * size_of::<usize>() + size_of::<DocList>())
 }
 
 #[derive(Default)]
@@ -182,6 +180,16 @@ struct Lists {
     bytes: usize,
     /// The segments some list is of.
     segments: HashSet<SegmentId>,
+}
+
+impl Lists {
+    /// The lists' bytes and the maps', by capacity (kept when entries go).
+    fn held(&self) -> usize {
+        use crate::memory::map_bytes;
+        self.bytes
+            + map_bytes::<CacheKey, Arc<DocList>>(self.map.capacity())
+            + map_bytes::<SegmentId, ()>(self.segments.capacity())
+    }
 }
 
 /// The word lists of an index's segments, within a budget of bytes: past it the cache starts
@@ -224,13 +232,13 @@ impl WordCache {
             if let Some(old) = m.map.remove(&key) {
                 m.bytes -= cost(&key.1, &old);
             }
-            if m.bytes + size > self.budget {
+            if m.held() + size > self.budget {
                 *m = Lists::default();
             }
             m.bytes += size;
             m.segments.insert(key.0);
             m.map.insert(key, list.clone());
-            self.meter.holds(m.bytes as u64, m.map.len() as u64);
+            self.meter.holds(m.held() as u64, m.map.len() as u64);
         }
         Ok(list)
     }
@@ -252,7 +260,7 @@ impl WordCache {
             }
             keep
         });
-        self.meter.holds(*bytes as u64, map.len() as u64);
+        self.meter.holds(m.held() as u64, m.map.len() as u64);
     }
 }
 
@@ -411,8 +419,10 @@ mod tests {
         let searcher = reader.searcher();
         let seg = &searcher.segment_readers()[0];
         // A rare word is one sorted document id (4 bytes).
-        let one = 4 + "w00".len() + ENTRY_OVERHEAD;
-        let budget = 3 * one + one / 2;
+        let one = cost(&exact(field, "w00"), &DocList::Sorted(Box::new([0])));
+        // The maps as they are once three lists of one segment are kept, and stay.
+        let maps = crate::memory::map_bytes::<CacheKey, Arc<DocList>>(3) + crate::memory::map_bytes::<SegmentId, ()>(3);
+        let budget = maps + 3 * one + one / 2;
         let cache = WordCache::new(budget as u64);
 
         for (i, word) in ["w00", "w01", "w02"].into_iter().enumerate() {
@@ -420,32 +430,39 @@ mod tests {
             assert_eq!(list.len(), 1);
             assert!(list.contains(i as DocId) && !list.contains(i as DocId + 1));
         }
-        assert_eq!(cache.stats(), CacheStats { budget: budget as u64, bytes: 3 * one as u64, entries: 3, hits: 0, misses: 3 });
+        assert_eq!(
+            cache.stats(),
+            CacheStats { budget: budget as u64, bytes: (maps + 3 * one) as u64, entries: 3, hits: 0, misses: 3 }
+        );
         assert_eq!(cache.list(seg, &exact(field, "w00")).unwrap().len(), 1);
         assert_eq!(cache.stats().hits, 1);
 
         // The fourth would pass the budget: the cache starts afresh with it.
         cache.list(seg, &exact(field, "w03")).unwrap();
-        assert_eq!((cache.stats().bytes, cache.stats().entries), (one as u64, 1));
+        assert_eq!((cache.stats().bytes, cache.stats().entries), ((maps + one) as u64, 1));
         cache.list(seg, &exact(field, "w00")).unwrap();
         cache.list(seg, &exact(field, "w03")).unwrap();
-        assert_eq!(cache.stats(), CacheStats { budget: budget as u64, bytes: 2 * one as u64, entries: 2, hits: 2, misses: 5 });
+        assert_eq!(
+            cache.stats(),
+            CacheStats { budget: budget as u64, bytes: (maps + 2 * one) as u64, entries: 2, hits: 2, misses: 5 }
+        );
 
         // A word of every document is a bitset: two words of 64 documents.
         let common = cache.list(seg, &exact(field, "common")).unwrap();
         assert_eq!((common.len(), common.bytes()), (100, 16));
-        let dense = 16 + "common".len() + ENTRY_OVERHEAD;
-        assert_eq!(cache.stats().bytes, (2 * one + dense) as u64);
+        let dense = cost(&exact(field, "common"), &common);
+        assert!(dense > one);
+        assert_eq!(cache.stats().bytes, (maps + 2 * one + dense) as u64);
         assert!(cache.stats().bytes <= budget as u64);
         {
             let m = cache.lists.lock().unwrap();
             assert_eq!(m.bytes, m.map.iter().map(|(k, l)| cost(&k.1, l)).sum::<usize>());
         }
 
-        // Segments merged away take their lists with them.
+        // Segments merged away take their lists with them; the maps keep their room.
         let (other, _) = segment(&["x"]);
         cache.retain_segments_of(&other.searcher());
-        assert_eq!((cache.stats().bytes, cache.stats().entries), (0, 0));
+        assert_eq!((cache.stats().bytes, cache.stats().entries), (maps as u64, 0));
     }
 
     #[test]
@@ -453,10 +470,11 @@ mod tests {
         let (reader, field) = segment(&["mug", "lamp mug"]);
         let searcher = reader.searcher();
         let seg = &searcher.segment_readers()[0];
-        let cache = WordCache::new(ENTRY_OVERHEAD as u64);
+        let budget = cost(&exact(field, "mug"), &DocList::Sorted(Box::new([0, 1]))) as u64 - 1;
+        let cache = WordCache::new(budget);
         assert_eq!(cache.list(seg, &exact(field, "mug")).unwrap().len(), 2);
         assert_eq!(cache.list(seg, &exact(field, "mug")).unwrap().len(), 2);
-        assert_eq!(cache.stats(), CacheStats { budget: ENTRY_OVERHEAD as u64, bytes: 0, entries: 0, hits: 0, misses: 2 });
+        assert_eq!(cache.stats(), CacheStats { budget, bytes: 0, entries: 0, hits: 0, misses: 2 });
     }
 
     #[test]

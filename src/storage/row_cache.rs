@@ -19,10 +19,6 @@ use crate::memory::Meter;
 
 /// Independent locks: readers of different rows rarely meet.
 const SHARDS: usize = 64;
-/// What holding one row costs besides its allocation: the key in the map and in the fill
-/// order, and the map's slot.
-const ENTRY_OVERHEAD: usize = 80;
-
 type RowKey = (Uuid, Uuid);
 
 /// Hashes ids by folding their words (FxHash's mix). Keys are ids the cell generated itself
@@ -54,7 +50,9 @@ struct Shard {
     rows: IdMap<Arc<[u8]>>,
     /// Keys in the order they were filled, the oldest first; a key dropped since is skipped.
     order: VecDeque<RowKey>,
+    /// The rows' [`cost`] and the map's and order's [`Shard::tables`], as last counted.
     bytes: usize,
+    tables: usize,
 }
 
 impl Shard {
@@ -63,6 +61,16 @@ impl Shard {
             self.bytes -= cost(&old);
             meter.change(-(cost(&old) as i64), -1);
         }
+    }
+
+    /// Counts the map and the fill order again at their capacities (which grow in steps and
+    /// stay when rows go, so they are counted as held, not by the rows in them).
+    fn count_tables(&mut self, meter: &Meter) {
+        let now = crate::memory::map_bytes::<RowKey, Arc<[u8]>>(self.rows.capacity())
+            + crate::memory::allocated(self.order.capacity() * size_of::<RowKey>());
+        self.bytes = self.bytes + now - self.tables;
+        meter.change(now as i64 - self.tables as i64, 0);
+        self.tables = now;
     }
 }
 
@@ -86,9 +94,9 @@ impl RowCache {
 }
 
 /// What a row costs the budget: its allocation as the allocator sizes it (a size class up to a
-/// quarter above the bytes) and its entry.
+/// quarter above the bytes). Its key and slot are the shard's tables'.
 fn cost(row: &[u8]) -> usize {
-    crate::memory::shared_bytes(row.len()) + ENTRY_OVERHEAD
+    crate::memory::shared_bytes(row.len())
 }
 
 /// What a lookup found: the row, or the epoch to fill it at after reading it.
@@ -147,6 +155,7 @@ impl RowCache {
             let Shard { rows, order, .. } = &mut *s;
             order.retain(|k| rows.contains_key(k));
         }
+        s.count_tables(&self.meter);
     }
 
     /// Drops the row of `(store, id)`: a commit changed or deleted it.
@@ -230,8 +239,8 @@ mod tests {
     fn a_full_shard_makes_room() {
         let c = RowCache::new(BUDGET);
         let store = Uuid::from_u128(1);
-        let big: Arc<[u8]> = Arc::from(vec![0u8; c.shard_budget / 2 + 1 - ENTRY_OVERHEAD]);
-        let mut held = 0;
+        let big: Arc<[u8]> = Arc::from(vec![0u8; c.shard_budget / 2 + 1 - 256]);
+        let (mut held, mut tables) = (0, 0);
         for n in 0..(SHARDS * 8) as u128 {
             let id = Uuid::from_u128(n);
             let Cached::Miss(e) = c.get(store, id) else { panic!() };
@@ -240,12 +249,15 @@ mod tests {
         for s in &c.shards {
             let s = s.lock().unwrap();
             assert!(s.bytes <= c.shard_budget && s.rows.len() <= 1);
-            assert_eq!(s.bytes, s.rows.values().map(|r| cost(r)).sum::<usize>());
+            assert!(s.tables > 0 && s.tables < 1024, "tables {}", s.tables);
+            assert_eq!(s.bytes, s.rows.values().map(|r| cost(r)).sum::<usize>() + s.tables);
             held += s.rows.len();
+            tables += s.tables;
         }
         assert!(held > 0);
         let stats = c.meter.stats();
-        assert_eq!((stats.entries, stats.bytes), (held as u64, held as u64 * cost(&big) as u64), "the meter counts what is held");
+        let expected = (held as u64, held as u64 * cost(&big) as u64 + tables as u64);
+        assert_eq!((stats.entries, stats.bytes), expected, "the meter counts what is held");
         assert_eq!(stats.misses, (SHARDS * 8) as u64);
         assert!(stats.bytes <= stats.budget);
         // The newest fill of a shard is the one it keeps.
