@@ -13,8 +13,9 @@
 //!   the many-stores rows): what the first shoppers after a deploy wait for;
 //! - list page, product by id and search throughput at 64 connections, each as a ratio to the bare
 //!   hyper baseline, measured right before and right after them (the higher of the two counts);
-//!   list pages twice: spread over every store, and over the hot stores alone (one in twenty,
-//!   [`HOT_SHARE`]), as a cell whose lists do not all fit its budget serves its busy shops.
+//!   list pages three times: spread over every store, over the hot stores alone (one in twenty,
+//!   [`HOT_SHARE`]), and over the hottest (one in a hundred, [`HOTTEST_SHARE`]), as a cell whose
+//!   lists and views do not all fit its budget serves its busy shops.
 //!
 //! `cargo bench --bench scale`. Environment:
 //! - `SCALE_PRODUCTS`: comma list of one-store sizes (default `10000`; empty for none),
@@ -428,6 +429,14 @@ fn search_path(stores: &[String], n: usize) -> String {
 
 /// One store in this many is hot in the hot-stores scenario (at least one).
 const HOT_SHARE: usize = 20;
+/// One store in this many is in the hottest-stores scenario: a set whose views fit the rows'
+/// share of a 1 GB budget at 10,000 stores of 500 products (one in twenty does not).
+const HOTTEST_SHARE: usize = 100;
+
+/// The first of `stores`, one in `share` (at least one).
+fn hot_stores(stores: &[String], share: usize) -> Arc<Vec<String>> {
+    Arc::new(stores[..stores.len().div_ceil(share)].to_vec())
+}
 
 /// A list page sorted by price, spread over the stores and their first pages.
 fn list_path(stores: &[String], pages: usize, i: u64) -> String {
@@ -441,8 +450,9 @@ struct Throughput {
     /// machine shared with other work can slow either down.
     bare: f64,
     list: LoadReport,
-    /// List pages of the hot stores alone.
+    /// List pages of the hot stores alone, and of the hottest.
     hot: LoadReport,
+    hottest: LoadReport,
     get: LoadReport,
     search: LoadReport,
 }
@@ -471,9 +481,13 @@ fn measure_scenarios(
 
     let (a, s) = (authed.clone(), Arc::clone(&stores));
     let list = measure(load, "GET list page by price", authed.addr, settings, move |i| a.get(&list_path(&s, pages, i)));
-    let (a, hot) = (authed.clone(), Arc::new(stores[..stores.len().div_ceil(HOT_SHARE)].to_vec()));
+    let (a, hot) = (authed.clone(), hot_stores(&stores, HOT_SHARE));
     let hot =
         measure(load, "GET list page by price, hot stores", authed.addr, settings, move |i| a.get(&list_path(&hot, pages, i)));
+    let (a, hottest) = (authed.clone(), hot_stores(&stores, HOTTEST_SHARE));
+    let hottest = measure(load, "GET list page by price, hottest stores", authed.addr, settings, move |i| {
+        a.get(&list_path(&hottest, pages, i))
+    });
     let (a, sample) = (authed.clone(), Arc::clone(&sample));
     let get = measure(load, "GET product by id", authed.addr, settings, move |i| a.get(&sample[spread(i, sample.len())]));
     let (a, s, total) = (authed.clone(), stores, shape.products());
@@ -483,7 +497,7 @@ fn measure_scenarios(
     // The bare server owns a runtime, which must not be dropped inside an async context.
     drop(bare_server);
     let bare = bare_before.requests_per_second().max(bare_after.requests_per_second());
-    Ok(Throughput { bare, list, hot, get, search })
+    Ok(Throughput { bare, list, hot, hottest, get, search })
 }
 
 /// Reads every store's first list page and every sampled product once (64 at a time), so the
@@ -702,8 +716,8 @@ fn print_tables(rows: &[Row]) {
 
     println!("\nafter a restart on the same data, and throughput at 64 connections as a share of bare hyper");
     println!(
-        "{:<16} {:>8} {:>11} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "stores × each", "start", "first list", "max", "anonymous", "list", "hot list", "by id", "search", "bare/s"
+        "{:<16} {:>8} {:>11} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "stores × each", "start", "first list", "max", "anonymous", "list", "hot list", "hottest", "by id", "search", "bare/s"
     );
     for r in rows {
         let t = &r.throughput;
@@ -712,7 +726,7 @@ fn print_tables(rows: &[Row]) {
             format!("{:.1} %{flag}", report.requests_per_second() / t.bare * 100.0)
         };
         println!(
-            "{:<16} {:>8} {:>11} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "{:<16} {:>8} {:>11} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
             r.shape.label(),
             format!("{:.2} s", r.start.as_secs_f64()),
             millis(median(&r.first_lists)),
@@ -720,6 +734,7 @@ fn print_tables(rows: &[Row]) {
             human(r.restarted.anon),
             share(&t.list),
             share(&t.hot),
+            share(&t.hottest),
             share(&t.get),
             share(&t.search),
             thousands(t.bare),
@@ -728,6 +743,6 @@ fn print_tables(rows: &[Row]) {
     println!(
         "(first list: median of the first `GET …/products?limit={LIST_LIMIT}` of {FIRST_LIST_STORES} stores (of the one \
          store in one-store rows) after the restart; anonymous: after those lists; hot list: pages of one store in \
-         {HOT_SHARE} alone; ! marks a scenario with errors)"
+         {HOT_SHARE} alone; hottest: of one in {HOTTEST_SHARE}; ! marks a scenario with errors)"
     );
 }
