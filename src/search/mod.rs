@@ -163,7 +163,7 @@ impl Search {
         // `Budget::divide` never gives) is raised to it rather than failing the cell. Its queue
         // comes out of the share.
         let writer_memory = memory.search_writer.max(crate::memory::SEARCH_WRITER_MIN);
-        let writer = index.writer_with_num_threads(1, usize::try_from(writer_memory - writer_queue())?)?;
+        let writer = index.writer_with_num_threads(1, usize::try_from(writer_memory.saturating_sub(writer_queue()))?)?;
         Ok(Search {
             index,
             fields,

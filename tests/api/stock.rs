@@ -185,12 +185,20 @@ async fn a_variant_s_levels_take_the_active_locations_from_a_cache_every_locatio
     let mug = stocked(c, &shop, "Mug", 1200, 5).await;
     let row = |loc: &str, available: i64| (loc.to_string(), available, 0);
 
-    // The first page reads the locations and keeps them (16 bytes each and the entry's
-    // overhead); the second finds them kept.
+    // The first page reads the locations and keeps them (16 bytes each behind the entry's
+    // counts, and its shard's map and fill order at their first capacity); the second finds
+    // them kept.
     let (_, _, hits, misses) = location_cache(&app).await;
     assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5)]);
     assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5)]);
-    assert_eq!(location_cache(&app).await, (1, 16 + 96, hits + 1, misses + 1));
+    type Key = (uuid::Uuid, uuid::Uuid);
+    // The shard's tables when its fill order holds up to `keys` keys (it keeps a dropped key
+    // until that comes up, and grows by doubling from four).
+    let shard = |keys: usize| {
+        shopcell::memory::map_bytes::<Key, std::sync::Arc<[u8]>>(3) + shopcell::memory::allocated(keys * size_of::<Key>())
+    };
+    let kept = |locations: usize, keys: usize| (shopcell::memory::shared_bytes(16 * locations) + shard(keys)) as u64;
+    assert_eq!(location_cache(&app).await, (1, kept(1, 4), hits + 1, misses + 1));
 
     // Every write of a location is seen by the next page: a new one, a priority changed (the
     // order), one deactivated; a level written is not a location write and keeps the entry.
@@ -203,10 +211,11 @@ async fn a_variant_s_levels_take_the_active_locations_from_a_cache_every_locatio
     adjust(c, &shop, &mug, &shed, 2).await.expect(200);
     let (_, _, hits, misses) = location_cache(&app).await;
     assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5), row(&shed, 2), row(&front, 0)]);
-    assert_eq!(location_cache(&app).await, (1, 3 * 16 + 96, hits + 1, misses), "an adjustment leaves the locations kept");
+    // Four fills so far, each after a location write.
+    assert_eq!(location_cache(&app).await, (1, kept(3, 4), hits + 1, misses), "an adjustment leaves the locations kept");
     c.patch(&shop.path(&format!("/locations/{front}")), t, json!({"active": false})).await.expect(200);
     assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5), row(&shed, 2)]);
-    assert_eq!(location_cache(&app).await.1, 2 * 16 + 96);
+    assert_eq!(location_cache(&app).await.1, kept(2, 8), "the fifth fill: the order's ring doubled");
 
     // A level at an inactive location follows the active ones: activated again, it takes its
     // place by priority.
