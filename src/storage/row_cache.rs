@@ -53,6 +53,8 @@ struct Shard {
     /// The rows' [`cost`] and the map's and order's [`Shard::tables`], as last counted.
     bytes: usize,
     tables: usize,
+    /// The map's and the order's capacities when [`Shard::tables`] was counted.
+    capacities: (usize, usize),
 }
 
 impl Shard {
@@ -66,8 +68,14 @@ impl Shard {
     /// Counts the map and the fill order again at their capacities (which grow in steps and
     /// stay when rows go, so they are counted as held, not by the rows in them).
     fn count_tables(&mut self, meter: &Meter) {
-        let now = crate::memory::map_bytes::<RowKey, Arc<[u8]>>(self.rows.capacity())
-            + crate::memory::allocated(self.order.capacity() * size_of::<RowKey>());
+        // Most fills change neither: the allocator is asked only when one grew.
+        let capacities = (self.rows.capacity(), self.order.capacity());
+        if capacities == self.capacities {
+            return;
+        }
+        self.capacities = capacities;
+        let now = crate::memory::map_bytes::<RowKey, Arc<[u8]>>(capacities.0)
+            + crate::memory::allocated(capacities.1 * size_of::<RowKey>());
         self.bytes = self.bytes + now - self.tables;
         meter.change(now as i64 - self.tables as i64, 0);
         self.tables = now;
