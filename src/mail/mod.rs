@@ -61,7 +61,8 @@ struct Inner {
     from: Mailbox,
     /// Lowercased, without a leading `@`.
     sender_domains: Vec<String>,
-    dir: PathBuf,
+    /// Where messages go without an SMTP server.
+    mailbox: Arc<eml::Mailbox>,
     smtp: Option<smtp::Smtp>,
 }
 
@@ -160,7 +161,7 @@ impl Mailer {
             Some(url) => Some(smtp::Smtp::new(url, &config)?),
             None => None,
         };
-        Ok(Mailer(Arc::new(Inner { templates, from, sender_domains, dir: config.dir, smtp })))
+        Ok(Mailer(Arc::new(Inner { templates, from, sender_domains, mailbox: eml::Mailbox::new(config.dir), smtp })))
     }
 
     /// A mailer writing `.eml` files under `dir` from the default sender: what a process built
@@ -188,7 +189,7 @@ impl Mailer {
     pub async fn deliver(&self, mail: &Composed) -> Result<(), MailError> {
         match &self.0.smtp {
             Some(smtp) => smtp.send(mail).await,
-            None => eml::write(&self.0.dir, mail).await,
+            None => self.0.mailbox.write(mail).await,
         }
     }
 }

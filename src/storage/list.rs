@@ -233,10 +233,13 @@ pub fn page_from_rows<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQue
     if sort.is_some_and(|s| s.name == list.default_sort)
         && let Some((i, value, count)) = smallest_partition::<R>(txn, store, q)?
     {
-        // The partition holds exactly the records with this value, in the default order.
+        // The partition holds exactly the records with this value, in the default order; its
+        // rows carry no summary, so it answers a query with nothing else to test.
         let prefix = partition_prefix(store, q.scope, i, value);
         let rest = ListQuery { filters: q.filters.iter().filter(|(j, _)| *j != i).cloned().collect(), ..q.clone() };
-        return walk::<R>(txn, store, order, &prefix, &rest, Some(count).filter(|_| rest.is_plain()), now);
+        if rest.is_plain() {
+            return walk::<R>(txn, store, order, &prefix, &rest, Some(count), now);
+        }
     }
     let tag = sort.map(|s| s.tag).unwrap_or(0);
     let prefix = order_prefix(store, q.scope, tag);

@@ -407,9 +407,12 @@ fn partition(store: Uuid, scope: Option<Uuid>, filter: usize, value: &[u8]) -> K
     base(store, scope).u8(PARTITION).u8(filter as u8).raw(value)
 }
 
-/// A record's order rows: one per sortable field, and one in the partition of each counted
-/// filter value it has, in the default order — so a list filtered on one value in its default
-/// order is read from its partition, whatever the size of the whole list.
+/// A record's order rows: one per sortable field, carrying `value` (its summary), and one in
+/// the partition of each counted filter value it has, in the default order — so a list
+/// filtered on one value in its default order is read from its partition, whatever the size of
+/// the whole list. A partition row is its key alone: what reads it wants its keys, and a change
+/// of the summary (an order's fulfillment status, say) leaves the partitions the record stays
+/// in untouched instead of rewriting a row in each.
 fn order_rows<R: Record>(store: Uuid, r: &R, value: &[u8]) -> Rows {
     let list = &R::LIST;
     let mut rows: Rows =
@@ -418,7 +421,7 @@ fn order_rows<R: Record>(store: Uuid, r: &R, value: &[u8]) -> Rows {
         for (i, f) in list.filters.iter().enumerate().filter(|(_, f)| f.counted()) {
             if let Some(v) = (f.value)(r) {
                 let at = partition(store, r.scope(), i, &v.bytes());
-                rows.push((r.tail((sort.key)(r, at)).into_vec(), value.to_vec()));
+                rows.push((r.tail((sort.key)(r, at)).into_vec(), Vec::new()));
             }
         }
     }

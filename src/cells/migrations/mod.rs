@@ -4,6 +4,7 @@
 use crate::storage::migrations::Step;
 
 mod v10;
+mod v11;
 mod v2;
 mod v3;
 mod v4;
@@ -23,6 +24,7 @@ pub const STEPS: &[Step] = &[
     Step { from: 7, run: v8::stock_per_location },
     // 9 changed the account directory alone.
     Step { from: 9, run: v10::levels_by_variant },
+    Step { from: 10, run: v11::partition_rows_are_keys },
 ];
 
 /// What the steps' tests share: a cell written at an older format, opened through the steps.

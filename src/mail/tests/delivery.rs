@@ -194,3 +194,57 @@ async fn without_smtp_mail_is_a_private_eml_file_replaced_on_redelivery() {
     mailer.deliver(&mailer.compose(&other).unwrap()).await.unwrap();
     assert_eq!(std::fs::read_dir(&mail_dir).unwrap().count(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_deliveries_at_once_each_land_whole_in_their_own_file() {
+    let (mailer, dir) = file_mailer();
+    let mut composed = Vec::new();
+    for i in 0..200 {
+        let mut l = letter(Template::PasswordReset, Sender::Platform);
+        l.message_id = format!("<m{i}@shopcell>");
+        l.to = format!("shopper{i}@example.com");
+        composed.push(mailer.compose(&l).unwrap());
+    }
+    let sends: Vec<_> = composed
+        .iter()
+        .cloned()
+        .map(|c| {
+            let mailer = mailer.clone();
+            tokio::spawn(async move { mailer.deliver(&c).await })
+        })
+        .collect();
+    for sent in sends {
+        sent.await.unwrap().unwrap();
+    }
+    let mail_dir = dir.path().join("mail");
+    let mut names: Vec<String> =
+        std::fs::read_dir(&mail_dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    let mut expected: Vec<String> = (0..200).map(|i| format!("m{i}@shopcell.eml")).collect();
+    expected.sort();
+    // No file left aside, none missing.
+    assert_eq!(names, expected);
+    for (i, c) in composed.iter().enumerate() {
+        assert_eq!(std::fs::read(mail_dir.join(format!("m{i}@shopcell.eml"))).unwrap(), c.bytes, "message {i}");
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_mail_directory_that_cannot_be_made_fails_each_delivery_for_a_retry() {
+    let dir = tempfile::tempdir().unwrap();
+    // A file where the directory should be.
+    let blocked = dir.path().join("mail");
+    std::fs::write(&blocked, b"not a directory").unwrap();
+    let mailer = Mailer::offline(&blocked).unwrap();
+    let composed = mailer.compose(&letter(Template::PasswordReset, Sender::Platform)).unwrap();
+    let (a, b) = tokio::join!(mailer.deliver(&composed), mailer.deliver(&composed));
+    for r in [a, b] {
+        assert!(matches!(&r, Err(MailError::Retry(reason)) if reason.starts_with("cannot write the mail file")), "{r:?}");
+    }
+    assert_eq!(std::fs::read(&blocked).unwrap(), b"not a directory");
+    // Once the way is clear the same message is delivered.
+    std::fs::remove_file(&blocked).unwrap();
+    mailer.deliver(&composed).await.unwrap();
+    assert_eq!(std::fs::read(blocked.join("0190a3b4-5c6d-7e8f-9a0b-1c2d3e4f5a6b@shopcell.eml")).unwrap(), composed.bytes);
+}
