@@ -279,7 +279,7 @@ fn fulfill_scenario(
     let (cpu, writer, jobs) = (server.cpu()? - cpu, server.threads_cpu("writer-")? - writer, server.threads_cpu("jobs-")? - jobs);
     let per = |d: Duration| d.as_secs_f64() * 1e6 / count as f64;
     println!(
-        "measured fulfills with tracking: {fulfills:.0}/s ({:.2}× the fsync baseline); CPU per fulfill: server {:.0} µs, writer {:.0} µs, job runner {:.0} µs (so far: the shipping mails)",
+        "measured fulfills with tracking: {fulfills:.0}/s ({:.2}× the fsync baseline); CPU per fulfill: server {:.0} µs, writer {:.0} µs, job runner {:.0} µs",
         fulfills / fsync.per_second(),
         per(cpu),
         per(writer),

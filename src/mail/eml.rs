@@ -99,7 +99,7 @@ impl Drop for Writing<'_> {
 fn write_batch(dir: &Path, batch: &[Waiting]) -> Vec<std::io::Result<()>> {
     // Mail holds reset links: the directory is private even if it was made by hand before.
     if let Err(e) = private_dir(dir) {
-        return batch.iter().map(|_| Err(std::io::Error::new(e.kind(), e.to_string()))).collect();
+        return batch.iter().map(|_| Err(again(&e))).collect();
     }
     let aside: Vec<std::io::Result<(PathBuf, std::fs::File)>> = batch
         .iter()
@@ -121,7 +121,7 @@ fn write_batch(dir: &Path, batch: &[Waiting]) -> Vec<std::io::Result<()>> {
             let (temp, _) = a?;
             let placed = match &synced {
                 Ok(()) => std::fs::rename(&temp, dir.join(&w.name)),
-                Err(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
+                Err(e) => Err(again(e)),
             };
             if placed.is_err() {
                 let _ = std::fs::remove_file(&temp);
@@ -134,10 +134,15 @@ fn write_batch(dir: &Path, batch: &[Waiting]) -> Vec<std::io::Result<()>> {
         && let Err(e) = sync_dir(dir)
     {
         for r in results.iter_mut().filter(|r| r.is_ok()) {
-            *r = Err(std::io::Error::new(e.kind(), e.to_string()));
+            *r = Err(again(&e));
         }
     }
     results
+}
+
+/// The error `e` once more, for each message it failed (`io::Error` is not `Clone`).
+fn again(e: &std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), e.to_string())
 }
 
 /// Makes the contents of `files` durable: on Linux one `syncfs` of their file system (one

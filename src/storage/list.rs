@@ -230,16 +230,19 @@ pub fn page_from_rows<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQue
     let list = &R::LIST;
     let Some(order) = list.order else { return Ok(Listed { items: Vec::new(), total: 0 }) };
     let sort = list.sort(q.sort).or_else(|| list.sort(list.default_sort));
+    // One value of one counted filter, in the default order, and nothing else to test: exactly
+    // the value's partition (its rows are keys alone, so a query with more to test reads the
+    // sort's rows, which carry the summary).
     if sort.is_some_and(|s| s.name == list.default_sort)
-        && let Some((i, value, count)) = smallest_partition::<R>(txn, store, q)?
+        && q.ranges.is_empty()
+        && q.search.is_none()
+        && let [(i, values)] = q.filters.as_slice()
+        && let [value] = values.as_slice()
+        && let Some(f) = list.filters.get(*i).filter(|f| f.counted())
     {
-        // The partition holds exactly the records with this value, in the default order; its
-        // rows carry no summary, so it answers a query with nothing else to test.
-        let prefix = partition_prefix(store, q.scope, i, value);
-        let rest = ListQuery { filters: q.filters.iter().filter(|(j, _)| *j != i).cloned().collect(), ..q.clone() };
-        if rest.is_plain() {
-            return walk::<R>(txn, store, order, &prefix, &rest, Some(count), now);
-        }
+        let count = read::counter(txn, COUNTERS, &value_key::<R>(store, q.scope, f.name, value))?;
+        let plain = ListQuery { filters: Vec::new(), ..q.clone() };
+        return walk::<R>(txn, store, order, &partition_prefix(store, q.scope, *i, value), &plain, Some(count), now);
     }
     let tag = sort.map(|s| s.tag).unwrap_or(0);
     let prefix = order_prefix(store, q.scope, tag);
@@ -258,28 +261,6 @@ pub fn page_from_rows<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQue
         _ => None,
     };
     walk::<R>(txn, store, order, &prefix, q, counted, now)
-}
-
-/// Of the filters asked with one value, the counted one whose partition is smallest: its
-/// position, value and size.
-fn smallest_partition<'q, R: Record>(
-    txn: &ReadTransaction,
-    store: Uuid,
-    q: &'q ListQuery,
-) -> ApiResult<Option<(usize, &'q [u8], u64)>> {
-    let list = &R::LIST;
-    let mut best: Option<(usize, &[u8], u64)> = None;
-    for (i, values) in &q.filters {
-        let (Some(f), [value]) = (list.filters.get(*i), values.as_slice()) else { continue };
-        if !f.counted() {
-            continue;
-        }
-        let n = read::counter(txn, COUNTERS, &value_key::<R>(store, q.scope, f.name, value))?;
-        if best.is_none_or(|(_, _, m)| n < m) {
-            best = Some((*i, value.as_slice(), n));
-        }
-    }
-    Ok(best)
 }
 
 /// The page of `q` among the order rows under `prefix`: read from its offset when `q` has no
