@@ -27,10 +27,12 @@ mod tests {
     use crate::storage::tables::{META, TAX_RATE_ORDER};
     use crate::storage::{ONE_OFF_CACHE, open};
 
+    type Rows = Vec<(Vec<u8>, Vec<u8>)>;
+
     /// The order rows of the tax rates: (key, value), partition rows apart.
-    fn rows(db: &redb::Database) -> (Vec<(Vec<u8>, Vec<u8>)>, Vec<(Vec<u8>, Vec<u8>)>) {
+    fn rows(db: &redb::Database) -> (Rows, Rows) {
         let txn = db.begin_read().unwrap();
-        let all: Vec<(Vec<u8>, Vec<u8>)> = txn
+        let all: Rows = txn
             .open_table(TAX_RATE_ORDER.def)
             .unwrap()
             .iter()
