@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use common::inspect::millis;
+use common::inspect::{millis, scrape_metrics};
 use common::shop::Shop;
 use common::{
     BoxError, Client, Endpoint, InProcess, LoadReport, ServerProcess, Settings, env_or, redb_fsync_baseline, run_load,
@@ -262,7 +262,8 @@ async fn fulfillment_orders(shop: &Shop, orders: &[Value]) -> Result<Vec<Vec<Str
 }
 
 /// Scenario 2: the fsync baseline, then every order fulfilled with a tracking number; prints
-/// the rate and the server's and its writer's CPU per fulfill, answers the rate over the baseline.
+/// the rate, the server's and its writer's CPU per fulfill and how the cell's writer batched
+/// (the job runner is paused: no CPU of its own), answers the rate over the baseline.
 fn fulfill_scenario(
     load: &tokio::runtime::Runtime,
     server: &ServerProcess,
@@ -273,19 +274,38 @@ fn fulfill_scenario(
     let fos = load.block_on(fulfillment_orders(shop, orders))?;
     let fsync = redb_fsync_baseline(server.dir(), Duration::from_secs(2))?;
     println!("baseline one fsync per transaction: {:.0} txn/s", fsync.per_second());
-    let (cpu, writer, jobs) = (server.cpu()?, server.threads_cpu("writer-")?, server.threads_cpu("jobs-")?);
+    let batching = load.block_on(cell_writer(server))?;
+    let (cpu, writer, written) = (server.cpu()?, server.threads_cpu("writer-")?, server.bytes_written()?);
     let fulfilled = load.block_on(fulfill(shop, orders, fos))?;
     let fulfills = rate(count, fulfilled);
-    let (cpu, writer, jobs) = (server.cpu()? - cpu, server.threads_cpu("writer-")? - writer, server.threads_cpu("jobs-")? - jobs);
+    let (cpu, writer) = (server.cpu()? - cpu, server.threads_cpu("writer-")? - writer);
+    let written = server.bytes_written()? - written;
+    let after = load.block_on(cell_writer(server))?;
+    let [commits, jobs, commit_seconds] = [0, 1, 2].map(|i| after[i] - batching[i]);
     let per = |d: Duration| d.as_secs_f64() * 1e6 / count as f64;
     println!(
-        "measured fulfills with tracking: {fulfills:.0}/s ({:.2}× the fsync baseline); CPU per fulfill: server {:.0} µs, writer {:.0} µs, job runner {:.0} µs",
+        "measured fulfills with tracking: {fulfills:.0}/s ({:.2}× the fsync baseline); CPU per fulfill: server {:.0} µs, writer {:.0} µs",
         fulfills / fsync.per_second(),
         per(cpu),
         per(writer),
-        per(jobs)
+    );
+    println!(
+        "the cell's writer meanwhile: {commits:.0} commits of {:.1} writes on average, {:.0} µs per commit (its fsync included), {:.1} KiB written per fulfill",
+        jobs / commits.max(1.0),
+        commit_seconds * 1e6 / commits.max(1.0),
+        written as f64 / 1024.0 / count as f64
     );
     Ok(fulfills / fsync.per_second())
+}
+
+/// The cell's writer so far, from `/metrics`: commits, writes committed, seconds committing.
+async fn cell_writer(server: &ServerProcess) -> Result<[f64; 3], BoxError> {
+    let endpoint = Endpoint::new(server.addr);
+    let samples = scrape_metrics(&mut Client::new(server.addr), &endpoint, &server.service_key()?).await?;
+    let cell = |name: &str| -> f64 {
+        samples.iter().filter(|m| m.name == name && m.label("owner") != Some("account")).map(|m| m.value).sum()
+    };
+    Ok(["shopcell_writer_batch_size_count", "shopcell_writer_batch_size_sum", "shopcell_writer_commit_seconds_sum"].map(cell))
 }
 
 /// Fulfills every order's (single) fulfillment order with a tracking number; answers the wall time.

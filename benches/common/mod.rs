@@ -656,6 +656,14 @@ impl ServerProcess {
         Ok(Duration::from_millis((tick(11)? + tick(12)?) * 10))
     }
 
+    /// Bytes the server has handed to `write` and `pwrite` so far (`wchar` of `/proc/PID/io`):
+    /// what its commits copy into the page cache, fsynced or not.
+    pub fn bytes_written(&self) -> Result<u64, BoxError> {
+        let io = std::fs::read_to_string(format!("/proc/{}/io", self.child.0.id()))?;
+        let wchar = io.lines().find_map(|l| l.strip_prefix("wchar: ")).ok_or("a /proc/PID/io without wchar")?;
+        Ok(wchar.trim().parse()?)
+    }
+
     /// The CPU time, user and system, of the server's threads whose name starts with `prefix`
     /// (e.g. `writer-`: the cells' single writers), from `/proc/PID/task/TID/stat`.
     pub fn threads_cpu(&self, prefix: &str) -> Result<Duration, BoxError> {

@@ -88,16 +88,18 @@ pub fn load(tx: &Tx, store: Uuid, id: Uuid) -> ApiResult<Option<Job>> {
 
 /// Writes `job` in place of `old` with its due row in step.
 pub(crate) fn write(tx: &mut Tx, store: Uuid, old: Option<&Job>, job: Option<&Job>) -> ApiResult<()> {
-    if let Some(o) = old.filter(|o| !o.dead) {
-        tx.delete(JOB_DUE, &due_key(store, o.due_at, o.id))?;
+    let due = |j: Option<&Job>| j.filter(|j| !j.dead).map(|j| due_key(store, j.due_at, j.id));
+    let (old_due, new_due) = (due(old), due(job));
+    if old_due != new_due {
+        if let Some(k) = &old_due {
+            tx.delete(JOB_DUE, k)?;
+        }
+        if let Some(k) = &new_due {
+            tx.put(JOB_DUE, k, &[])?;
+        }
     }
     match job {
-        Some(j) => {
-            if !j.dead {
-                tx.put(JOB_DUE, &due_key(store, j.due_at, j.id), &[])?;
-            }
-            tx.put(JOBS, &job_key(store, j.id), &encode(j)?)
-        }
+        Some(j) => tx.put(JOBS, &job_key(store, j.id), &encode(j)?),
         None => match old {
             Some(o) => tx.delete(JOBS, &job_key(store, o.id)),
             None => Ok(()),
@@ -127,6 +129,17 @@ pub fn refill_due(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
 /// it completes). A dead job comes back to life with its attempts cleared.
 pub fn put(tx: &mut Tx, store: Uuid, kind: &Kind, id: Uuid, payload: Vec<u8>, due: i64, now: i64) -> ApiResult<()> {
     let old = load(tx, store, id)?;
+    // Waiting already, due no later, with this payload: the poke would change nothing its run
+    // sees (a version read at the claim, not before). A checkout written again and again keeps
+    // its one look instead of rewriting two rows each time.
+    if let Some(o) = &old
+        && !o.dead
+        && o.lease.is_none()
+        && o.due_at <= due
+        && o.payload == payload
+    {
+        return Ok(());
+    }
     let job = match &old {
         Some(o) if !o.dead => Job {
             payload,

@@ -235,7 +235,9 @@ async fn pass(inner: &Arc<Inner>, slots: &Arc<Semaphore>, now: i64, free: usize)
     let (due, next) = due_jobs(&inner.db, inner.handler.as_ref(), now, free)?;
     for (store, ids) in due {
         let start = inner.start;
-        let claimed = inner.writer.write(Some(store), move |tx| claim(tx, store, &ids, start, now)).await;
+        // Not synced: a claim a crash undoes leaves the job due, and the next start runs it,
+        // as it would a job leased by the start that died. The completion's write is synced.
+        let claimed = inner.writer.write_unsynced(Some(store), move |tx| claim(tx, store, &ids, start, now)).await;
         let claimed = match claimed {
             Ok(c) => c,
             // A store in the last step of a move: its jobs run at the target.

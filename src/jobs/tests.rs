@@ -166,6 +166,33 @@ async fn a_poke_during_a_run_runs_the_job_again() {
 }
 
 #[tokio::test]
+async fn a_poke_of_a_waiting_job_due_no_later_writes_nothing() {
+    let s = setup();
+    let (store, id, now) = (s.store, s.clock.new_id(), s.clock.now_ms());
+    let put_at =
+        |due: i64, payload: Vec<u8>| s.writer.write(Some(store), move |tx| put(tx, store, &FLAKY, id, payload.clone(), due, now));
+    let due_rows = || {
+        let txn = s.db.begin_read().unwrap();
+        redb::ReadableTable::range(&txn.open_table(JOB_DUE.def).unwrap(), Key::store(store).bytes()..).unwrap().count()
+    };
+    put_at(now + 1000, vec![1]).await.unwrap();
+    let first = job(&s, id).unwrap();
+    // Later, same payload: the job's run reads what is current anyway.
+    put_at(now + 5000, vec![1]).await.unwrap();
+    assert_eq!(job(&s, id).unwrap(), first);
+    assert_eq!(due_rows(), 1);
+    // Sooner, or another payload: a poke as before (due by the earlier time, version bumped),
+    // its due row moved, never doubled.
+    put_at(now + 500, vec![1]).await.unwrap();
+    let sooner = job(&s, id).unwrap();
+    assert_eq!((sooner.due_at, sooner.version), (now + 500, first.version + 1));
+    put_at(now + 5000, vec![2]).await.unwrap();
+    let other = job(&s, id).unwrap();
+    assert_eq!((other.due_at, other.version, other.payload), (now + 500, first.version + 2, vec![2]));
+    assert_eq!(due_rows(), 1);
+}
+
+#[tokio::test]
 async fn a_new_start_takes_over_what_another_start_had_claimed() {
     let s = setup();
     let id = s.clock.new_id();

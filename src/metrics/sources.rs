@@ -104,6 +104,12 @@ fn writer(out: &mut Exposition, owner: &str, stats: &WriterStats) {
         &labels,
         &stats.commit,
     );
+    out.counter(
+        "shopcell_writer_unsynced_commits_total",
+        "Commits made without an fsync: background changes a restart makes again (search outbox, job claims).",
+        &labels,
+        stats.unsynced.load(std::sync::atomic::Ordering::Relaxed),
+    );
 }
 
 /// How background jobs ended (deliveries, mail, scheduled checks), per runner and outcome; a

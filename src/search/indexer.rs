@@ -170,8 +170,9 @@ pub async fn drain(search: &Search, db: &Database, writer: &Writer) -> Result<us
     drop(txn);
     let more = walked.as_ref().is_some_and(|(_, next)| next.is_some());
     let n = if more { BATCH } else { done.len() + usize::from(walked.is_some()) };
+    // Not synced: entries drained again after a crash are indexed again, which changes nothing.
     writer
-        .write(None, move |tx| {
+        .write_unsynced(None, move |tx| {
             let mut t = tx.raw().open_table(OUTBOX)?;
             for k in &done {
                 t.remove(k.as_slice())?;

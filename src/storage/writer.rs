@@ -84,6 +84,9 @@ impl Drop for Hold {
 
 struct Job {
     store: Option<Uuid>,
+    /// Its transaction must be on disk before it is answered ([`Writer::write`]); a batch of
+    /// jobs that need not be ([`Writer::write_unsynced`]) commits without an fsync.
+    synced: bool,
     run: JobFn,
     reply: oneshot::Sender<ApiResult<Output>>,
 }
@@ -202,11 +205,13 @@ pub struct WriterStats {
     pub batch: Histogram,
     /// Time of `commit`, in microseconds.
     pub commit: Histogram,
+    /// Commits made without an fsync: batches of [`Writer::write_unsynced`] jobs alone.
+    pub unsynced: AtomicU64,
 }
 
 impl Default for WriterStats {
     fn default() -> Self {
-        WriterStats { batch: Histogram::sizes(), commit: Histogram::seconds() }
+        WriterStats { batch: Histogram::sizes(), commit: Histogram::seconds(), unsynced: AtomicU64::new(0) }
     }
 }
 
@@ -300,7 +305,27 @@ impl Writer {
 
     /// Runs `job` in the next batch and waits until its transaction is durable.
     /// `store` names the store the job writes, so moves can hold or track it.
-    pub async fn write<T, F>(&self, store: Option<Uuid>, mut job: F) -> ApiResult<T>
+    pub async fn write<T, F>(&self, store: Option<Uuid>, job: F) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnMut(&mut Tx) -> ApiResult<T> + Send + 'static,
+    {
+        self.send(store, true, job).await
+    }
+
+    /// [`Writer::write`] for a change a crash may undo because it is made again after the restart
+    /// (the search outbox's drained entries: indexing a product twice is harmless). Alone in a
+    /// batch, its transaction commits without an fsync; the next synced commit carries it to
+    /// disk. Answered once committed, visible to every read after.
+    pub async fn write_unsynced<T, F>(&self, store: Option<Uuid>, job: F) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnMut(&mut Tx) -> ApiResult<T> + Send + 'static,
+    {
+        self.send(store, false, job).await
+    }
+
+    async fn send<T, F>(&self, store: Option<Uuid>, synced: bool, mut job: F) -> ApiResult<T>
     where
         T: Send + 'static,
         F: FnMut(&mut Tx) -> ApiResult<T> + Send + 'static,
@@ -313,7 +338,7 @@ impl Writer {
         let (reply, answer) = oneshot::channel();
         let run: JobFn = Box::new(move |tx| job(tx).map(|v| Box::new(v) as Output));
         self.sender
-            .send(Msg::Job(Job { store, run, reply }))
+            .send(Msg::Job(Job { store, synced, run, reply }))
             .map_err(|_| ApiError::msg(Code::UNAVAILABLE, "the service is shutting down"))?;
         let out = answer.await.map_err(|_| ApiError::internal("writer dropped a job"))??;
         out.downcast::<T>().map(|b| *b).map_err(|_| ApiError::internal("writer returned a foreign type"))
@@ -430,7 +455,8 @@ fn commit_batch(
             Ok(t) => t,
             Err(e) => return fail_all(batch, ApiError::internal(e)),
         };
-        if let Err(e) = txn.set_durability(Durability::Immediate) {
+        let synced = batch.iter().any(|j| j.synced);
+        if let Err(e) = txn.set_durability(if synced { Durability::Immediate } else { Durability::None }) {
             return fail_all(batch, ApiError::internal(e));
         }
         let mut outputs = Vec::with_capacity(batch.len());
@@ -473,6 +499,9 @@ fn commit_batch(
             Ok(()) => {
                 derived.stats.commit.observe(started.elapsed().as_micros() as u64);
                 derived.stats.batch.observe(batch.len() as u64);
+                if !synced {
+                    derived.stats.unsynced.fetch_add(1, Ordering::Relaxed);
+                }
                 derived.orders.apply(&mut list_changes.keys);
                 derived.orders.apply_records(&mut list_changes.records);
                 // A batch that changed many lists (an import) gives back what is seldom needed.
@@ -586,6 +615,41 @@ mod tests {
         assert!(!forgotten.release(), "released after the hold had lapsed");
         writer.stop();
         thread.join();
+    }
+
+    #[tokio::test]
+    async fn unsynced_writes_commit_visibly_without_an_fsync_unless_a_synced_one_shares_the_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cell.redb");
+        let db = Arc::new(open(&path, crate::storage::tests::CELL, crate::storage::ONE_OFF_CACHE).unwrap());
+        let (writer, thread) = Writer::start(db.clone(), "test", 1 << 20, 1 << 20).unwrap();
+        let key = |n: u8| Key::store(Uuid::from_u128(1)).str(&format!("k{n}")).into_vec();
+        let put = |n: u8, synced: bool| {
+            let (w, k) = (writer.clone(), key(n));
+            async move {
+                let job = move |tx: &mut Tx| tx.put(COUNTERS, &k, &u64::from(n).to_le_bytes());
+                if synced { w.write(None, job).await } else { w.write_unsynced(None, job).await }
+            }
+        };
+        let seen = |db: &Database, n: u8| crate::storage::read::counter(&db.begin_read().unwrap(), COUNTERS, &key(n)).unwrap();
+        let unsynced = || writer.stats.unsynced.load(Ordering::Relaxed);
+        put(1, false).await.unwrap();
+        assert_eq!(seen(&db, 1), 1, "read at once");
+        assert_eq!(unsynced(), 1);
+        put(2, true).await.unwrap();
+        assert_eq!(unsynced(), 1, "a synced write commits with its fsync");
+        // Sent together, they share a batch (or not); a batch holding a synced job syncs.
+        let (a, b) = tokio::join!(put(3, false), put(4, true));
+        (a.unwrap(), b.unwrap());
+        let batches = writer.stats.batch.count();
+        assert!(unsynced() == 1 && batches == 3 || unsynced() == 2 && batches == 4, "{} unsynced of {batches}", unsynced());
+        writer.stop();
+        thread.join();
+        drop(writer);
+        let db = Arc::into_inner(db).expect("the writer let go of the database");
+        drop(db);
+        let db = open(&path, crate::storage::tests::CELL, crate::storage::ONE_OFF_CACHE).unwrap();
+        assert_eq!((1..=4).map(|n| seen(&db, n)).collect::<Vec<_>>(), [1, 2, 3, 4], "the synced commits carried the rest");
     }
 
     #[tokio::test]
