@@ -640,7 +640,8 @@ mod tests {
         assert_eq!(unsynced(), 1, "a synced write commits with its fsync");
         // Sent together, they share a batch (or not); a batch holding a synced job syncs.
         let (a, b) = tokio::join!(put(3, false), put(4, true));
-        (a.unwrap(), b.unwrap());
+        a.unwrap();
+        b.unwrap();
         let batches = writer.stats.batch.count();
         assert!(unsynced() == 1 && batches == 3 || unsynced() == 2 && batches == 4, "{} unsynced of {batches}", unsynced());
         writer.stop();
