@@ -26,7 +26,7 @@ use crate::storage::read;
 use crate::storage::record::{Filter, FilterValue, List, Listable, Sort};
 use crate::storage::row_cache::Cached;
 use crate::storage::tables::{PRODUCT_HANDLES, PRODUCT_SORTS, PRODUCT_VIEWS, PRODUCTS, VARIANTS};
-use crate::storage::tx::{Rows, Tx};
+use crate::storage::tx::Tx;
 
 /// The product list, declared as every record list is: its sortable fields (by name; a tag is
 /// the field's number in the in-memory list numbers) and its status filter. Its orders are not
@@ -264,17 +264,25 @@ fn write_rendered(
             }
         }
     }
-    // The handle and variant rows only where they change: a stock or price change (every
-    // order's) leaves them as they are, and two tables fewer go into the commit.
-    let rows = |p: Option<&Product>| -> (Rows, Rows) {
-        let Some(p) = p else { return Default::default() };
-        let id = p.id.as_bytes().to_vec();
-        let variants = p.variants.iter().map(|v| (Key::store(store).id(v.id).into_vec(), id.clone())).collect();
-        (vec![(handle_key(store, &p.handle), id)], variants)
-    };
-    let ((old_handles, old_variants), (new_handles, new_variants)) = (rows(old), rows(new));
-    tx.sync_rows(PRODUCT_HANDLES, &old_handles, &new_handles)?;
-    tx.sync_rows(VARIANTS, &old_variants, &new_variants)?;
+    // The handle and variant rows only where they change (both name this product): a stock or
+    // price change, every order's, leaves them as they are and two tables fewer in the commit.
+    if old.map(|o| &o.handle) != new.map(|n| &n.handle) {
+        if let Some(o) = old {
+            tx.delete(PRODUCT_HANDLES, &handle_key(store, &o.handle))?;
+        }
+        if let Some(n) = new {
+            tx.put(PRODUCT_HANDLES, &handle_key(store, &n.handle), n.id.as_bytes())?;
+        }
+    }
+    let has = |p: Option<&Product>, id: Uuid| p.is_some_and(|p| p.variants.iter().any(|v| v.id == id));
+    for v in old.iter().flat_map(|o| &o.variants).filter(|v| !has(new, v.id)) {
+        tx.delete(VARIANTS, Key::store(store).id(v.id).bytes())?;
+    }
+    if let Some(n) = new {
+        for v in n.variants.iter().filter(|v| !has(old, v.id)) {
+            tx.put(VARIANTS, Key::store(store).id(v.id).bytes(), n.id.as_bytes())?;
+        }
+    }
     match new {
         Some(n) => {
             let r = rendered.ok_or_else(|| ApiError::internal("a written product is rendered"))?;
