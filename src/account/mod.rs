@@ -100,9 +100,11 @@ impl AccountService {
         memory: &AccountShares,
     ) -> Result<AccountService, Box<dyn std::error::Error + Send + Sync>> {
         std::fs::create_dir_all(dir)?;
-        let db = Arc::new(storage::open(&dir.join("account.redb"), DATABASE, memory.redb)?);
+        let storage::Opened { db, syncs, .. } = storage::open_with(&dir.join("account.redb"), DATABASE, memory.redb)?;
+        let db = Arc::new(db);
         // The directory keeps no product rows and no list orders: its writer caches nothing.
-        let (writer, thread) = Writer::start(db.clone(), "account", 0, 0)?;
+        let budgets = storage::writer::Budgets { rows: 0, lists: 0, locations: 0 };
+        let (writer, thread) = Writer::start_after(db.clone(), Some(syncs), "account", budgets, None)?;
         let key = SigningKey::load_or_create(dir)?;
         let service_key = keys::load_or_create_service_key(dir)?;
         let dummy_hash = hash_password("shopcell-timing-equalizer")?;

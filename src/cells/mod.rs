@@ -119,7 +119,7 @@ impl Cell {
         memory: &CellShares,
     ) -> Result<Cell, Box<dyn std::error::Error + Send + Sync>> {
         std::fs::create_dir_all(dir)?;
-        let (db, lists_token) = storage::open_taking_lists_token(&dir.join("cell.redb"), DATABASE, memory.redb)?;
+        let storage::Opened { db, syncs, lists_token } = storage::open_with(&dir.join("cell.redb"), DATABASE, memory.redb)?;
         let db = Arc::new(db);
         let mut states = HashMap::new();
         let mut stale = Vec::new();
@@ -156,6 +156,7 @@ impl Cell {
         let floor = events::latest_id(&db)?;
         let (writer, thread) = Writer::start_after(
             db.clone(),
+            Some(syncs),
             name,
             storage::writer::Budgets { rows: memory.rows, lists: memory.lists, locations: memory.locations },
             floor,

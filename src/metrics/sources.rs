@@ -94,16 +94,24 @@ fn caches(out: &mut Exposition, owner: &str, caches: &[(&'static str, CacheStats
     }
 }
 
-/// How the database's writer batches and how long its commits (with their fsync) take.
+/// How the database's writer batches, how long its commits take and its fsyncs beside them.
 fn writer(out: &mut Exposition, owner: &str, stats: &WriterStats) {
     let labels = [("owner", owner)];
     out.histogram("shopcell_writer_batch_size", "Write requests committed in one transaction.", &labels, &stats.batch);
     out.histogram(
         "shopcell_writer_commit_seconds",
-        "Time to commit one batch's transaction, its fsync included.",
+        "Time to commit one batch's transaction: the previous batch's fsync awaited, the pages written.",
         &labels,
         &stats.commit,
     );
+    if let Some(syncs) = &stats.syncs {
+        out.histogram(
+            "shopcell_writer_fsync_seconds",
+            "Time of one fsync of the database, made while the writer runs the next batch.",
+            &labels,
+            &syncs.durations,
+        );
+    }
     out.counter(
         "shopcell_writer_unsynced_commits_total",
         "Commits made without an fsync: background changes a restart makes again (search outbox, job claims).",

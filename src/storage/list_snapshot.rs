@@ -154,7 +154,7 @@ fn ignored(dir: &Path, why: &str) -> Option<Snapshot> {
 
 impl Snapshot {
     /// The snapshot in `dir` when it is whole and carries `token` (what the database's open took
-    /// out, [`crate::storage::open_taking_lists_token`]); a file found is removed either way.
+    /// out, [`crate::storage::open_with`]); a file found is removed either way.
     pub fn open(dir: &Path, token: Option<&[u8]>) -> Option<Snapshot> {
         let mut file = match File::open(path(dir)) {
             Ok(f) => f,
@@ -307,7 +307,7 @@ mod tests {
     use crate::storage::list_orders::ListName;
     use crate::storage::ranked::Keys;
     use crate::storage::tests::CELL;
-    use crate::storage::{ONE_OFF_CACHE, open, open_taking_lists_token};
+    use crate::storage::{ONE_OFF_CACHE, Opened, open, open_with};
 
     fn db_path(dir: &Path) -> PathBuf {
         dir.join("cell.redb")
@@ -361,14 +361,14 @@ mod tests {
     async fn the_next_open_reads_every_list_back_as_it_was_held_and_no_later_one_does() {
         let dir = tempfile::tempdir().unwrap();
         let held = saved_three(dir.path()).await;
-        let (db, token) = open_taking_lists_token(&db_path(dir.path()), CELL, ONE_OFF_CACHE).unwrap();
+        let Opened { db, lists_token: token, .. } = open_with(&db_path(dir.path()), CELL, ONE_OFF_CACHE).unwrap();
         let snapshot = Snapshot::open(dir.path(), token.as_deref()).expect("the snapshot of the last stop");
         assert!(!path(dir.path()).exists(), "the file is removed once opened");
         let back = read_back(snapshot.lists(|_| true));
         assert_eq!(back, held.into_iter().map(|(id, keys)| (id, Some(keys))).collect::<Vec<_>>());
         // The token was taken out by that open: the next one finds none.
         drop(db);
-        let (_db, token) = open_taking_lists_token(&db_path(dir.path()), CELL, ONE_OFF_CACHE).unwrap();
+        let Opened { lists_token: token, .. } = open_with(&db_path(dir.path()), CELL, ONE_OFF_CACHE).unwrap();
         assert_eq!(token, None);
     }
 
@@ -377,7 +377,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let held = saved_three(dir.path()).await;
         for _ in 0..2 {
-            let (db, token) = open_taking_lists_token(&db_path(dir.path()), CELL, ONE_OFF_CACHE).unwrap();
+            let Opened { db, lists_token: token, .. } = open_with(&db_path(dir.path()), CELL, ONE_OFF_CACHE).unwrap();
             let snapshot = Snapshot::open(dir.path(), token.as_deref()).expect("the snapshot of the last stop");
             let orders = Arc::new(ListOrders::new(1 << 30));
             // Stopped at once: the thread may have loaded none, some or all of the lists.
@@ -386,7 +386,7 @@ mod tests {
             assert_eq!(orders.meter.stats().entries, 3);
             assert_eq!(save(dir.path(), &db, &orders).unwrap().lists, 3);
         }
-        let (_db, token) = open_taking_lists_token(&db_path(dir.path()), CELL, ONE_OFF_CACHE).unwrap();
+        let Opened { lists_token: token, .. } = open_with(&db_path(dir.path()), CELL, ONE_OFF_CACHE).unwrap();
         let back = read_back(Snapshot::open(dir.path(), token.as_deref()).unwrap().lists(|_| true));
         assert_eq!(back, held.into_iter().map(|(id, keys)| (id, Some(keys))).collect::<Vec<_>>(), "in the order they were read");
     }
@@ -398,7 +398,7 @@ mod tests {
         let saved = std::fs::read(path(dir.path())).unwrap();
         // An admin command opens the file (and may write) while nothing serves.
         drop(open(&db_path(dir.path()), CELL, ONE_OFF_CACHE).unwrap());
-        let (_db, token) = open_taking_lists_token(&db_path(dir.path()), CELL, ONE_OFF_CACHE).unwrap();
+        let Opened { lists_token: token, .. } = open_with(&db_path(dir.path()), CELL, ONE_OFF_CACHE).unwrap();
         assert_eq!(token, None);
         assert!(Snapshot::open(dir.path(), token.as_deref()).is_none());
         assert!(!path(dir.path()).exists(), "an unusable file is removed too");
@@ -412,7 +412,7 @@ mod tests {
     async fn a_damaged_snapshot_is_ignored_and_a_damaged_list_alone_is_built() {
         let dir = tempfile::tempdir().unwrap();
         let held = saved_three(dir.path()).await;
-        let (_db, token) = open_taking_lists_token(&db_path(dir.path()), CELL, ONE_OFF_CACHE).unwrap();
+        let Opened { lists_token: token, .. } = open_with(&db_path(dir.path()), CELL, ONE_OFF_CACHE).unwrap();
         let whole = std::fs::read(path(dir.path())).unwrap();
         let try_with = |bytes: &[u8]| {
             std::fs::write(path(dir.path()), bytes).unwrap();

@@ -13,15 +13,18 @@ pub mod ranked;
 pub mod read;
 pub mod record;
 pub mod row_cache;
+pub mod syncs;
 pub mod tables;
 pub mod tx;
 pub mod usage;
 pub mod writer;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use redb::{Database, ReadableDatabase, TableHandle, WriteTransaction};
 
+use crate::storage::syncs::{SyncedFile, Syncs};
 use crate::storage::tables::*;
 
 /// The on-disk format version this build writes. See `data-format/README.md`, "Version changes".
@@ -78,18 +81,37 @@ pub const LISTS_TOKEN: &str = "lists_snapshot";
 /// memory budget): checks kind and format version, runs the migration steps from an older
 /// version, and makes sure every table exists so readers never miss one.
 pub fn open(path: &Path, kind: DbKind, cache: u64) -> Result<Database, OpenError> {
-    Ok(open_taking_lists_token(path, kind, cache)?.0)
+    Ok(open_with(path, kind, cache)?.db)
 }
 
-/// [`open`], answering the [`LISTS_TOKEN`] it took out: the snapshot carrying it holds the
-/// lists of exactly the rows committed now. None when there was none, or when a migration
-/// changed the rows since.
-pub fn open_taking_lists_token(path: &Path, kind: DbKind, cache: u64) -> Result<(Database, Option<Vec<u8>>), OpenError> {
+/// A database opened by [`open_with`], with what its writer needs beside it.
+pub struct Opened {
+    pub db: Database,
+    /// Its file's syncs, which its writer defers (see [`syncs`]).
+    pub syncs: Arc<Syncs>,
+    /// The [`LISTS_TOKEN`] taken out: the snapshot carrying it holds the lists of exactly the
+    /// rows committed now. None when there was none, or when a migration changed the rows since.
+    pub lists_token: Option<Vec<u8>>,
+}
+
+/// [`open`], answering the file's [`Syncs`] and the [`LISTS_TOKEN`] it took out.
+pub fn open_with(path: &Path, kind: DbKind, cache: u64) -> Result<Opened, OpenError> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| OpenError::Io(format!("cannot create {}: {e}", dir.display())))?;
     }
-    let db =
-        Database::builder().set_cache_size(crate::memory::redb_cache_size(cache) as usize).create(path).map_err(|e| match e {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| OpenError::Io(format!("{}: {e}", path.display())))?;
+    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let (backend, syncs) = SyncedFile::new(file, &name).map_err(|e| OpenError::Io(format!("{}: {e}", path.display())))?;
+    let db = Database::builder()
+        .set_cache_size(crate::memory::redb_cache_size(cache) as usize)
+        .create_with_backend(backend)
+        .map_err(|e| match e {
             redb::DatabaseError::DatabaseAlreadyOpen => OpenError::Io(format!(
                 "database {} is already open: another shopcell process holds it (stop it, or give this one another --data)",
                 path.display()
@@ -118,7 +140,7 @@ pub fn open_taking_lists_token(path: &Path, kind: DbKind, cache: u64) -> Result<
     };
     // Durable (redb's default) before the caller can write anything else.
     txn.commit().map_err(io)?;
-    Ok((db, token))
+    Ok(Opened { db, syncs, lists_token: token })
 }
 
 fn read_meta(db: &Database) -> Result<(Option<String>, Option<u32>), OpenError> {

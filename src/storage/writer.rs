@@ -22,6 +22,7 @@ use crate::metrics::Histogram;
 use crate::storage::keys::Key;
 use crate::storage::list_orders::ListOrders;
 use crate::storage::row_cache::RowCache;
+use crate::storage::syncs::Syncs;
 use crate::storage::tables::MOVE_LOG;
 use crate::storage::tx::{CommitIds, ListChanges, Tx};
 
@@ -207,11 +208,14 @@ pub struct WriterStats {
     pub commit: Histogram,
     /// Commits made without an fsync: batches of [`Writer::write_unsynced`] jobs alone.
     pub unsynced: AtomicU64,
+    /// The file's syncs, made beside the next batch (see [`crate::storage::syncs`]); without
+    /// them each commit makes its own fsync before the next batch runs.
+    pub syncs: Option<Arc<Syncs>>,
 }
 
-impl Default for WriterStats {
-    fn default() -> Self {
-        WriterStats { batch: Histogram::sizes(), commit: Histogram::seconds(), unsynced: AtomicU64::new(0) }
+impl WriterStats {
+    fn new(syncs: Option<Arc<Syncs>>) -> Self {
+        WriterStats { batch: Histogram::sizes(), commit: Histogram::seconds(), unsynced: AtomicU64::new(0), syncs }
     }
 }
 
@@ -254,13 +258,15 @@ impl Writer {
     /// `rows` and `lists` are the byte budgets of its row cache and list orders; it caches no
     /// locations (a cell's writer is started with [`Writer::start_after`]).
     pub fn start(db: Arc<Database>, name: &str, rows: u64, lists: u64) -> std::io::Result<(Writer, WriterThread)> {
-        Writer::start_after(db, name, Budgets { rows, lists, locations: 0 }, None)
+        Writer::start_after(db, None, name, Budgets { rows, lists, locations: 0 }, None)
     }
 
     /// [`Writer::start`] whose [`Tx::commit_id`]s sort after `floor` (the latest such id the
-    /// database holds, which a clock running behind would not pass).
+    /// database holds, which a clock running behind would not pass), deferring its commits'
+    /// fsyncs to `syncs` (the database's, from [`crate::storage::open_with`]) when given.
     pub fn start_after(
         db: Arc<Database>,
+        syncs: Option<Arc<Syncs>>,
         name: &str,
         budgets: Budgets,
         floor: Option<Uuid>,
@@ -278,7 +284,7 @@ impl Writer {
         let (thread_orders, thread_rows, thread_locations) = (orders.clone(), rows.clone(), locations.clone());
         let appended = Arc::new(Appended::default());
         let thread_appended = appended.clone();
-        let stats = Arc::new(WriterStats::default());
+        let stats = Arc::new(WriterStats::new(syncs));
         let thread_stats = stats.clone();
         let handle = std::thread::Builder::new().name(format!("writer-{name}")).spawn(move || {
             let derived = Derived {
@@ -495,7 +501,16 @@ fn commit_batch(
             continue;
         }
         let started = std::time::Instant::now();
-        match txn.commit() {
+        // A synced batch's fsync is made beside the next batch when the file allows it; its
+        // answers wait for it below.
+        let (committed, ticket) = match (&derived.stats.syncs, synced) {
+            (Some(syncs), true) => {
+                let (committed, ticket) = syncs.deferring(|| txn.commit());
+                (committed, Some((syncs, ticket)))
+            }
+            _ => (txn.commit(), None),
+        };
+        match committed {
             Ok(()) => {
                 derived.stats.commit.observe(started.elapsed().as_micros() as u64);
                 derived.stats.batch.observe(batch.len() as u64);
@@ -518,8 +533,10 @@ fn commit_batch(
                     derived.locations.drop_row(store, Uuid::nil());
                 }
                 derived.generations.bump(&batch.iter().map(|j| j.store).collect::<Vec<_>>());
-                for (job, out) in batch.into_iter().zip(outputs) {
-                    let _ = job.reply.send(Ok(out));
+                let answers: Vec<_> = batch.into_iter().zip(outputs).map(|(job, out)| (job.reply, out)).collect();
+                match ticket {
+                    Some((syncs, ticket)) => syncs.after(ticket, Box::new(move |synced| answer(answers, synced))),
+                    None => answer(answers, Ok(())),
                 }
             }
             Err(e) => fail_all(batch, ApiError::internal(e)),
@@ -551,6 +568,16 @@ fn run_job(tx: &mut Tx, job: &mut Job, gate: &MoveGate, seq: &AtomicU64) -> ApiR
         }
     }
     Ok(out)
+}
+
+/// Answers a committed batch's jobs once it is durable, or each with the failure of its fsync.
+fn answer(answers: Vec<(oneshot::Sender<ApiResult<Output>>, Output)>, synced: Result<(), String>) {
+    for (reply, out) in answers {
+        let _ = reply.send(match &synced {
+            Ok(()) => Ok(out),
+            Err(e) => Err(ApiError::internal(format!("the write committed but its fsync failed: {e}"))),
+        });
+    }
 }
 
 fn fail_all(batch: Vec<Job>, e: ApiError) {
