@@ -281,7 +281,7 @@ fn fulfill_scenario(
     let (cpu, writer) = (server.cpu()? - cpu, server.threads_cpu("writer-")? - writer);
     let written = server.bytes_written()? - written;
     let after = load.block_on(cell_writer(server))?;
-    let [commits, jobs, commit_seconds] = [0, 1, 2].map(|i| after[i] - batching[i]);
+    let [commits, jobs, commit_seconds, fsyncs, fsync_seconds] = [0, 1, 2, 3, 4].map(|i| after[i] - batching[i]);
     let per = |d: Duration| d.as_secs_f64() * 1e6 / count as f64;
     println!(
         "measured fulfills with tracking: {fulfills:.0}/s ({:.2}× the fsync baseline); CPU per fulfill: server {:.0} µs, writer {:.0} µs",
@@ -290,22 +290,31 @@ fn fulfill_scenario(
         per(writer),
     );
     println!(
-        "the cell's writer meanwhile: {commits:.0} commits of {:.1} writes on average, {:.0} µs per commit (its fsync included), {:.1} KiB written per fulfill",
+        "the cell's writer meanwhile: {commits:.0} commits of {:.1} writes on average, {:.0} µs per commit and {:.0} µs per fsync (made beside the next batch; {fsyncs:.0} of them), {:.1} KiB written per fulfill",
         jobs / commits.max(1.0),
         commit_seconds * 1e6 / commits.max(1.0),
+        fsync_seconds * 1e6 / fsyncs.max(1.0),
         written as f64 / 1024.0 / count as f64
     );
     Ok(fulfills / fsync.per_second())
 }
 
-/// The cell's writer so far, from `/metrics`: commits, writes committed, seconds committing.
-async fn cell_writer(server: &ServerProcess) -> Result<[f64; 3], BoxError> {
+/// The cell's writer so far, from `/metrics`: commits, writes committed, seconds committing,
+/// fsyncs and their seconds (none from a build whose commits made their own).
+async fn cell_writer(server: &ServerProcess) -> Result<[f64; 5], BoxError> {
     let endpoint = Endpoint::new(server.addr);
     let samples = scrape_metrics(&mut Client::new(server.addr), &endpoint, &server.service_key()?).await?;
     let cell = |name: &str| -> f64 {
         samples.iter().filter(|m| m.name == name && m.label("owner") != Some("account")).map(|m| m.value).sum()
     };
-    Ok(["shopcell_writer_batch_size_count", "shopcell_writer_batch_size_sum", "shopcell_writer_commit_seconds_sum"].map(cell))
+    Ok([
+        "shopcell_writer_batch_size_count",
+        "shopcell_writer_batch_size_sum",
+        "shopcell_writer_commit_seconds_sum",
+        "shopcell_writer_fsync_seconds_count",
+        "shopcell_writer_fsync_seconds_sum",
+    ]
+    .map(cell))
 }
 
 /// Fulfills every order's (single) fulfillment order with a tracking number; answers the wall time.
