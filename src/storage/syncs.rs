@@ -173,17 +173,14 @@ impl Syncs {
             };
             let failed = state.failed.clone();
             self.changed.notify_all();
-            if failed.is_some() {
-                state.closing = true;
-            }
             drop(state);
             for w in ready {
                 w(failed.clone().map_or(Ok(()), Err));
             }
-            state = self.lock();
-            if state.failed.is_some() {
-                return;
+            if failed.is_some() {
+                return; // the file takes no more syncs
             }
+            state = self.lock();
         }
     }
 }
