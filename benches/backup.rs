@@ -14,8 +14,11 @@
 //! is 100,000), `BACKUP_ORDERS` (default 1,000; the is 200,000), `BENCH_SECONDS` (the
 //! writers' window without a backup, default 5), `BACKUP_NICE` (the backup process's niceness,
 //! default 0: it runs on the service's machine here, competing with the writers for its CPUs;
-//! an operator may run it at 19, or on another host), `BENCH_SHOPCELL` (the binary that serves,
-//! backs up and restores, e.g. an earlier build's for a before and after in one session).
+//! an operator may run it at 19, or on another host), `BACKUP_TO` (a directory the backup is
+//! written under, default the system's temporary one: another disk stands for the operator's
+//! host, whose writes do not queue before the service's fsyncs; the restore is made beside the
+//! server's data either way), `BENCH_SHOPCELL` (the binary that serves, backs up and restores,
+//! e.g. an earlier build's for a before and after in one session).
 
 mod common;
 
@@ -81,7 +84,11 @@ fn bench() -> Result<(), BoxError> {
         println!("measured {WRITERS} writers without a backup: {} creates/s, p99 {}", thousands(alone.rate), millis(alone.p99));
 
         let backups = tempfile::Builder::new().prefix("shopcell-backup-bench-").tempdir()?;
-        let to = backups.path().join("backup");
+        let elsewhere = match std::env::var_os("BACKUP_TO") {
+            Some(dir) => Some(tempfile::Builder::new().prefix("shopcell-backup-bench-").tempdir_in(dir)?),
+            None => None,
+        };
+        let to = elsewhere.as_ref().unwrap_or(&backups).path().join("backup");
         let data = server.dir().join("data");
         let (url, to_arg, warmup) = (server.url.clone(), to.clone(), settings.warmup);
         let nice: i32 = env_or("BACKUP_NICE", 0)?;

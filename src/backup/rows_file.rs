@@ -12,13 +12,8 @@ use redb::{Durability, WriteTransaction};
 
 use crate::backup::block;
 use crate::error::BoxError;
-use crate::private_files::{create_private_file, sync_dir, write_private};
+use crate::private_files::{Writeback, create_private_file, sync_dir, write_private};
 use crate::storage::copy;
-
-/// Written data is flushed to the disk every this many bytes, so the page cache never holds
-/// gigabytes of a backup's dirty pages that the service's own fsyncs (on the same disk) would
-/// queue behind.
-const SYNC_EVERY: u64 = 64 << 20;
 
 /// Rows a restore inserts in one write transaction.
 const RESTORE_TXN_BYTES: usize = 64 << 20;
@@ -29,7 +24,9 @@ pub struct Writer {
     path: PathBuf,
     digest: ring::digest::Context,
     bytes: u64,
-    unsynced: u64,
+    /// Written to the disk step by step: the page cache never holds a burst of a backup's
+    /// pages that the service's own fsyncs (on the same disk) would queue behind.
+    writeback: Writeback,
     /// Rows of each table written so far.
     pub counts: BTreeMap<String, u64>,
 }
@@ -46,7 +43,7 @@ impl Writer {
     pub fn create(path: &Path) -> Result<Writer, BoxError> {
         let file = create_private_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let digest = ring::digest::Context::new(&ring::digest::SHA256);
-        Ok(Writer { file, path: path.to_path_buf(), digest, bytes: 0, unsynced: 0, counts: BTreeMap::new() })
+        Ok(Writer { file, path: path.to_path_buf(), digest, bytes: 0, writeback: Writeback::default(), counts: BTreeMap::new() })
     }
 
     /// Appends a block holding `tables` (rows by table).
@@ -59,11 +56,7 @@ impl Writer {
         self.digest.update(block);
         let n = (len.len() + block.len()) as u64;
         self.bytes += n;
-        self.unsynced += n;
-        if self.unsynced >= SYNC_EVERY {
-            self.file.sync_data().map_err(io)?;
-            self.unsynced = 0;
-        }
+        self.writeback.written(&self.file, self.bytes).map_err(io)?;
         for (table, rows) in tables {
             *self.counts.entry(table.clone()).or_insert(0) += rows;
         }

@@ -41,6 +41,9 @@ pub struct FileWriter {
     out: BufWriter<File>,
     hash: Context,
     rows: u64,
+    /// Bytes put so far, and their steady writeback (an export beside the service it reads).
+    bytes: u64,
+    writeback: crate::private_files::Writeback,
     partial: PathBuf,
     path: PathBuf,
 }
@@ -66,6 +69,8 @@ impl FileWriter {
             out: BufWriter::with_capacity(1 << 20, file),
             hash: Context::new(&SHA256),
             rows: 0,
+            bytes: 0,
+            writeback: Default::default(),
             partial,
             path: path.to_path_buf(),
         };
@@ -80,6 +85,7 @@ impl FileWriter {
     fn put(&mut self, bytes: &[u8]) -> Result<(), BoxError> {
         self.hash.update(bytes);
         self.out.write_all(bytes).map_err(|e| format!("{}: {e}", self.partial.display()))?;
+        self.bytes += bytes.len() as u64;
         Ok(())
     }
 
@@ -90,6 +96,9 @@ impl FileWriter {
         self.put(&(bytes.len() as u32).to_le_bytes())?;
         self.put(&bytes)?;
         self.rows += rows.len() as u64;
+        // What the buffer still holds is not in the file yet.
+        let in_file = self.bytes - self.out.buffer().len() as u64;
+        self.writeback.written(self.out.get_ref(), in_file).map_err(|e| format!("{}: {e}", self.partial.display()))?;
         Ok(())
     }
 
