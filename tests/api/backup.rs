@@ -429,6 +429,49 @@ async fn check_finds_a_counter_that_disagrees_with_its_rows() {
     assert!(err.contains(&format!("store {store}: the locations counter says 5, there are 1 rows")), "{err}");
 }
 
+/// Carts, checkouts and payment intents are never listed and keep no counters: a shop that has
+/// sold checks, backed up and restored, as any other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shop_that_has_sold_checks_backed_up_and_restored() {
+    use crate::checkout::{paid_intent, ready_checkout, stocked, us_shipping};
+    let mut app = spawn_app().await;
+    let c = &app.client;
+    let shop = crate::calculate::Shop::new(c).await;
+    let rate = us_shipping(c, &shop).await;
+    let lamp = stocked(c, &shop, "Lamp", 4000, 5).await;
+    let guest = crate::carts::Guest::new(c, &shop).await;
+    guest.post(c, &shop.path("/carts/items"), serde_json::json!({"variantId": lamp, "quantity": 1})).await.expect(201);
+    let co = ready_checkout(c, &shop, serde_json::json!([{"variantId": lamp, "quantity": 2}]), &rate).await;
+    let intent = paid_intent(c, &shop, &co).await;
+    let complete = shop.path(&format!("/checkouts/{}/complete", co["id"].as_str().unwrap()));
+    let body = serde_json::json!({"paymentMethodId": "pm_card_visa", "paymentIntentId": intent});
+    let order = c.post(&complete, Some(&shop.owner.token), body).await.expect(201).body;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let to = tmp.path().join("b");
+    client::backup(&app.base, &service_key(&app), &to).await.expect("backup");
+    let m: Value = serde_json::from_slice(&std::fs::read(to.join("manifest.json")).unwrap()).unwrap();
+    let cell = m["files"].as_array().unwrap().iter().find(|f| f["kind"] == "cell").unwrap().clone();
+    for table in ["carts", "checkouts", "payment_intents", "orders"] {
+        assert_eq!(cell["tables"][table], 1, "{table}");
+    }
+    let check = |data: std::path::PathBuf, backup: Option<std::path::PathBuf>| {
+        shopcell::admin::run(shopcell::cli::AdminCommand::Check { data, backup })
+    };
+    check(to.join("none"), Some(to.clone())).await.expect("the backup checks");
+    let data = app.dir.path().to_path_buf();
+    app.stop().await;
+    check(data, None).await.expect("the stopped directory checks");
+
+    let restored = tmp.path().join("restored");
+    restore::restore(&to, &restored, false).expect("restore");
+    check(restored.clone(), None).await.expect("the restored directory checks");
+    let again = spawn_app_in(&restored).await;
+    let path = shop.path(&format!("/orders/{}", order["id"].as_str().unwrap()));
+    let read = again.client.get(&path, Some(&shop.owner.token)).await.expect(200).body;
+    assert_eq!((&read["number"], &read["lineItems"][0]["quantity"]), (&order["number"], &serde_json::json!(2)));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_the_directory_does_not_place_is_dropped_as_after_a_crash() {
     let app = spawn_app().await;
