@@ -233,9 +233,13 @@ fn write_rendered(
 ) -> ApiResult<()> {
     product_events(tx, store, old, new, now)?;
     let (new, rendered) = (new.map(|(p, _)| p), new.map(|(_, r)| r));
-    // The search document follows through the outbox, committed with the row itself.
+    // The search document follows through the outbox, committed with the row itself. A write
+    // that leaves it as it was (a change of stock: every order placed or shipped) queues nothing,
+    // so the indexer neither reads the product nor commits the index again for it.
     if let Some(id) = new.or(old).map(|p| p.id) {
-        crate::search::outbox_append(tx, store, id)?;
+        if !matches!((old, new), (Some(o), Some(n)) if crate::search::schema::same_document(o, n)) {
+            crate::search::outbox_append(tx, store, id)?;
+        }
         tx.row_changed(store, id);
     }
     // Smart collections, collection orders and catalog counts follow in the same transaction.
@@ -681,6 +685,38 @@ mod tests {
         let keys = |which| stored_list_keys(&txn, store, which).unwrap().iter().map(Keys::len).sum::<usize>();
         assert_eq!(keys(list(0, ANY)), 1);
         assert_eq!(keys(list(200, ANY)), 0, "a damaged hint's number");
+    }
+
+    /// A write queues the product for indexing only when its search document changes: an order
+    /// lowering its stock does not make the indexer read it and commit the index again.
+    #[tokio::test]
+    async fn only_a_write_changing_the_search_document_queues_the_product() {
+        use redb::ReadableTableMetadata;
+        let dir = tempfile::tempdir().unwrap();
+        let memory = crate::memory::Shares::of_one_cell(64 << 20).cell;
+        let cell = Cell::open("test", dir.path(), crate::clock::Clock::system(), &memory).unwrap();
+        let store = Uuid::from_u128(7);
+        let queued = cell
+            .writer
+            .write(Some(store), move |tx| {
+                // Counted inside the one transaction: the indexer cannot have drained them yet.
+                let outbox = |tx: &Tx| Ok::<_, ApiError>(tx.raw().open_table(crate::storage::tables::OUTBOX)?.len()?);
+                let created = Product::sample();
+                let mut sold = created.clone();
+                sold.variants[0].inventory_quantity -= 1;
+                let mut renamed = sold.clone();
+                renamed.title = "Garden Bench".into();
+                let mut counts = vec![outbox(tx)?];
+                for (old, new) in [(None, &created), (Some(&created), &sold), (Some(&sold), &renamed)] {
+                    write_product(tx, store, old, Some(new), 1)?;
+                    counts.push(outbox(tx)?);
+                }
+                Ok(counts)
+            })
+            .await
+            .unwrap();
+        assert_eq!(queued, [0, 1, 1, 2], "created and renamed are queued, the stock change is not");
+        cell.close();
     }
 
     #[test]

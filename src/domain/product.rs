@@ -588,6 +588,36 @@ impl Product {
 }
 
 #[cfg(test)]
+impl Product {
+    /// A product of two sized variants with SKUs, for tests.
+    pub fn sample() -> Product {
+        let options = vec![ProductOption { name: "Size".into(), values: vec!["S".into(), "M".into()] }];
+        let variant = |i: u128, size: &str| {
+            let input = VariantInput { option_values: vec![size.into()], sku: Some(format!("SKU-{size}")), ..Default::default() };
+            let mut v = new_variant(&input, None, &options, Uuid::from_u128(i), 1);
+            v.price = 1000;
+            v
+        };
+        Product {
+            id: Uuid::from_u128(1),
+            title: "Garden Chair".into(),
+            description: "Folds flat".into(),
+            vendor: "Acme".into(),
+            product_type: "Furniture".into(),
+            tags: vec!["outdoor".into()],
+            handle: "garden-chair".into(),
+            status: Status::Active,
+            category_id: None,
+            variants: vec![variant(2, "S"), variant(3, "M")],
+            options,
+            currency: Currency::parse("USD").unwrap(),
+            created_at: 1,
+            updated_at: 1,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

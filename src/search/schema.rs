@@ -119,34 +119,122 @@ pub fn code_text(raw: &str) -> String {
     raw.trim().to_lowercase()
 }
 
+/// What a product's document is made of, borrowed from the product: [`document`] reads nothing
+/// else, so two versions of a product with equal ones have the same document.
+#[derive(PartialEq)]
+struct Indexed<'a> {
+    id: Uuid,
+    title: &'a str,
+    /// Each variant's searchable title (none for a placeholder), SKU and barcode.
+    variants: Vec<(Option<&'a str>, Option<&'a str>, Option<&'a str>)>,
+    status: &'static str,
+    product_type: &'a str,
+    price: i64,
+    created_at: i64,
+}
+
+impl<'a> Indexed<'a> {
+    fn of(p: &'a Product) -> Indexed<'a> {
+        let variants = p
+            .variants
+            .iter()
+            .map(|v| {
+                // A variant of a product without options is titled by a placeholder: no shopper
+                // searches for it, and indexed it would match nearly every product.
+                let title = (!(p.options.is_empty() && v.title == DEFAULT_VARIANT_TITLE)).then_some(v.title.as_str());
+                (title, v.sku.as_deref(), v.barcode.as_deref())
+            })
+            .collect();
+        Indexed {
+            id: p.id,
+            title: &p.title,
+            variants,
+            status: p.status.name(),
+            product_type: &p.product_type,
+            price: p.price(),
+            created_at: p.created_at,
+        }
+    }
+}
+
+/// Whether `old` and `new` (a product before and after a write) have the same document: a write
+/// that changes nothing a search reads (a change of stock, of a description) leaves the index as
+/// it is.
+pub fn same_document(old: &Product, new: &Product) -> bool {
+    Indexed::of(old) == Indexed::of(new)
+}
+
 /// The document of `p` in `store`.
 pub fn document(f: &Fields, store: Uuid, p: &Product) -> TantivyDocument {
+    let p = Indexed::of(p);
     let mut d = TantivyDocument::default();
     let id = p.id.as_u128();
     d.add_bytes(f.key, &key_bytes(store, p.id));
     d.add_text(f.store, store_term(store));
     d.add_u64(f.id_hi, (id >> 64) as u64);
     d.add_u64(f.id_lo, id as u64);
-    d.add_text(f.title, &p.title);
-    d.add_text(f.all_words, &p.title);
-    for v in &p.variants {
-        // A variant of a product without options is titled by a placeholder: no shopper
-        // searches for it, and indexed it would match nearly every product.
-        if !(p.options.is_empty() && v.title == DEFAULT_VARIANT_TITLE) {
-            d.add_text(f.variant_title, &v.title);
-            d.add_text(f.all_words, &v.title);
+    d.add_text(f.title, p.title);
+    d.add_text(f.all_words, p.title);
+    for (title, sku, barcode) in &p.variants {
+        if let Some(t) = title {
+            d.add_text(f.variant_title, t);
+            d.add_text(f.all_words, t);
         }
-        if let Some(s) = &v.sku {
+        if let Some(s) = sku {
             d.add_text(f.sku, s);
         }
-        if let Some(b) = &v.barcode {
+        if let Some(b) = barcode {
             d.add_text(f.barcode, b);
         }
     }
-    d.add_text(f.status, p.status.name());
-    d.add_text(f.product_type, &p.product_type);
-    d.add_i64(f.price, p.price());
+    d.add_text(f.status, p.status);
+    d.add_text(f.product_type, p.product_type);
+    d.add_i64(f.price, p.price);
     d.add_i64(f.created, p.created_at);
-    d.add_text(f.title_sort, title_sort_key(&p.title));
+    d.add_text(f.title_sort, title_sort_key(p.title));
     d
+}
+
+#[cfg(test)]
+mod tests {
+    use tantivy::Document;
+
+    use super::*;
+    use crate::domain::product::Status;
+
+    /// A document as the index keeps it, comparable.
+    fn doc(p: &Product) -> String {
+        let (schema, f) = build();
+        document(&f, Uuid::from_u128(9), p).to_json(&schema)
+    }
+
+    #[test]
+    fn a_write_is_indexed_again_exactly_when_its_document_changes() {
+        let before = Product::sample();
+        type Change = fn(&mut Product);
+        let unseen: [(&str, Change); 5] = [
+            ("stock", |p| p.variants[0].inventory_quantity -= 1),
+            ("description", |p| p.description = "Folds flat, weatherproof".into()),
+            ("tags", |p| p.tags.push("sale".into())),
+            ("a dearer variant than the cheapest", |p| p.variants[1].price = 1500),
+            ("updated time", |p| p.updated_at = 2),
+        ];
+        let seen: [(&str, Change); 8] = [
+            ("title", |p| p.title = "Garden Bench".into()),
+            ("variant title", |p| p.variants[1].title = "Large".into()),
+            ("sku", |p| p.variants[0].sku = None),
+            ("barcode", |p| p.variants[0].barcode = Some("0123".into())),
+            ("status", |p| p.status = Status::Archived),
+            ("product type", |p| p.product_type = "Seating".into()),
+            ("lowest price", |p| p.variants[0].price = 900),
+            ("a variant more", |p| p.variants.push(p.variants[0].clone())),
+        ];
+        for (what, change) in unseen.iter().chain(&seen) {
+            let mut after = before.clone();
+            change(&mut after);
+            let same = doc(&before) == doc(&after);
+            assert_eq!(same_document(&before, &after), same, "{what}");
+            assert_eq!(same, unseen.iter().any(|(w, _)| w == what), "{what}");
+        }
+    }
 }
