@@ -10,7 +10,7 @@ use tantivy::tokenizer::{AsciiFoldingFilter, LowerCaser, RawTokenizer, RemoveLon
 use tantivy::{Index, TantivyDocument};
 use uuid::Uuid;
 
-use crate::domain::product::{DEFAULT_VARIANT_TITLE, Product};
+use crate::domain::product::{DEFAULT_VARIANT_TITLE, Product, Variant};
 
 /// Analyzer of titles and variant titles: words, lower-cased, accents folded (`Café` → `cafe`).
 pub const WORDS: &str = "shop_words";
@@ -120,13 +120,14 @@ pub fn code_text(raw: &str) -> String {
 }
 
 /// What a product's document is made of, borrowed from the product: [`document`] reads nothing
-/// else, so two versions of a product with equal ones have the same document.
-#[derive(PartialEq)]
+/// else, so two versions of a product with equal ones have the same document. Borrowed whole
+/// (nothing collected): the one product writer compares two of them on every write.
 struct Indexed<'a> {
     id: Uuid,
     title: &'a str,
-    /// Each variant's searchable title (none for a placeholder), SKU and barcode.
-    variants: Vec<(Option<&'a str>, Option<&'a str>, Option<&'a str>)>,
+    variants: &'a [Variant],
+    /// Variants are titled by a placeholder (a product without options).
+    placeholder_titles: bool,
     status: &'static str,
     product_type: &'a str,
     price: i64,
@@ -135,25 +136,35 @@ struct Indexed<'a> {
 
 impl<'a> Indexed<'a> {
     fn of(p: &'a Product) -> Indexed<'a> {
-        let variants = p
-            .variants
-            .iter()
-            .map(|v| {
-                // A variant of a product without options is titled by a placeholder: no shopper
-                // searches for it, and indexed it would match nearly every product.
-                let title = (!(p.options.is_empty() && v.title == DEFAULT_VARIANT_TITLE)).then_some(v.title.as_str());
-                (title, v.sku.as_deref(), v.barcode.as_deref())
-            })
-            .collect();
         Indexed {
             id: p.id,
             title: &p.title,
-            variants,
+            variants: &p.variants,
+            placeholder_titles: p.options.is_empty(),
             status: p.status.name(),
             product_type: &p.product_type,
             price: p.price(),
             created_at: p.created_at,
         }
+    }
+
+    /// Each variant's searchable title, SKU and barcode.
+    fn variants(&self) -> impl Iterator<Item = (Option<&'a str>, Option<&'a str>, Option<&'a str>)> + use<'a> {
+        let placeholder = self.placeholder_titles;
+        self.variants.iter().map(move |v| {
+            // A placeholder title is not indexed: no shopper searches for it, and indexed it
+            // would match nearly every product.
+            let title = (!(placeholder && v.title == DEFAULT_VARIANT_TITLE)).then_some(v.title.as_str());
+            (title, v.sku.as_deref(), v.barcode.as_deref())
+        })
+    }
+}
+
+impl PartialEq for Indexed<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        (self.id, self.title, self.status, self.product_type, self.price, self.created_at)
+            == (other.id, other.title, other.status, other.product_type, other.price, other.created_at)
+            && self.variants().eq(other.variants())
     }
 }
 
@@ -175,7 +186,7 @@ pub fn document(f: &Fields, store: Uuid, p: &Product) -> TantivyDocument {
     d.add_u64(f.id_lo, id as u64);
     d.add_text(f.title, p.title);
     d.add_text(f.all_words, p.title);
-    for (title, sku, barcode) in &p.variants {
+    for (title, sku, barcode) in p.variants() {
         if let Some(t) = title {
             d.add_text(f.variant_title, t);
             d.add_text(f.all_words, t);
