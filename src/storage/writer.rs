@@ -634,8 +634,10 @@ mod tests {
         put(3).await.unwrap();
         // A hold its holder forgets ends by itself: the queued write commits, and the late
         // release says the cut may no longer hold.
-        let forgotten = writer.hold_at_most(std::time::Duration::from_millis(50)).await.unwrap();
+        // The limit runs from when the writer thread takes the hold, which is after this
+        // stopwatch starts and before the test learns of the hold.
         let started = std::time::Instant::now();
+        let forgotten = writer.hold_at_most(std::time::Duration::from_millis(50)).await.unwrap();
         put(4).await.unwrap();
         assert!(started.elapsed() >= std::time::Duration::from_millis(50), "the write waited for the limit");
         assert_eq!(seen(4), 1);
