@@ -18,10 +18,7 @@ use crate::account::keys::{public_keys_from_jwks, read_service_key};
 use crate::account::oidc::Social;
 use crate::cells::Cell;
 use crate::cells::payments;
-use crate::cli::{
-    AccountArgs, AuthArgs, CacheArgs, CellArgs, MailArgs, MemoryArgs, OutboundArgs, PaymentArgs, RetentionArgs, RouterArgs,
-    ServeArgs,
-};
+use crate::cli::{AccountArgs, AuthArgs, CellArgs, CellOptions, MailArgs, MemoryArgs, OutboundArgs, RouterArgs, ServeArgs};
 use crate::clock::Clock;
 use crate::error::BoxError;
 use crate::http::auth::TokenVerifier;
@@ -37,38 +34,17 @@ fn valid_cell_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// The flags every cell of a process shares (`serve` and `cell` take the same).
-struct CellFlags<'a> {
-    payments: &'a PaymentArgs,
-    caches: &'a CacheArgs,
-    retention: &'a RetentionArgs,
-    outbound: &'a OutboundArgs,
-    mailer: &'a Mailer,
-}
-
-/// The [`CellFlags`] of a role's arguments (`ServeArgs`, `CellArgs`: the same fields).
-macro_rules! cell_flags {
-    ($args:expr, $mailer:expr) => {
-        CellFlags {
-            payments: &$args.payments,
-            caches: &$args.caches,
-            retention: &$args.retention,
-            outbound: &$args.outbound,
-            mailer: &$mailer,
-        }
-    };
-}
-
 fn open_cells(
     data: &Path,
     names: &[String],
-    flags: &CellFlags,
+    options: &CellOptions,
+    mailer: &Mailer,
     memory: &CellShares,
     clock: &Clock,
 ) -> Result<BTreeMap<String, Arc<Cell>>, BoxError> {
-    let (caches, retention) = (flags.caches, flags.retention);
-    let providers = crate::payments::Providers::from_args(flags.payments)?;
-    let outbound = crate::outbound::Outbound::new(flags.outbound.config(), Arc::new(crate::outbound::SystemResolver))?;
+    let (caches, retention) = (&options.caches, &options.retention);
+    let providers = crate::payments::Providers::from_args(&options.payments)?;
+    let outbound = crate::outbound::Outbound::new(options.outbound.config(), Arc::new(crate::outbound::SystemResolver))?;
     let mut cells = BTreeMap::new();
     for name in names {
         if !valid_cell_name(name) {
@@ -76,7 +52,7 @@ fn open_cells(
         }
         let mut cell =
             payments::with_payments(Cell::open(name, &cell_dir(data, name), clock.clone(), memory)?, providers.clone())
-                .with_outside(outbound.clone(), flags.mailer.clone());
+                .with_outside(outbound.clone(), mailer.clone());
         cell.abandoned_after_ms = i64::try_from(retention.checkout_abandoned_after.as_millis()).unwrap_or(i64::MAX);
         cell.search.answers.set_enabled(caches.answer_cache);
         cell.pages.set_enabled(caches.answer_cache);
@@ -132,7 +108,7 @@ pub fn build_serve_with_clock(args: &ServeArgs, clock: Clock) -> Result<Node, Bo
     }
     prepare_data_dir(&args.data)?;
     let (budget, shares) = divide_memory(&args.memory, args.cells.len())?;
-    let mailer = mailer(&args.mail, &args.data, &args.outbound)?;
+    let mailer = mailer(&args.cell.mail, &args.data, &args.cell.outbound)?;
     let mut account = open_account(&args.data, &args.auth, &mailer, &shares, &clock)?
         .with_plans(plans(args.plans.as_deref())?)
         .with_public_url(args.public_url.as_deref());
@@ -140,7 +116,7 @@ pub fn build_serve_with_clock(args: &ServeArgs, clock: Clock) -> Result<Node, Bo
     account.refresh_grace = args.sessions.refresh_grace;
     let account = Arc::new(account);
     let verifier = TokenVerifier::new(vec![account.key.public_key()], clock.clone());
-    let cells = open_cells(&args.data, &args.cells, &cell_flags!(args, mailer), &shares.cell, &clock)?;
+    let cells = open_cells(&args.data, &args.cells, &args.cell, &mailer, &shares.cell, &clock)?;
     if !args.jobs_paused {
         start_jobs(Some(&account), &cells)?;
     }
@@ -148,7 +124,7 @@ pub fn build_serve_with_clock(args: &ServeArgs, clock: Clock) -> Result<Node, Bo
     let directory = DirectoryLink::Local(account);
     let mut node = Node::new(Mode::Serve, crate::api::routes(), verifier, directory, cells, BTreeMap::new(), key, clock)?;
     node.memory = Some(budget);
-    node.closed_store_grace = args.retention.closed_store_grace;
+    node.closed_store_grace = args.cell.retention.closed_store_grace;
     load_taxonomy(&node, &args.data)?;
     node.connections = args.connections.limits();
     node.metrics_listen = args.connections.metrics_listen;
@@ -189,13 +165,13 @@ pub async fn build_cell(args: &CellArgs) -> Result<Node, BoxError> {
     let account = Upstream::new(&args.account, &key);
     let verifier = TokenVerifier::new(fetch_keys(&account).await?, clock.clone());
     let (budget, shares) = divide_memory(&args.memory, 1)?;
-    let mailer = mailer(&args.mail, &args.data, &args.outbound)?;
-    let cells = open_cells(&args.data, std::slice::from_ref(&args.name), &cell_flags!(args, mailer), &shares.cell, &clock)?;
+    let mailer = mailer(&args.cell.mail, &args.data, &args.cell.outbound)?;
+    let cells = open_cells(&args.data, std::slice::from_ref(&args.name), &args.cell, &mailer, &shares.cell, &clock)?;
     start_jobs(None, &cells)?;
     let directory = DirectoryLink::remote(account);
     let mut node = Node::new(Mode::Cell, crate::api::routes(), verifier, directory, cells, BTreeMap::new(), key, clock)?;
     node.memory = Some(budget);
-    node.closed_store_grace = args.retention.closed_store_grace;
+    node.closed_store_grace = args.cell.retention.closed_store_grace;
     node.connections = args.connections.limits();
     node.metrics_listen = args.connections.metrics_listen;
     load_taxonomy(&node, &args.data)?;

@@ -18,7 +18,7 @@ use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use shopcell::cells::product_search;
-use shopcell::cli::{CacheArgs, ServeArgs};
+use shopcell::cli::{CacheArgs, CellOptions, ServeArgs};
 use shopcell::run::{self, Running};
 
 /// Counts every call that hands out memory (`alloc`, `alloc_zeroed`, `realloc`); frees are not
@@ -148,11 +148,7 @@ async fn measure_server(answer_cache: bool) -> Vec<Figure> {
         plans: None,
         auth: Default::default(),
         connections: Default::default(),
-        payments: Default::default(),
-        caches: CacheArgs { answer_cache },
-        retention: Default::default(),
-        outbound: Default::default(),
-        mail: Default::default(),
+        cell: CellOptions { caches: CacheArgs { answer_cache }, ..Default::default() },
         jobs_paused: false,
         memory: Default::default(),
     };

@@ -87,6 +87,21 @@ pub struct ServeArgs {
     /// basic and pro plans when absent.
     #[arg(long, env = "SHOPCELL_PLANS")]
     pub plans: Option<PathBuf>,
+    /// What the process's cells take: payments, caches, retention, outbound calls, mail.
+    #[command(flatten)]
+    pub cell: CellOptions,
+    /// The memory budget.
+    #[command(flatten)]
+    pub memory: MemoryArgs,
+    /// Runs no background jobs (deliveries, mail): they wait in the database for a start without
+    /// it. For benchmarks that measure what a write costs on its own.
+    #[arg(long, hide = true)]
+    pub jobs_paused: bool,
+}
+
+/// The options of the cells a process runs: `serve` and `cell` take the same.
+#[derive(Args, Debug, Clone, Default)]
+pub struct CellOptions {
     /// Payment provider options.
     #[command(flatten)]
     pub payments: PaymentArgs,
@@ -102,13 +117,6 @@ pub struct ServeArgs {
     /// How mail is sent.
     #[command(flatten)]
     pub mail: MailArgs,
-    /// The memory budget.
-    #[command(flatten)]
-    pub memory: MemoryArgs,
-    /// Runs no background jobs (deliveries, mail): they wait in the database for a start without
-    /// it. For benchmarks that measure what a write costs on its own.
-    #[arg(long, hide = true)]
-    pub jobs_paused: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -172,21 +180,9 @@ pub struct CellArgs {
     /// directory as `account/service.key`).
     #[arg(long, env = "SHOPCELL_SERVICE_KEY_FILE")]
     pub service_key_file: PathBuf,
-    /// Payment provider options.
+    /// What the process's cells take: payments, caches, retention, outbound calls, mail.
     #[command(flatten)]
-    pub payments: PaymentArgs,
-    /// Answer cache options.
-    #[command(flatten)]
-    pub caches: CacheArgs,
-    /// How long closed stores are kept and checkouts wait.
-    #[command(flatten)]
-    pub retention: RetentionArgs,
-    /// Calls out to URLs merchants name (webhooks).
-    #[command(flatten)]
-    pub outbound: OutboundArgs,
-    /// How mail is sent.
-    #[command(flatten)]
-    pub mail: MailArgs,
+    pub cell: CellOptions,
     /// Connection limits (idle and body timeouts, caps) and the metrics listener.
     #[command(flatten)]
     pub connections: ConnectionArgs,

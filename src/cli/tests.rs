@@ -4,7 +4,7 @@ use std::time::Duration;
 #[test]
 fn answer_caches_are_on_unless_turned_off() {
     let serve = |args: &[&str]| match Cli::try_parse_from([&["shopcell", "serve"], args].concat()).unwrap().command {
-        Command::Serve(a) => a.caches.answer_cache,
+        Command::Serve(a) => a.cell.caches.answer_cache,
         _ => unreachable!("a serve command"),
     };
     assert!(serve(&[]));

@@ -65,11 +65,7 @@ pub fn default_args(data: &std::path::Path) -> ServeArgs {
         plans: None,
         auth: Default::default(),
         connections: Default::default(),
-        payments: Default::default(),
-        caches: Default::default(),
-        retention: Default::default(),
-        outbound: Default::default(),
-        mail: Default::default(),
+        cell: Default::default(),
         jobs_paused: false,
         memory: Default::default(),
     }
@@ -79,7 +75,7 @@ pub fn default_args(data: &std::path::Path) -> ServeArgs {
 pub async fn spawn_app_allowing(hosts: &[&str]) -> TestApp {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut args = default_args(dir.path());
-    args.outbound.outbound_allow = hosts.iter().map(|h| h.to_string()).collect();
+    args.cell.outbound.outbound_allow = hosts.iter().map(|h| h.to_string()).collect();
     serve(&args, dir, Clock::system()).await
 }
 

@@ -251,8 +251,8 @@ async fn five_days_of_failures_disable_a_subscription_and_tell_the_owner() {
 async fn a_misbehaving_receiver_fails_with_its_reason_and_leaves_the_others_alone() {
     let dir = tempfile::tempdir().unwrap();
     let mut args = default_args(dir.path());
-    args.outbound.outbound_allow = vec!["127.0.0.1".into()];
-    args.outbound.outbound_timeout = Some(Duration::from_millis(800));
+    args.cell.outbound.outbound_allow = vec!["127.0.0.1".into()];
+    args.cell.outbound.outbound_timeout = Some(Duration::from_millis(800));
     let app = serve(&args, dir, shopcell::clock::Clock::system()).await;
     let c = &app.client;
     let shop = Shop::new(c).await;
