@@ -18,7 +18,9 @@ use crate::account::keys::{public_keys_from_jwks, read_service_key};
 use crate::account::oidc::Social;
 use crate::cells::Cell;
 use crate::cells::payments;
-use crate::cli::{AccountArgs, AuthArgs, CellArgs, CellOptions, MailArgs, MemoryArgs, OutboundArgs, RouterArgs, ServeArgs};
+use crate::cli::{
+    AccountArgs, AccountOptions, AuthArgs, CellArgs, CellOptions, MailArgs, MemoryArgs, OutboundArgs, RouterArgs, ServeArgs,
+};
 use crate::clock::Clock;
 use crate::error::BoxError;
 use crate::http::auth::TokenVerifier;
@@ -109,12 +111,7 @@ pub fn build_serve_with_clock(args: &ServeArgs, clock: Clock) -> Result<Node, Bo
     prepare_data_dir(&args.data)?;
     let (budget, shares) = divide_memory(&args.memory, args.cells.len())?;
     let mailer = mailer(&args.cell.mail, &args.data, &args.cell.outbound)?;
-    let mut account = open_account(&args.data, &args.auth, &mailer, &shares, &clock)?
-        .with_plans(plans(args.plans.as_deref())?)
-        .with_public_url(args.public_url.as_deref());
-    account.signup = args.signup;
-    account.refresh_grace = args.sessions.refresh_grace;
-    let account = Arc::new(account);
+    let account = Arc::new(open_account(&args.data, &args.account, &mailer, &shares, &clock)?);
     let verifier = TokenVerifier::new(vec![account.key.public_key()], clock.clone());
     let cells = open_cells(&args.data, &args.cells, &args.cell, &mailer, &shares.cell, &clock)?;
     if !args.jobs_paused {
@@ -128,7 +125,7 @@ pub fn build_serve_with_clock(args: &ServeArgs, clock: Clock) -> Result<Node, Bo
     load_taxonomy(&node, &args.data)?;
     node.connections = args.connections.limits();
     node.metrics_listen = args.connections.metrics_listen;
-    Ok(with_auth(node, &args.auth))
+    Ok(with_auth(node, &args.account.auth))
 }
 
 /// `shopcell account`.
@@ -138,12 +135,7 @@ pub fn build_account(args: &AccountArgs) -> Result<Node, BoxError> {
     // The directory alone: the account service's share, and no cell.
     let (budget, shares) = divide_memory(&args.memory, 0)?;
     let mailer = mailer(&args.mail, &args.data, &args.outbound)?;
-    let mut account = open_account(&args.data, &args.auth, &mailer, &shares, &clock)?
-        .with_plans(plans(args.plans.as_deref())?)
-        .with_public_url(args.public_url.as_deref());
-    account.signup = args.signup;
-    account.refresh_grace = args.sessions.refresh_grace;
-    let account = Arc::new(account);
+    let account = Arc::new(open_account(&args.data, &args.account, &mailer, &shares, &clock)?);
     account.start_jobs()?;
     let verifier = TokenVerifier::new(vec![account.key.public_key()], clock.clone());
     let key = account.service_key.clone();
@@ -154,7 +146,7 @@ pub fn build_account(args: &AccountArgs) -> Result<Node, BoxError> {
     load_taxonomy(&node, &args.data)?;
     node.connections = args.connections.limits();
     node.metrics_listen = args.connections.metrics_listen;
-    Ok(with_auth(node, &args.auth))
+    Ok(with_auth(node, &args.account.auth))
 }
 
 /// `shopcell cell`: fetches the token issuer's public keys from the account service.
@@ -227,13 +219,18 @@ fn mailer(mail: &MailArgs, data: &Path, outbound: &OutboundArgs) -> Result<Maile
 
 fn open_account(
     data: &Path,
-    auth: &AuthArgs,
+    options: &AccountOptions,
     mailer: &Mailer,
     shares: &Shares,
     clock: &Clock,
 ) -> Result<AccountService, BoxError> {
-    let mut account = AccountService::open(&account_dir(data), clock.clone(), &shares.account)?.with_mailer(mailer.clone());
-    account.social = Social::load(auth.oidc_config.as_deref())?;
+    let mut account = AccountService::open(&account_dir(data), clock.clone(), &shares.account)?
+        .with_mailer(mailer.clone())
+        .with_plans(plans(options.plans.as_deref())?)
+        .with_public_url(options.public_url.as_deref());
+    account.social = Social::load(options.auth.oidc_config.as_deref())?;
+    account.signup = options.signup;
+    account.refresh_grace = options.sessions.refresh_grace;
     Ok(account)
 }
 

@@ -59,34 +59,20 @@ pub struct ServeArgs {
     /// Address to listen on, `HOST:PORT`; a host name is resolved (IPv4 first).
     #[arg(long, env = "SHOPCELL_LISTEN", default_value = "127.0.0.1:8080", value_parser = parse_listen)]
     pub listen: SocketAddr,
-    /// The base of links in mail (password resets, invitations): an http or https URL; default:
-    /// the URL this process prints once it listens.
-    #[arg(long, env = "SHOPCELL_PUBLIC_URL", value_parser = crate::account::links::parse_public_url)]
-    pub public_url: Option<String>,
     /// Names of the cells to run (comma-separated).
     #[arg(long, env = "SHOPCELL_CELLS", value_delimiter = ',', default_value = "cell-1")]
     pub cells: Vec<String>,
-    /// Whether anyone may register (`open`), or accounts come only from `shopcell admin
-    /// create-user` and invitations (`closed`).
-    #[arg(long, env = "SHOPCELL_SIGNUP", value_enum, default_value_t = Signup::Open)]
-    pub signup: Signup,
-    /// How sessions rotate their tokens.
-    #[command(flatten)]
-    pub sessions: SessionArgs,
     /// On an empty or absent data directory: create a merchant (password printed once) and a
     /// demo store of a few hundred products. Refused on a directory that holds anything.
     #[arg(long)]
     pub demo: bool,
-    /// Sign-in options: CORS origins, social providers, rate limits.
+    /// What the process's account service takes: its public URL, sign-up, sessions, sign-in,
+    /// plans.
     #[command(flatten)]
-    pub auth: AuthArgs,
+    pub account: AccountOptions,
     /// Connection limits (idle and body timeouts, caps) and the metrics listener.
     #[command(flatten)]
     pub connections: ConnectionArgs,
-    /// JSON file with the platform plan catalogue (see `docs/plans.md`, "Plans"); the built-in free,
-    /// basic and pro plans when absent.
-    #[arg(long, env = "SHOPCELL_PLANS")]
-    pub plans: Option<PathBuf>,
     /// What the process's cells take: payments, caches, retention, outbound calls, mail.
     #[command(flatten)]
     pub cell: CellOptions,
@@ -97,6 +83,29 @@ pub struct ServeArgs {
     /// it. For benchmarks that measure what a write costs on its own.
     #[arg(long, hide = true)]
     pub jobs_paused: bool,
+}
+
+/// The options of the account service a process runs: `serve` and `account` take the same.
+#[derive(Args, Debug, Clone, Default)]
+pub struct AccountOptions {
+    /// The base of links in mail (password resets, invitations): an http or https URL; default:
+    /// the URL this process prints once it listens.
+    #[arg(long, env = "SHOPCELL_PUBLIC_URL", value_parser = crate::account::links::parse_public_url)]
+    pub public_url: Option<String>,
+    /// Whether anyone may register (`open`), or accounts come only from `shopcell admin
+    /// create-user` and invitations (`closed`).
+    #[arg(long, env = "SHOPCELL_SIGNUP", value_enum, default_value_t = Signup::Open)]
+    pub signup: Signup,
+    /// How sessions rotate their tokens.
+    #[command(flatten)]
+    pub sessions: SessionArgs,
+    /// Sign-in options: CORS origins, social providers, rate limits.
+    #[command(flatten)]
+    pub auth: AuthArgs,
+    /// JSON file with the platform plan catalogue (see `docs/plans.md`, "Plans"); the built-in free,
+    /// basic and pro plans when absent.
+    #[arg(long, env = "SHOPCELL_PLANS")]
+    pub plans: Option<PathBuf>,
 }
 
 /// The options of the cells a process runs: `serve` and `cell` take the same.
@@ -127,30 +136,15 @@ pub struct AccountArgs {
     /// Address to listen on, `HOST:PORT`; a host name is resolved (IPv4 first).
     #[arg(long, env = "SHOPCELL_LISTEN", default_value = "127.0.0.1:8081", value_parser = parse_listen)]
     pub listen: SocketAddr,
-    /// The base of links in mail (password resets, invitations): an http or https URL; default:
-    /// the URL this process prints once it listens.
-    #[arg(long, env = "SHOPCELL_PUBLIC_URL", value_parser = crate::account::links::parse_public_url)]
-    pub public_url: Option<String>,
     /// A cell stores can be placed in, as NAME=URL (repeat for each cell, or comma-separate).
     #[arg(long = "cell", env = "SHOPCELL_CELL_URLS", value_delimiter = ',', value_parser = parse_named_url)]
     pub cells: Vec<(String, String)>,
-    /// Whether anyone may register (`open`), or accounts come only from `shopcell admin
-    /// create-user` and invitations (`closed`).
-    #[arg(long, env = "SHOPCELL_SIGNUP", value_enum, default_value_t = Signup::Open)]
-    pub signup: Signup,
-    /// How sessions rotate their tokens.
+    /// Its public URL, sign-up, sessions, sign-in, plans.
     #[command(flatten)]
-    pub sessions: SessionArgs,
-    /// Sign-in options: CORS origins, social providers, rate limits.
-    #[command(flatten)]
-    pub auth: AuthArgs,
+    pub account: AccountOptions,
     /// Connection limits (idle and body timeouts, caps) and the metrics listener.
     #[command(flatten)]
     pub connections: ConnectionArgs,
-    /// JSON file with the platform plan catalogue (see `docs/plans.md`, "Plans"); the built-in free,
-    /// basic and pro plans when absent.
-    #[arg(long, env = "SHOPCELL_PLANS")]
-    pub plans: Option<PathBuf>,
     /// The memory budget.
     #[command(flatten)]
     pub memory: MemoryArgs,

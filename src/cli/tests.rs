@@ -63,8 +63,8 @@ fn listen_takes_an_address_or_a_host_name() {
 #[test]
 fn a_public_url_is_http_or_https() {
     let url = |role: &str, url: &str| match Cli::try_parse_from(["shopcell", role, "--public-url", url]).map(|c| c.command) {
-        Ok(Command::Serve(a)) => a.public_url,
-        Ok(Command::Account(a)) => a.public_url,
+        Ok(Command::Serve(a)) => a.account.public_url,
+        Ok(Command::Account(a)) => a.account.public_url,
         _ => None,
     };
     assert_eq!(url("serve", "https://shop.example/").as_deref(), Some("https://shop.example"));
@@ -76,8 +76,8 @@ fn a_public_url_is_http_or_https() {
 #[test]
 fn the_refresh_grace_is_ten_seconds_unless_set_and_at_most_a_minute() {
     let grace = |args: &[&str]| match Cli::try_parse_from(args).map(|c| c.command) {
-        Ok(Command::Serve(a)) => Ok(a.sessions.refresh_grace),
-        Ok(Command::Account(a)) => Ok(a.sessions.refresh_grace),
+        Ok(Command::Serve(a)) => Ok(a.account.sessions.refresh_grace),
+        Ok(Command::Account(a)) => Ok(a.account.sessions.refresh_grace),
         Ok(_) => unreachable!(),
         Err(e) => Err(e.to_string()),
     };
