@@ -1,7 +1,7 @@
 //! Shared machinery for the load benchmarks: an HTTP/1.1 load generator, the two baselines every
-//! target is measured against (a bare hyper server and a one-fsync-per-transaction redb loop), a
-//! launcher for the real `shopcell serve` binary, seeding through the public API, and (in
-//! [`inspect`]) reading the server's `/metrics` and the size of its data.
+//! target is measured against (a bare hyper server and a one-fsync-per-transaction redb loop),
+//! seeding through the public API; (in `server`) a launcher for the real `shopcell serve` binary;
+//! and (in [`inspect`]) reading the server's `/metrics` and the size of its data.
 //!
 //! Machines are noisy, so a benchmark only ever reports ratios between figures taken in the same
 //! run; nothing in here asserts on a timing.
