@@ -162,7 +162,10 @@ impl<'a> Indexed<'a> {
 
 impl PartialEq for Indexed<'_> {
     fn eq(&self, other: &Self) -> bool {
-        (self.id, self.title, self.status, self.product_type, self.price, self.created_at)
+        // Every field named, so one added to the view cannot be left out of the comparison; the
+        // variants (and whether their titles are placeholders) compare as the document reads them.
+        let Indexed { id, title, variants: _, placeholder_titles: _, status, product_type, price, created_at } = self;
+        (*id, *title, *status, *product_type, *price, *created_at)
             == (other.id, other.title, other.status, other.product_type, other.price, other.created_at)
             && self.variants().eq(other.variants())
     }
