@@ -410,16 +410,9 @@ fn in_ms(app: &TestApp, ms: i64) -> String {
 }
 
 /// Waits for the publisher to act on a collection that is due (it is woken by the clock, so
-/// this takes milliseconds; five seconds at most); answers the collection's body.
+/// this takes milliseconds); answers the collection's body.
 async fn published(c: &HttpClient, u: &User, s: &str, id: &str) -> Value {
-    for _ in 0..500 {
-        let body = c.get(&format!("{}/{id}", base(s)), Some(&u.token)).await.expect(200).body;
-        if body["status"] == "published" {
-            return body;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("collection {id} was not published");
+    get_until(c, &format!("{}/{id}", base(s)), Some(&u.token), &[], |b| b["status"] == "published").await
 }
 
 /// A minute: how far ahead the tests schedule, and how far they move the clock to get there.

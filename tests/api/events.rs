@@ -151,17 +151,13 @@ async fn events_are_kept_thirty_days() {
     let cell = app.cell();
     let store: uuid::Uuid = shop.store.parse().unwrap();
     let q = shopcell::storage::list::ListQuery { sort: "created_at", limit: 10, ..Default::default() };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let left = cell.list::<shopcell::cells::events::Event>(store, &q).await.unwrap();
-        if left.total == 1 {
-            assert_eq!(left.items.len(), 1);
-            assert!(left.items[0].data.contains(p["id"].as_str().unwrap()), "the newer event stays");
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "the old event is still kept: {}", left.total);
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let left = eventually(|| async {
+        Some(cell.list::<shopcell::cells::events::Event>(store, &q).await.unwrap()).filter(|l| l.total == 1)
+    })
+    .await
+    .expect("the sweep removes the old event");
+    assert_eq!(left.items.len(), 1);
+    assert!(left.items[0].data.contains(p["id"].as_str().unwrap()), "the newer event stays");
 }
 
 /// The `checkout.abandoned` events of the app's first cell for `store`, read below HTTP (the
@@ -175,15 +171,6 @@ async fn abandoned(app: &TestApp, store: &str) -> Vec<Value> {
     };
     let listed = app.cell().list::<shopcell::cells::events::Event>(store.parse().unwrap(), &q).await.unwrap();
     listed.items.iter().map(|e| serde_json::from_str(&e.data).unwrap()).collect()
-}
-
-/// Lets the job runner act on a moved clock: waits (bounded, real time) until `f` holds.
-pub async fn eventually(mut f: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !f() {
-        assert!(std::time::Instant::now() < deadline, "timed out");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
 }
 
 #[tokio::test]
@@ -209,12 +196,10 @@ async fn a_checkout_left_an_hour_after_its_last_change_is_reported_abandoned_onc
     assert!(abandoned(&app, &shop.store).await.is_empty(), "75 minutes after the start, 45 after the change");
 
     app.clock.advance(minutes(16));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while abandoned(&app, &shop.store).await.len() != 1 {
-        assert!(std::time::Instant::now() < deadline, "timed out");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    let reported = &abandoned(&app, &shop.store).await[0];
+    let reported = eventually(|| async { Some(abandoned(&app, &shop.store).await).filter(|a| a.len() == 1) })
+        .await
+        .expect("the checkout is reported abandoned");
+    let reported = &reported[0];
     assert_eq!(reported["id"], id);
     assert_eq!(reported["email"], "left@example.com");
     assert_eq!(reported["note"], "gift wrap");

@@ -114,25 +114,6 @@ async fn login(c: &HttpClient, email: &str, password: &str) -> Value {
     c.post("/api/v1/auth/login", None, json!({"email": email, "password": password})).await.expect(200).body
 }
 
-/// Polls `path` until `done` holds (the indexer and the publisher work after start); twenty seconds at most.
-async fn eventually(
-    c: &HttpClient,
-    path: &str,
-    headers: &[(&str, &str)],
-    token: Option<&str>,
-    done: impl Fn(&Value) -> bool,
-) -> Value {
-    let mut last = Value::Null;
-    for _ in 0..200 {
-        last = c.send(Method::GET, path, token, headers, None).await.expect(200).body;
-        if done(&last) {
-            return last;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    panic!("{path} never reached the expected state; last answer {last}");
-}
-
 #[tokio::test]
 async fn a_format_1_data_directory_reads_back_through_the_migrations_and_takes_new_writes() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -232,7 +213,7 @@ async fn a_format_1_data_directory_reads_back_through_the_migrations_and_takes_n
     let seen = c.send(Method::GET, &s(&format!("/products/{SHIRT}")), None, &shopper, None).await.expect(200).body;
     assert_eq!(seen["title"], "Linen Shirt");
     c.send(Method::GET, &s(&format!("/products/{TOTE}")), None, &shopper, None).await.expect(404);
-    let found = eventually(c, &s("/products/search?q=linen"), &shopper, None, |b| b["total"] == 1).await;
+    let found = get_until(c, &s("/products/search?q=linen"), None, &shopper, |b| b["total"] == 1).await;
     assert_eq!(column(&found, "id"), [SHIRT]);
 
     // Collections: manual order, smart rules, a child, the scheduled ones, the soft-deleted one.
@@ -264,7 +245,7 @@ async fn a_format_1_data_directory_reads_back_through_the_migrations_and_takes_n
     assert_eq!((winter["status"].as_str(), winter["publishAt"].as_str()), (Some("scheduled"), Some("2099-01-01T00:00:00.000Z")));
     // Spring Preview fell due after the fixture was written: the publisher publishes it on its
     // first pass over the migrated schedule, at the scheduled time.
-    let spring = eventually(c, &s(&format!("/collections/{SPRING}")), &[], t, |b| b["status"] == "published").await;
+    let spring = get_until(c, &s(&format!("/collections/{SPRING}")), t, &[], |b| b["status"] == "published").await;
     assert_eq!(
         (spring["title"].as_str(), spring["publishedAt"].as_str()),
         (Some("Spring Preview"), Some("2026-11-25T10:40:55.000Z"))

@@ -12,7 +12,6 @@ use uuid::Uuid;
 
 use crate::calculate::Shop;
 use crate::checkout::{stocked, us_shipping};
-use crate::events::eventually;
 use crate::mail::mails;
 use crate::stock::{adjust, complete, create_location, levels};
 use crate::support::*;
@@ -401,7 +400,7 @@ async fn a_scheduled_fulfillment_order_opens_when_the_clock_reaches_it() {
             .unwrap()
             .is_some_and(|f| f.status == shopcell::domain::fulfillment::FoStatus::Open)
     };
-    eventually(|| opened(&app)).await;
+    wait_until("the fulfillment order opens when its time comes", || opened(&app)).await;
     assert_eq!(state(&order(c, &shop, &oid).await), (0, 2, "UNFULFILLED".into()));
     let events = c.get(&shop.path("/events?topic=fulfillment_order.opened"), t).await.expect(200).body;
     assert_eq!((events["total"].as_i64(), events["data"][0]["data"]["id"].as_str()), (Some(1), Some(fo.as_str())));

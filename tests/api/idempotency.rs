@@ -289,14 +289,8 @@ async fn expired_records_are_swept() {
 
     // The first recording of the process starts a sweep: the stale row goes, the new one stays.
     post_keyed(c, &products(&s), Some(&u.token), "fresh", &product("Lamp")).await.expect(201);
-    let mut left = rows(&cell);
-    for _ in 0..50 {
-        if !left.contains(&stale_key) {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        left = rows(&cell);
-    }
+    wait_until("the sweep removes the stale record", || !rows(&cell).contains(&stale_key)).await;
+    let left = rows(&cell);
     assert_eq!(left.len(), 1, "only the fresh record is left");
     assert_ne!(left[0], stale_key);
     assert!(left[0].starts_with(store.as_bytes()));

@@ -23,11 +23,10 @@ async fn serve_logging_to(data: &Path, log: &Path, port: u16, extra: &[&str]) ->
         .spawn()
         .expect("start shopcell");
     let client = HttpClient::new(&format!("http://127.0.0.1:{port}"));
-    for _ in 0..200 {
-        if client.try_send(Method::GET, "/readyz", None, &[], None).await.is_some_and(|a| a.status == 200) {
-            return (child, client);
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let ready =
+        eventually(|| async { client.try_send(Method::GET, "/readyz", None, &[], None).await.filter(|a| a.status == 200) }).await;
+    if ready.is_some() {
+        return (child, client);
     }
     let _ = child.kill();
     let _ = child.wait();

@@ -3,7 +3,6 @@
 //! SMTP itself is tested against an in-process server in `src/mail/tests`).
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use mail_parser::MessageParser;
 use serde_json::json;
@@ -14,23 +13,17 @@ use crate::support::*;
 
 /// The `.eml` files under `<data>/mail`, once there are `n` (bounded wait for the job runner).
 pub async fn mails(data: &Path, n: usize) -> Vec<Vec<u8>> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let mut found: Vec<Vec<u8>> = std::fs::read_dir(data.join("mail"))
-            .map(|d| {
-                d.flatten()
-                    .filter(|e| e.path().extension().is_some_and(|x| x == "eml"))
-                    .map(|e| std::fs::read(e.path()).unwrap())
-                    .collect()
-            })
-            .unwrap_or_default();
-        if found.len() >= n {
-            found.sort();
-            return found;
-        }
-        assert!(Instant::now() < deadline, "{} of {n} mails written", found.len());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let written = || -> Vec<Vec<u8>> {
+        let Ok(dir) = std::fs::read_dir(data.join("mail")) else { return Vec::new() };
+        dir.flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "eml"))
+            .map(|e| std::fs::read(e.path()).unwrap())
+            .collect()
+    };
+    let found = eventually(|| std::future::ready(Some(written()).filter(|found| found.len() >= n))).await;
+    let mut found = found.unwrap_or_else(|| panic!("{} of {n} mails written", written().len()));
+    found.sort();
+    found
 }
 
 fn addr(a: Option<&mail_parser::Address>) -> (Option<String>, String) {

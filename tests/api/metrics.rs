@@ -221,14 +221,12 @@ async fn each_database_shows_its_file_size_beside_what_its_tables_use() {
     // The tables are counted in the background a minute after start, never on a scrape.
     assert_eq!(used(&before, "cell-1"), None, "{before}");
     app.clock.advance(std::time::Duration::from_secs(61));
-    let mut after = app.metrics().await;
-    for _ in 0..500 {
-        if used(&after, "cell-1").is_some() && used(&after, "account").is_some() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        after = app.metrics().await;
-    }
+    let after = eventually(|| async {
+        let text = app.metrics().await;
+        (used(&text, "cell-1").is_some() && used(&text, "account").is_some()).then_some(text)
+    })
+    .await
+    .expect("the tables are counted a minute after start");
     for owner in ["cell-1", "account"] {
         let (f, u, d) = (file(&after, owner).unwrap(), used(&after, owner).unwrap(), data(&after, owner).unwrap());
         assert!(d > 0.0 && d <= u && u <= f, "{owner}: data {d}, used {u}, file {f}");

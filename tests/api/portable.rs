@@ -2,7 +2,6 @@
 //! refusal leaving the receiving installation untouched.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use serde_json::json;
 use shopcell::cells::portable::count_rows;
@@ -196,16 +195,8 @@ async fn a_store_exported_from_one_installation_runs_in_another_without_its_secr
     d.post(&session, to, due).await.expect(201);
 
     // Search is built from the imported records.
-    let started = Instant::now();
-    loop {
-        let found = d.get(&path("/products/search?q=brass"), to).await.expect(200).body;
-        if found["total"] == 1 {
-            assert_eq!(found["data"][0]["id"], products["data"][0]["id"]);
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(10), "not searchable: {found}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let found = get_until(d, &path("/products/search?q=brass"), to, &[], |b| b["total"] == 1).await;
+    assert_eq!(found["data"][0]["id"], products["data"][0]["id"]);
     // The source is untouched: still served, its webhook still enabled.
     assert_eq!(c.get(&shop.path(&format!("/webhooks/{hook_id}")), t).await.expect(200).body["enabled"], true);
 }

@@ -2,7 +2,6 @@
 //! simplified selection list.
 
 use std::collections::HashSet;
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use shopcell::cells::product_search;
@@ -17,30 +16,12 @@ use uuid::Uuid;
 
 use crate::support::*;
 
-/// How long a test waits for a write to become searchable. The indexer's lag is a figure of
-/// `benches/catalog.rs` ("search index complete … after the last create"), not a timed
-/// assertion here: a loaded machine must not fail a test whose answers are right.
-const SEARCHABLE_WITHIN: Duration = Duration::from_secs(10);
-
 fn usd(amount: i64) -> Value {
     json!({"amount": amount, "currency": "USD"})
 }
 
 async fn create(c: &HttpClient, u: &User, store: &str, body: Value) -> Value {
     c.post(&format!("/api/v1/stores/{store}/products"), Some(&u.token), body).await.expect(201).body
-}
-
-/// Polls `GET path` until `done` holds for the body, for at most `within`; answers the body.
-async fn eventually(c: &HttpClient, u: &User, path: &str, within: Duration, done: impl Fn(&Value) -> bool) -> Value {
-    let started = Instant::now();
-    loop {
-        let body = c.get(path, Some(&u.token)).await.expect(200).body;
-        if done(&body) {
-            return body;
-        }
-        assert!(started.elapsed() < within, "not true within {within:?}: GET {path} answers {body}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// One id, as [`ids`] answers it.
@@ -88,7 +69,7 @@ async fn catalog(c: &HttpClient) -> Catalog {
     let mug = create(c, &user, &store, json!({"title": "Ceramic Mug", "price": usd(1200)})).await;
     let id = |v: &Value| v["id"].as_str().expect("id").to_string();
     let cat = Catalog { headphones: id(&headphones), shirt: id(&shirt), mug: id(&mug), user, store };
-    eventually(c, &cat.user, &search_path(&cat.store, "q=mug"), SEARCHABLE_WITHIN, |b| b["total"] == 1).await;
+    get_until(c, &search_path(&cat.store, "q=mug"), Some(&cat.user.token), &[], |b| b["total"] == 1).await;
     cat
 }
 
@@ -181,7 +162,7 @@ async fn chairs(c: &HttpClient) -> (User, String, Vec<Value>) {
         let title = format!("Garden Chair {}", (b'A' + ((i * 7) % 25) as u8) as char);
         made.push(create(c, &u, &s, json!({"title": title, "price": usd(1000 + (i * 37) % 25 * 100), "status": "ACTIVE"})).await);
     }
-    eventually(c, &u, &search_path(&s, "q=chair"), SEARCHABLE_WITHIN, |b| b["total"] == 25).await;
+    get_until(c, &search_path(&s, "q=chair"), Some(&u.token), &[], |b| b["total"] == 25).await;
     (u, s, made)
 }
 
@@ -286,7 +267,7 @@ async fn a_second_term_narrows_the_results() {
     let blue_chair = create(c, &u, &s, json!({"title": "Blue Garden Chair", "price": usd(100)})).await;
     create(c, &u, &s, json!({"title": "Red Garden Chair", "price": usd(100)})).await;
     create(c, &u, &s, json!({"title": "Blue Mug", "price": usd(100)})).await;
-    eventually(c, &u, &search_path(&s, "q=chair"), SEARCHABLE_WITHIN, |b| b["total"] == 2).await;
+    get_until(c, &search_path(&s, "q=chair"), Some(&u.token), &[], |b| b["total"] == 2).await;
     let b = c.get(&search_path(&s, "q=chair&search=blue"), Some(&u.token)).await.expect(200).body;
     assert_eq!(ids(&b), [blue_chair["id"].as_str().unwrap().to_string()]);
     assert_eq!(b["total"], 1);
@@ -304,7 +285,7 @@ async fn every_word_must_match_unless_no_product_has_them_all() {
     let blue_chair = id(create(c, &u, &s, json!({"title": "Blue Garden Chair", "price": usd(100)})).await);
     let red_chair = id(create(c, &u, &s, json!({"title": "Red Garden Chair", "price": usd(100)})).await);
     let blue_mug = id(create(c, &u, &s, json!({"title": "Blue Mug", "price": usd(100)})).await);
-    eventually(c, &u, &search_path(&s, "q=garden"), SEARCHABLE_WITHIN, |b| b["total"] == 2).await;
+    get_until(c, &search_path(&s, "q=garden"), Some(&u.token), &[], |b| b["total"] == 2).await;
     let find = |q: &str| {
         let path = search_path(&s, &format!("q={}", q.replace(' ', "%20")));
         let token = u.token.clone();
@@ -365,8 +346,8 @@ async fn another_stores_products_never_appear() {
         json!({"title": "Copper Kettle", "price": usd(100), "variants": [{"sku": "KET-1", "price": usd(100)}]}),
     )
     .await;
-    let in_a = eventually(c, &a, &search_path(&sa, "q=kettle"), SEARCHABLE_WITHIN, |b| b["total"] == 1).await;
-    let in_b = eventually(c, &b, &search_path(&sb, "q=kettle"), SEARCHABLE_WITHIN, |b| b["total"] == 1).await;
+    let in_a = get_until(c, &search_path(&sa, "q=kettle"), Some(&a.token), &[], |b| b["total"] == 1).await;
+    let in_b = get_until(c, &search_path(&sb, "q=kettle"), Some(&b.token), &[], |b| b["total"] == 1).await;
     assert_eq!(ids(&in_a), [pa["id"].as_str().unwrap().to_string()]);
     assert_eq!(ids(&in_b), [pb["id"].as_str().unwrap().to_string()]);
     assert_eq!(ids(&c.get(&search_path(&sa, "q=KET-1&searchBy=sku"), Some(&a.token)).await.expect(200).body), ids(&in_a));
@@ -382,14 +363,14 @@ async fn writes_are_searchable_within_a_second() {
     let s = create_store(c, &u).await;
     let p = create(c, &u, &s, json!({"title": "Walnut Desk", "price": usd(50000)})).await;
     let id = p["id"].as_str().unwrap().to_string();
-    let b = eventually(c, &u, &search_path(&s, "q=walnut"), SEARCHABLE_WITHIN, |b| b["total"] == 1).await;
+    let b = get_until(c, &search_path(&s, "q=walnut"), Some(&u.token), &[], |b| b["total"] == 1).await;
     assert_eq!(ids(&b), one(&id));
 
     // A title change: the new words find it, the old ones no longer do.
     c.patch(&format!("/api/v1/stores/{s}/products/{id}"), Some(&u.token), json!({"title": "Oak Desk", "status": "active"}))
         .await
         .expect(200);
-    eventually(c, &u, &search_path(&s, "q=oak"), SEARCHABLE_WITHIN, |b| b["total"] == 1).await;
+    get_until(c, &search_path(&s, "q=oak"), Some(&u.token), &[], |b| b["total"] == 1).await;
     assert_eq!(c.get(&search_path(&s, "q=walnut"), Some(&u.token)).await.expect(200).body["total"], 0);
     // The stored view is served, not a copy from the index.
     let hit = c.get(&search_path(&s, "q=oak"), Some(&u.token)).await.expect(200).body;
@@ -403,11 +384,11 @@ async fn writes_are_searchable_within_a_second() {
     )
     .await
     .expect(201);
-    eventually(c, &u, &search_path(&s, "q=DESK-L&searchBy=sku"), SEARCHABLE_WITHIN, |b| ids(b) == one(&id)).await;
+    get_until(c, &search_path(&s, "q=DESK-L&searchBy=sku"), Some(&u.token), &[], |b| ids(b) == one(&id)).await;
 
     // A delete.
     c.delete(&format!("/api/v1/stores/{s}/products/{id}"), Some(&u.token)).await.expect(204);
-    eventually(c, &u, &search_path(&s, "q=oak"), SEARCHABLE_WITHIN, |b| b["total"] == 0).await;
+    get_until(c, &search_path(&s, "q=oak"), Some(&u.token), &[], |b| b["total"] == 0).await;
     assert_eq!(c.get(&search_path(&s, "q=DESK-L&searchBy=sku"), Some(&u.token)).await.expect(200).body["total"], 0);
 }
 
@@ -452,7 +433,7 @@ async fn a_restart_replays_the_outbox_and_keeps_the_index_without_rebuilding_it(
     let c = app.client.clone();
     let lamp = create(&c, &u, &s, json!({"title": "Brass Lamp", "price": usd(100)})).await;
     let vase = create(&c, &u, &s, json!({"title": "Glass Vase", "price": usd(100)})).await;
-    eventually(&c, &u, &search_path(&s, "q=vase"), SEARCHABLE_WITHIN, |b| b["total"] == 1).await;
+    get_until(&c, &search_path(&s, "q=vase"), Some(&u.token), &[], |b| b["total"] == 1).await;
     app.stop().await;
     // A clean stop leaves nothing pending.
     assert_eq!(outbox_len(&cell_db), 0);
@@ -468,7 +449,7 @@ async fn a_restart_replays_the_outbox_and_keeps_the_index_without_rebuilding_it(
 
     let mut app2 = spawn_app_in(&data).await;
     let c2 = app2.client.clone();
-    eventually(&c2, &u, &search_path(&s, "q=copper"), SEARCHABLE_WITHIN, |b| ids(b) == [lamp_id.to_string()]).await;
+    get_until(&c2, &search_path(&s, "q=copper"), Some(&u.token), &[], |b| ids(b) == [lamp_id.to_string()]).await;
     assert_eq!(c2.get(&search_path(&s, "q=brass"), Some(&u.token)).await.expect(200).body["total"], 0);
     // Not rebuilt: the vase is still found by its indexed title, not by the new one.
     assert_eq!(ids(&c2.get(&search_path(&s, "q=vase"), Some(&u.token)).await.expect(200).body), [vase_id.to_string()]);
@@ -495,7 +476,7 @@ async fn a_moved_store_is_searchable_on_its_new_cell_and_gone_from_the_old() {
     let p =
         create(c, &u, &s, json!({"title": "Velvet Sofa", "price": usd(100), "variants": [{"sku": "SOFA-9", "price": usd(100)}]}))
             .await;
-    eventually(c, &u, &search_path(&s, "q=sofa"), SEARCHABLE_WITHIN, |b| b["total"] == 1).await;
+    get_until(c, &search_path(&s, "q=sofa"), Some(&u.token), &[], |b| b["total"] == 1).await;
 
     let node = app.server.as_ref().unwrap().node.clone();
     let account = node.account.clone().unwrap();
@@ -516,7 +497,7 @@ async fn a_moved_store_is_searchable_on_its_new_cell_and_gone_from_the_old() {
     assert_eq!(account.locate(store).unwrap().as_deref(), Some(to));
 
     // Searchable on the target (queued whole on arrival), by title and by sku.
-    let b = eventually(c, &u, &search_path(&s, "q=sofa"), SEARCHABLE_WITHIN, |b| b["total"] == 1).await;
+    let b = get_until(c, &search_path(&s, "q=sofa"), Some(&u.token), &[], |b| b["total"] == 1).await;
     assert_eq!(ids(&b), [p["id"].as_str().unwrap().to_string()]);
     assert_eq!(c.get(&search_path(&s, "q=SOFA-9&searchBy=sku"), Some(&u.token)).await.expect(200).body["total"], 1);
     // The source's index holds nothing of the store any more.
@@ -559,7 +540,7 @@ async fn selection_lists_simplified_products_offset_style() {
     )
     .await;
     let base = format!("/api/v1/stores/{s}/products/selection");
-    let all = eventually(c, &u, &base, SEARCHABLE_WITHIN, |b| b["total"] == 6).await;
+    let all = get_until(c, &base, Some(&u.token), &[], |b| b["total"] == 6).await;
     assert_eq!(
         (all["page"].as_u64(), all["limit"].as_u64(), all["offset"].as_u64(), all["totalPages"].as_u64()),
         (Some(1), Some(20), Some(0), Some(1))

@@ -86,12 +86,7 @@ async fn files_are_0600_and_directories_0700_whatever_the_umask() {
         .unwrap();
     let proc = Proc { child, url: format!("http://127.0.0.1:{port}") };
     let c = HttpClient::new(&proc.url);
-    for _ in 0..200 {
-        if c.try_send(hyper::Method::GET, "/healthz", None, &[], None).await.is_some() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    eventually(|| c.try_send(hyper::Method::GET, "/healthz", None, &[], None)).await;
     // `--listen localhost:PORT` resolved to the loopback address this client reaches.
     assert_eq!(c.get("/readyz", None).await.expect(200).body["status"], "ready");
     let u = create_user(&c).await;

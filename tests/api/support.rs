@@ -14,6 +14,58 @@ use shopcell::cli::ServeArgs;
 use shopcell::clock::Clock;
 use shopcell::run::{self, Running};
 
+/// How long a test waits for background work (the indexer, the publisher, the job runner, a
+/// sweep, a warm-up, a process starting) before it gives up. When things work it takes
+/// milliseconds; how fast is a figure of the benches, never a timed assertion here: the whole
+/// suite shares two cores in CI, and a slow pass of a right answer must not fail a test.
+pub const PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
+/// How often a waiting test asks again.
+const POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Answers `probe`'s first `Some`, asking every few milliseconds for at most [`PATIENCE`] of
+/// real time; `None` when it never came (the caller says what did not happen).
+pub async fn eventually<T, Fut>(mut probe: impl FnMut() -> Fut) -> Option<T>
+where
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        if let Some(found) = probe().await {
+            return Some(found);
+        }
+        if std::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Waits until `holds` (background work acting on a moved clock, say); panics naming `what`.
+pub async fn wait_until(what: &str, mut holds: impl FnMut() -> bool) {
+    let held = eventually(|| std::future::ready(holds().then_some(()))).await;
+    assert!(held.is_some(), "{what}: not within {PATIENCE:?}");
+}
+
+/// Polls `GET path` (with `token` and `headers`) until `done` holds for its 200 body; answers
+/// that body, or panics with the last one.
+pub async fn get_until(
+    c: &HttpClient,
+    path: &str,
+    token: Option<&str>,
+    headers: &[(&str, &str)],
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        let body = c.send(Method::GET, path, token, headers, None).await.expect(200).body;
+        if done(&body) {
+            return body;
+        }
+        assert!(std::time::Instant::now() < deadline, "GET {path} still answers {body} after {PATIENCE:?}");
+        tokio::time::sleep(POLL).await;
+    }
+}
+
 pub struct TestApp {
     pub server: Option<Running>,
     pub base: String,
@@ -311,19 +363,16 @@ pub async fn start_proc_with(args: &[&str], env: &[(&str, &str)], port: u16) -> 
     let url = format!("http://127.0.0.1:{port}");
     let client = HttpClient::new(&url);
     let proc = Proc { child, url };
-    for _ in 0..200 {
-        let ok = tokio::time::timeout(std::time::Duration::from_millis(500), async {
+    let up = eventually(|| async {
+        let asked = tokio::time::timeout(std::time::Duration::from_millis(500), async {
             let req = client.inner.get(format!("{}/healthz", client.base).parse().expect("uri")).await;
-            req.map(|r| r.status().is_success()).unwrap_or(false)
-        })
-        .await
-        .unwrap_or(false);
-        if ok {
-            return proc;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    panic!("shopcell {args:?} did not come up");
+            req.is_ok_and(|r| r.status().is_success())
+        });
+        asked.await.unwrap_or(false).then_some(())
+    })
+    .await;
+    assert!(up.is_some(), "shopcell {args:?} did not come up");
+    proc
 }
 
 /// The account service, one cell (`c1`) and a router, each its own process on loopback; the

@@ -263,17 +263,12 @@ async fn stores_listed_before_a_restart_are_warmed_after_it_without_being_asked(
     let cell = again.server.as_ref().unwrap().node.cells.keys().next().unwrap().clone();
     let lists = (cell, "lists".to_string());
     // The warm-up runs in the background: wait for it (it is one small store).
-    let mut held = 0;
-    for _ in 0..200 {
+    let held = eventually(|| async {
         let text = again.metrics().await;
-        held = family(&text, "shopcell_cache_entries").get(&lists).copied().unwrap_or(0);
-        if held == 2 {
-            break;
-        }
-        tokio::task::yield_now().await;
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    assert_eq!(held, 2, "the lists were built again without a list request");
+        family(&text, "shopcell_cache_entries").get(&lists).copied().filter(|&held| held == 2)
+    })
+    .await;
+    assert_eq!(held, Some(2), "the lists were built again without a list request");
     let page = again.client.get(&list, Some(&u.token)).await.expect(200);
     assert_eq!(page.body["data"][0]["title"], "Lamp");
     let page = again.client.get(&by_balance, Some(&u.token)).await.expect(200);

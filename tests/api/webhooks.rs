@@ -24,14 +24,9 @@ async fn log(c: &HttpClient, shop: &Shop, hook: &str) -> Vec<Value> {
 /// The delivery log once `ready` holds of it (bounded wait: the runner records an attempt just
 /// after the receiver has answered it).
 async fn log_until(c: &HttpClient, shop: &Shop, hook: &str, ready: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let entries = log(c, shop, hook).await;
-        if ready(&entries) {
-            return entries;
-        }
-        assert!(std::time::Instant::now() < deadline, "the log never got there: {entries:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    match eventually(|| async { Some(log(c, shop, hook).await).filter(|entries| ready(entries)) }).await {
+        Some(entries) => entries,
+        None => panic!("the log never got there: {:?}", log(c, shop, hook).await),
     }
 }
 
@@ -228,14 +223,7 @@ async fn five_days_of_failures_disable_a_subscription_and_tell_the_owner() {
     rx.wait_for(3).await;
     let t = c.post("/api/v1/auth/login", None, login).await.expect(200).body["accessToken"].as_str().unwrap().to_string();
     let hooks_path = shop.path(&format!("/webhooks/{id}"));
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let off = loop {
-        let w = c.get(&hooks_path, Some(&t)).await.expect(200).body;
-        if w["enabled"] == false || std::time::Instant::now() > deadline {
-            break w;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let off = get_until(c, &hooks_path, Some(&t), &[], |w| w["enabled"] == false).await;
     assert_eq!(off["enabled"], false, "{off}");
     assert!(off["disabledReason"].as_str().unwrap().contains("five days"));
 
