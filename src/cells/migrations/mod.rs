@@ -5,6 +5,7 @@ use crate::storage::migrations::Step;
 
 mod v10;
 mod v11;
+mod v12;
 mod v2;
 mod v3;
 mod v4;
@@ -25,6 +26,7 @@ pub const STEPS: &[Step] = &[
     // 9 changed the account directory alone.
     Step { from: 9, run: v10::levels_by_variant },
     Step { from: 10, run: v11::partition_rows_are_keys },
+    Step { from: 11, run: v12::event_data_compressed },
 ];
 
 /// What the steps' tests share: a cell written at an older format, opened through the steps.
