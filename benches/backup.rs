@@ -122,6 +122,10 @@ fn bench() -> Result<(), BoxError> {
         largest.sort_by(|a, b| b.1.cmp(a.1));
         let largest: Vec<String> = largest.iter().take(16).map(|(t, n)| format!("{t} {}", thousands(**n as f64))).collect();
         println!("measured the cell's largest tables by rows: {}", largest.join(", "));
+        println!(
+            "measured the cell's database file: {:.2} GiB",
+            cell_file_bytes(&server.dir().join("data"))? as f64 / (1u64 << 30) as f64
+        );
         let gb = bytes as f64 / 1e9;
         println!(
             "measured server CPU: {server_cpu:.2} s while the writers ran with the backup, of which the backup's about {backup_cpu:.2} s ({:.2} s per GB written; the writers' share at {:.0} µs per create as without a backup)",
@@ -140,7 +144,15 @@ fn bench() -> Result<(), BoxError> {
         let started = Instant::now();
         run(Command::new(binary).args(["admin", "restore", "--from"]).arg(&to).arg("--data").arg(&restored))?;
         let restore = started.elapsed();
-        println!("measured restore: {:.2} s (checksums verified, search rebuilt)", restore.as_secs_f64());
+        println!(
+            "measured restore: {:.2} s (checksums verified, search rebuilt); the restored cell's database file: {:.2} GiB",
+            restore.as_secs_f64(),
+            cell_file_bytes(&restored)? as f64 / (1u64 << 30) as f64
+        );
+        println!(
+            "measured the restored cell's largest tables by pages (of which keys and values): {}",
+            largest_tables(&restored)?.join(", ")
+        );
 
         println!();
         println!("{:<58} {:>12} {:>12}  result", "target", "measured", "required");
@@ -163,6 +175,37 @@ fn bench() -> Result<(), BoxError> {
     let logs = server.log_tail();
     server.stop()?;
     result.map_err(|e| format!("{e}\n{logs}").into())
+}
+
+/// The size of every cell database under the data directory `data`.
+fn cell_file_bytes(data: &std::path::Path) -> Result<u64, BoxError> {
+    let mut bytes = 0;
+    for cell in std::fs::read_dir(data.join("cells"))? {
+        bytes += std::fs::metadata(cell?.path().join("cell.redb"))?.len();
+    }
+    Ok(bytes)
+}
+
+/// The largest tables of the cells under the data directory `data` by the pages their trees
+/// take (keys and values, branch keys, and the space left unused in their pages).
+fn largest_tables(data: &std::path::Path) -> Result<Vec<String>, BoxError> {
+    use redb::{ReadableDatabase, ReadableTableMetadata, TableHandle};
+    let gib = |bytes: u64| bytes as f64 / (1u64 << 30) as f64;
+    let mut sizes = Vec::new();
+    for cell in std::fs::read_dir(data.join("cells"))? {
+        let db = redb::Database::open(cell?.path().join("cell.redb"))?;
+        let txn = db.begin_read()?;
+        for table in txn.list_tables()? {
+            let s = txn.open_untyped_table(table.clone())?.stats()?;
+            sizes.push((
+                s.stored_bytes() + s.metadata_bytes() + s.fragmented_bytes(),
+                s.stored_bytes(),
+                table.name().to_string(),
+            ));
+        }
+    }
+    sizes.sort_by(|a, b| b.cmp(a));
+    Ok(sizes.iter().take(8).map(|(pages, data, name)| format!("{name} {:.2} GiB ({:.2})", gib(*pages), gib(*data))).collect())
 }
 
 /// A selling store of `products` products, `SOLD` of them tracked, and `orders` orders made
