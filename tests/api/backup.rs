@@ -613,7 +613,8 @@ async fn a_backup_to_a_full_disk_fails_naming_the_file_and_leaves_the_service_as
     // The barrier is released: a write goes through at once, and nothing changed at the service.
     let written = Instant::now();
     create_product(c, &owner, &store, "Right after", 100).await;
-    assert!(written.elapsed() < Duration::from_secs(2), "the writer is not held");
+    // A hold would keep it for MAX_HOLD; half of that tells the two apart on a loaded machine.
+    assert!(written.elapsed() < shopcell::storage::writer::MAX_HOLD / 2, "the writer is not held");
     let after = c.get(&format!("/api/v1/stores/{store}/products?limit=1"), Some(&owner.token)).await.expect(200);
     assert_eq!(after.body["total"].as_u64(), Some(total + 1));
     let now = files_under(app.dir.path()).into_iter().filter(|f| !f.contains("search/")).collect::<Vec<_>>();
@@ -663,7 +664,8 @@ async fn a_caller_killed_mid_stream_holds_nothing_and_after_the_lapse_a_new_back
     // No writer is held: writes go on at once.
     let written = Instant::now();
     let kept = create_product(c, &owner, &store, "After the kill", 100).await;
-    assert!(written.elapsed() < Duration::from_secs(2), "the writer is not held");
+    // A hold would keep it for MAX_HOLD; half of that tells the two apart on a loaded machine.
+    assert!(written.elapsed() < shopcell::storage::writer::MAX_HOLD / 2, "the writer is not held");
     // The abandoned backup still counts as under way until it lapses…
     let busy = c.send(Method::POST, "/internal/v1/backups", None, &headers, None).await.expect(409);
     assert!(busy.body["error"]["message"].as_str().unwrap().contains("another backup is under way"), "{}", busy.body);
