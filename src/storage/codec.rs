@@ -51,12 +51,12 @@ pub mod byte_string {
 
 /// `#[serde(with = "crate::storage::codec::lz4_text")]` on a `String`: kept LZ4-compressed, as
 /// one byte string of a 0 byte, the text's length (u32 little-endian) and its LZ4 block. For
-/// JSON documents kept whole in a row (an event's resource): they shrink to about a third, so a
-/// leaf page holds several rows instead of one, and a table of them costs a third of the pages
-/// to read, cache and back up. Compressing a few KB takes a few microseconds; reading it back
-/// less. A byte string that does not start with 0 is the text itself, as a plain `String` field
-/// wrote it (JSON never starts with a 0 byte): the format step that compresses such a field
-/// reads rows of either form.
+/// JSON documents kept whole in a row (an event's resource): a selling store's shrink to about
+/// half, so a leaf page holds several rows where it held one or two, and a table of them costs
+/// fewer pages to write, read, cache and back up. Compressing a few KB takes a few
+/// microseconds; reading it back less. A byte string that does not start with 0 is the text
+/// itself, as a plain `String` field wrote it (JSON never starts with a 0 byte): the format step
+/// that compresses such a field reads rows of either form.
 pub mod lz4_text {
     use serde::{Deserializer, Serializer, de};
 
@@ -186,7 +186,7 @@ mod tests {
     #[test]
     fn a_damaged_compressed_text_is_an_error_not_a_panic() {
         let bytes = encode(&Doc { before: 7, text: "{\"title\":\"Linen shirt, linen shirt\"}".into(), after: 9 }).unwrap();
-        // Each byte changed, and the row cut at each length: an error or the same length's text.
+        // Each byte changed: an error or some text, never a panic; the row cut short: an error.
         for i in 0..bytes.len() {
             let mut bad = bytes.clone();
             bad[i] ^= 0xFF;
