@@ -1,46 +1,39 @@
 //! Format 12: an event's data, its resource's JSON, is kept LZ4-compressed in its row
-//! (`storage::codec::lz4_text`), so a leaf holds several events instead of one or two: every
-//! `events` row is written again. Keys, order rows and counters are unchanged. The rows are read
-//! as `Event` itself: its data reads in either form, and earlier steps of the same run may have
-//! written events already compressed.
+//! (`storage::codec::lz4_text`), so a leaf holds several events where it held one or two. Every
+//! event is written again, in key order into a new table that then takes the old one's name: its
+//! leaves fill as a restore's do, where rewriting the rows in place would leave the old tree's
+//! leaves, smaller rows in as many pages. Keys, order rows and counters are unchanged. The rows
+//! are read as `Event` itself: its data reads in either form, and earlier steps of the same run
+//! may have written events already compressed.
 
-use std::ops::Bound;
-
-use redb::{ReadableTable, WriteTransaction};
+use redb::{ReadableTable, TableDefinition, WriteTransaction};
 
 use crate::cells::events::Event;
 use crate::storage::codec::{decode, encode};
 use crate::storage::tables::EVENTS;
 
-/// Rows rewritten per pass: the table is walked in chunks, never held whole in memory.
-const CHUNK: usize = 4096;
+/// Where the step writes the events before the table takes the old one's name.
+const REWRITTEN: TableDefinition<&[u8], &[u8]> = TableDefinition::new("events_v12");
 
 pub(super) fn event_data_compressed(txn: &WriteTransaction) -> Result<(), redb::Error> {
     let corrupt = |e: crate::error::ApiError| redb::Error::Corrupted(format!("events: {e}"));
-    let mut table = txn.open_table(EVENTS.def)?;
-    let mut after: Option<Vec<u8>> = None;
-    loop {
-        let mut chunk = Vec::with_capacity(CHUNK);
-        let rows = match &after {
-            Some(k) => table.range::<&[u8]>((Bound::Excluded(k.as_slice()), Bound::Unbounded))?,
-            None => table.iter()?,
-        };
-        for item in rows.take(CHUNK) {
+    {
+        let old = txn.open_table(EVENTS.def)?;
+        let mut new = txn.open_table(REWRITTEN)?;
+        for item in old.iter()? {
             let (k, v) = item?;
             let event: Event = decode(v.value()).map_err(corrupt)?;
-            chunk.push((k.value().to_vec(), encode(&event).map_err(corrupt)?));
-        }
-        let Some((last, _)) = chunk.last() else { return Ok(()) };
-        after = Some(last.clone());
-        for (k, v) in &chunk {
-            table.insert(k.as_slice(), v.as_slice())?;
+            new.insert(k.value(), encode(&event).map_err(corrupt)?.as_slice())?;
         }
     }
+    txn.delete_table(EVENTS.def)?;
+    txn.rename_table(REWRITTEN, EVENTS.def)?;
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use redb::{ReadableDatabase, ReadableTableMetadata};
+    use redb::{ReadableDatabase, ReadableTableMetadata, TableHandle};
     use serde::Serialize;
     use uuid::Uuid;
 
@@ -63,8 +56,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cell.redb");
         let store = Uuid::from_u128(1);
-        // More than one chunk, each event's data an order-like document.
-        let events: Vec<PlainEvent> = (0..CHUNK as u128 + 3)
+        // Each event's data an order-like document.
+        let events: Vec<PlainEvent> = (0..5_000u128)
             .map(|i| PlainEvent {
                 id: Uuid::from_u128(1000 + i),
                 topic: "order.created".into(),
@@ -100,5 +93,7 @@ mod tests {
             stored_bytes += v.value().len();
         }
         assert!(stored_bytes < plain_bytes, "{stored_bytes} bytes stored against {plain_bytes} before");
+        let tables: Vec<String> = txn.list_tables().unwrap().map(|t| t.name().to_string()).collect();
+        assert!(tables.contains(&"events".to_string()) && !tables.contains(&"events_v12".to_string()), "{tables:?}");
     }
 }
