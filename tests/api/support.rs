@@ -47,7 +47,7 @@ pub async fn wait_until(what: &str, mut holds: impl FnMut() -> bool) {
 }
 
 /// Polls `GET path` (with `token` and `headers`) until `done` holds for its 200 body; answers
-/// that body, or panics with the last one.
+/// that body, or panics with what it answers once the patience is spent.
 pub async fn get_until(
     c: &HttpClient,
     path: &str,
@@ -55,14 +55,10 @@ pub async fn get_until(
     headers: &[(&str, &str)],
     done: impl Fn(&Value) -> bool,
 ) -> Value {
-    let deadline = std::time::Instant::now() + PATIENCE;
-    loop {
-        let body = c.send(Method::GET, path, token, headers, None).await.expect(200).body;
-        if done(&body) {
-            return body;
-        }
-        assert!(std::time::Instant::now() < deadline, "GET {path} still answers {body} after {PATIENCE:?}");
-        tokio::time::sleep(POLL).await;
+    let get = || async { c.send(Method::GET, path, token, headers, None).await.expect(200).body };
+    match eventually(|| async { Some(get().await).filter(|body| done(body)) }).await {
+        Some(body) => body,
+        None => panic!("GET {path} still answers {} after {PATIENCE:?}", get().await),
     }
 }
 
