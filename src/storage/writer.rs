@@ -20,7 +20,7 @@ use uuid::Uuid;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::metrics::Histogram;
 use crate::storage::keys::Key;
-use crate::storage::list_orders::ListOrders;
+use crate::storage::list_orders::{Applied, ListOrders};
 use crate::storage::row_cache::RowCache;
 use crate::storage::syncs::Syncs;
 use crate::storage::tables::MOVE_LOG;
@@ -278,7 +278,8 @@ impl Writer {
         let thread_committed = committed.clone();
         let generations = Arc::new(Generations::default());
         let thread_generations = generations.clone();
-        let orders = Arc::new(ListOrders::new(budgets.lists));
+        let applied = Applied::of(db.clone()).map_err(|e| std::io::Error::other(e.to_string()))?;
+        let orders = Arc::new(ListOrders::following(budgets.lists, applied));
         let rows = Arc::new(RowCache::new(budgets.rows));
         let locations = Arc::new(RowCache::new(budgets.locations));
         let (thread_orders, thread_rows, thread_locations) = (orders.clone(), rows.clone(), locations.clone());
@@ -500,6 +501,16 @@ fn commit_batch(
             let _ = job.reply.send(Err(e));
             continue;
         }
+        // A batch changing a list is numbered in its own commit: a reader seeing the commit
+        // before the lists below take it in waits for them (`list_orders::Applied`).
+        let changes_lists = !list_changes.keys.is_empty() || !list_changes.records.is_empty() || !forgotten_lists.is_empty();
+        let stamp = match changes_lists.then(|| derived.orders.applied.stamp(&txn)).transpose() {
+            Ok(n) => n,
+            Err(e) => {
+                let _ = txn.abort();
+                return fail_all(batch, e);
+            }
+        };
         let started = std::time::Instant::now();
         // A synced batch's fsync is made beside the next batch when the file allows it; its
         // answers wait for it below.
@@ -525,6 +536,9 @@ fn commit_batch(
                 for (store, prefix) in forgotten_lists {
                     derived.orders.forget_lists(store, &prefix);
                 }
+                if let Some(n) = stamp {
+                    derived.orders.applied.done(n);
+                }
                 derived.appended.add(evented);
                 for (store, id) in changed_rows {
                     derived.rows.drop_row(store, id);
@@ -539,7 +553,12 @@ fn commit_batch(
                     None => answer(answers, Ok(())),
                 }
             }
-            Err(e) => fail_all(batch, ApiError::internal(e)),
+            Err(e) => {
+                if let Some(n) = stamp {
+                    derived.orders.applied.done(n);
+                }
+                fail_all(batch, ApiError::internal(e))
+            }
         }
         return;
     }
@@ -722,6 +741,37 @@ mod tests {
         assert!(failed.is_err());
         let txn = db.begin_read().unwrap();
         assert_eq!(crate::storage::read::counter(&txn, COUNTERS, &key).unwrap(), 50);
+        writer.stop();
+        thread.join();
+    }
+
+    #[tokio::test]
+    async fn a_batch_changing_a_list_is_numbered_in_its_commit_and_applied_before_its_answer() {
+        use crate::storage::list_orders::{ListName, applied};
+        use crate::storage::tables::META;
+        let dir = tempfile::tempdir().unwrap();
+        let db =
+            Arc::new(open(&dir.path().join("cell.redb"), crate::storage::tests::CELL, crate::storage::ONE_OFF_CACHE).unwrap());
+        let (writer, thread) = Writer::start(db.clone(), "test", 1 << 20, 1 << 20).unwrap();
+        let numbered = || {
+            let txn = db.begin_read().unwrap();
+            let row = txn.open_table(META).unwrap().get(applied::ROW).unwrap().map(|v| v.value().to_vec());
+            row.map(|v| u64::from_le_bytes(v.try_into().unwrap()))
+        };
+        let store = Uuid::from_u128(1);
+        let listed = |key: u8| {
+            let w = writer.clone();
+            async move { w.write(Some(store), move |tx| Ok(tx.order_insert(store, ListName::Product(1), Box::new([key])))).await }
+        };
+        listed(1).await.unwrap();
+        listed(2).await.unwrap();
+        assert_eq!(numbered(), Some(2), "each list-changing batch took the next number");
+        // Answered: the lists hold the batch, so a read right after waits for nothing.
+        let read = writer.orders.applied.caught_up();
+        assert!(std::pin::pin!(read).poll(&mut std::task::Context::from_waker(std::task::Waker::noop())).is_ready());
+        let k = Key::store(store).str("plain").into_vec();
+        writer.write(None, move |tx| tx.put(COUNTERS, &k, &1u64.to_le_bytes())).await.unwrap();
+        assert_eq!(numbered(), Some(2), "a batch changing no list is not numbered");
         writer.stop();
         thread.join();
     }

@@ -8,8 +8,9 @@
 //! (`product_sorts`: no record is decoded), and kept in step afterwards by the changes write
 //! jobs record in their transaction ([`crate::storage::tx::Tx::order_insert`] for product
 //! lists, [`crate::storage::tx::Tx::record_change`] for every record list), applied once it
-//! has committed and before its writers are answered, so nobody reads an order older than
-//! their own write.
+//! has committed and before its writers are answered; a read waits in the moment between a
+//! batch's commit and its application ([`Applied`]), so nobody reads an order older than a
+//! state they have seen.
 //!
 //! Building a list and committing writes to it may overlap: the list is marked as loading
 //! before the build's snapshot is taken, and changes committed from then on are queued and
@@ -33,8 +34,10 @@ use crate::memory::Meter;
 use crate::storage::list_names::{Keeps, ListParts, RecordChange};
 use crate::storage::ranked::{Keys, Ranked};
 
+pub mod applied;
 mod slots;
 
+pub use applied::Applied;
 use slots::Slots;
 
 /// Views held per store and record kind: a write of a record tests each, so their number is
@@ -275,6 +278,8 @@ pub struct ListOrders {
     builders: Arc<Semaphore>,
     clock: AtomicU64,
     pub meter: Meter,
+    /// The batches the lists hold, which a read waits for ([`Applied`]).
+    pub applied: Applied,
 }
 
 /// Bytes counted in a meter while a build runs, given back when it ends however it ends.
@@ -302,12 +307,19 @@ fn poisoned() -> ApiError {
 }
 
 impl ListOrders {
+    /// Lists whose reads never wait for a writer (see [`ListOrders::following`]).
     pub fn new(budget: u64) -> ListOrders {
+        ListOrders::following(budget, Applied::default())
+    }
+
+    /// Lists kept by a writer numbering its batches in `applied`.
+    pub fn following(budget: u64, applied: Applied) -> ListOrders {
         ListOrders {
             lists: RwLock::default(),
             builders: Arc::new(Semaphore::new(BUILDERS)),
             clock: AtomicU64::new(0),
             meter: Meter::new(budget),
+            applied,
         }
     }
 
@@ -404,6 +416,7 @@ impl ListOrders {
         T: Send + 'static,
         B: Into<Built>,
     {
+        self.applied.caught_up().await?;
         let tick = self.clock.fetch_add(1, Ordering::Relaxed);
         let saved = loop {
             let look = match self.lists.read().map_err(|_| poisoned())?.get(&id) {

@@ -1,0 +1,171 @@
+//! Which committed batches the held lists have taken in, so that a list is never read older
+//! than a state some reader could already see.
+//!
+//! redb makes a commit visible to new read transactions inside `commit()`, and the writer
+//! applies the batch's list changes just after it returns. Without this, a reader arriving in
+//! that moment could see a record in its new state and then a list that still had the old one
+//! (a collection read as published, yet still counted among the scheduled). So each batch that
+//! changes a list commits a sequence number in the database's `meta` table (row [`ROW`]); the
+//! writer notes it as pending before the commit and as applied once the lists hold it. A list
+//! read finding a batch pending reads the number its own fresh snapshot sees and waits until
+//! the lists have applied that one: it waits only between a commit's visibility and its
+//! application (microseconds), never through a commit and its fsync, which would stall list
+//! reads under write load. With nothing pending a read costs two atomic loads.
+//!
+//! Every state a client observed before its list read began was visible to any snapshot
+//! taken after that, so the number read is at least its batch's: the list holds it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use redb::{Database, ReadableDatabase, TableError, WriteTransaction};
+use tokio::sync::Notify;
+
+use crate::error::{ApiError, ApiResult};
+use crate::storage::tables::META;
+
+/// The `meta` row holding the number of the last committed batch that changed a list (u64 LE;
+/// absent: none yet).
+pub const ROW: &str = "lists_seq";
+
+/// How long a read waits for the writer to apply a visible batch before reading anyway: the
+/// writer applies at once, so only a writer thread that died would be waited for this long.
+const PATIENCE: Duration = Duration::from_secs(2);
+
+/// The batch numbers of one database's held lists. One without a database (lists held apart
+/// from a writer, as in unit tests) never waits.
+#[derive(Default)]
+pub struct Applied {
+    db: Option<Arc<Database>>,
+    /// The last number written by the writer, set before its commit.
+    pending: AtomicU64,
+    /// The last number whose changes the lists hold (or whose commit failed).
+    applied: AtomicU64,
+    caught_up: Notify,
+}
+
+impl Applied {
+    /// The numbers of `db`'s lists, starting from the last one it committed (lists are built
+    /// from committed rows, so every batch before the start is held).
+    pub fn of(db: Arc<Database>) -> ApiResult<Applied> {
+        let last = visible(&db)?;
+        Ok(Applied { db: Some(db), pending: AtomicU64::new(last), applied: AtomicU64::new(last), caught_up: Notify::new() })
+    }
+
+    /// Writer, before committing `txn` whose batch changes a list: its number, written in
+    /// `txn` and noted as pending. Pass it to [`Applied::done`] once the commit has ended,
+    /// whatever its result.
+    pub fn stamp(&self, txn: &WriteTransaction) -> ApiResult<u64> {
+        let n = self.pending.load(Ordering::Relaxed).saturating_add(1);
+        txn.open_table(META)?.insert(ROW, n.to_le_bytes().as_slice())?;
+        // Before the commit: a reader that could see batch `n` finds it pending.
+        self.pending.store(n, Ordering::SeqCst);
+        Ok(n)
+    }
+
+    /// Writer: the lists hold batch `n` (or its commit failed and nobody can see it).
+    pub fn done(&self, n: u64) {
+        self.applied.store(n, Ordering::SeqCst);
+        self.caught_up.notify_waiters();
+    }
+
+    /// Waits until the lists hold every batch a snapshot taken now sees.
+    pub async fn caught_up(&self) -> ApiResult<()> {
+        if self.applied.load(Ordering::SeqCst) >= self.pending.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let Some(db) = &self.db else { return Ok(()) };
+        let seen = visible(db)?;
+        let wait = async {
+            loop {
+                let notified = self.caught_up.notified();
+                let mut notified = std::pin::pin!(notified);
+                // Registered before the check, so a `done` between the two is not missed.
+                notified.as_mut().enable();
+                if self.applied.load(Ordering::SeqCst) >= seen {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        if tokio::time::timeout(PATIENCE, wait).await.is_err() {
+            tracing::warn!(batch = seen, "the held lists did not take in a committed batch in time; read as they are");
+        }
+        Ok(())
+    }
+}
+
+/// The number of the last list-changing batch a snapshot of `db` taken now sees.
+fn visible(db: &Database) -> ApiResult<u64> {
+    let txn = db.begin_read()?;
+    let meta = match txn.open_table(META) {
+        Ok(t) => t,
+        Err(TableError::TableDoesNotExist(_)) => return Ok(0),
+        Err(e) => return Err(e.into()),
+    };
+    let Some(v) = meta.get(ROW)? else { return Ok(0) };
+    let bytes: [u8; 8] = v.value().try_into().map_err(|_| ApiError::internal("meta row lists_seq is not 8 bytes"))?;
+    Ok(u64::from_le_bytes(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+
+    use super::*;
+    use crate::storage::open;
+
+    fn poll<F: Future>(f: std::pin::Pin<&mut F>) -> Poll<F::Output> {
+        f.poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    #[tokio::test]
+    async fn a_read_waits_for_a_visible_batch_until_applied_never_for_one_committing() {
+        let dir = tempfile::tempdir().unwrap();
+        let db =
+            Arc::new(open(&dir.path().join("cell.redb"), crate::storage::tests::CELL, crate::storage::ONE_OFF_CACHE).unwrap());
+        let applied = Applied::of(db.clone()).unwrap();
+        assert!(poll(std::pin::pin!(applied.caught_up())).is_ready(), "nothing pending");
+
+        // Stamped, not yet committed: no snapshot sees it, so a read does not wait for it.
+        let txn = db.begin_write().unwrap();
+        let n = applied.stamp(&txn).unwrap();
+        assert_eq!(n, 1);
+        assert!(matches!(poll(std::pin::pin!(applied.caught_up())), Poll::Ready(Ok(()))), "a commit is not waited through");
+
+        // Committed, not yet applied: a read waits, and goes on once the lists hold it.
+        txn.commit().unwrap();
+        let mut read = std::pin::pin!(applied.caught_up());
+        assert!(poll(read.as_mut()).is_pending(), "a visible batch the lists lack is waited for");
+        applied.done(n);
+        assert!(matches!(poll(read.as_mut()), Poll::Ready(Ok(()))));
+
+        // A failed commit is marked done too: nothing waits on it.
+        let txn = db.begin_write().unwrap();
+        let failed = applied.stamp(&txn).unwrap();
+        txn.abort().unwrap();
+        applied.done(failed);
+        assert!(poll(std::pin::pin!(applied.caught_up())).is_ready());
+    }
+
+    #[test]
+    fn numbering_goes_on_from_the_last_committed_batch_after_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let db =
+            Arc::new(open(&dir.path().join("cell.redb"), crate::storage::tests::CELL, crate::storage::ONE_OFF_CACHE).unwrap());
+        let first = Applied::of(db.clone()).unwrap();
+        for _ in 0..3 {
+            let txn = db.begin_write().unwrap();
+            let n = first.stamp(&txn).unwrap();
+            txn.commit().unwrap();
+            first.done(n);
+        }
+        let again = Applied::of(db.clone()).unwrap();
+        assert_eq!(visible(&db).unwrap(), 3);
+        assert!(poll(std::pin::pin!(again.caught_up())).is_ready(), "the lists built after a start hold what was committed");
+        let txn = db.begin_write().unwrap();
+        assert_eq!(again.stamp(&txn).unwrap(), 4);
+    }
+}
