@@ -498,8 +498,8 @@ pub fn view_rows(cell: &Cell, store: Uuid, ids: &[Uuid]) -> ApiResult<Vec<Option
     let cache = &cell.writer.rows;
     let mut out = Vec::with_capacity(ids.len());
     let mut misses = Vec::new();
-    for (i, id) in ids.iter().enumerate() {
-        match cache.get(store, *id) {
+    for (i, found) in cache.get_all(store, ids).enumerate() {
+        match found {
             Cached::Hit(row) => out.push(Some(row)),
             Cached::Miss(epoch) => {
                 out.push(None);

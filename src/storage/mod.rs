@@ -1,6 +1,7 @@
 //! Storage: redb databases (one per cell, one for the account directory), their tables, the
 //! record codec, order-preserving keys, the group-commit writer and format versions.
 
+pub mod applied;
 pub mod codec;
 pub mod copy;
 pub mod keys;

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use uuid::Uuid;
 
 use crate::memory::Meter;
+use crate::storage::applied::Applied;
 
 /// Independent locks: readers of different rows rarely meet.
 const SHARDS: usize = 64;
@@ -89,14 +90,23 @@ pub struct RowCache {
     /// Bytes each shard may hold.
     shard_budget: usize,
     pub meter: Meter,
+    /// The writer's batches, whose drops a lookup waits for.
+    applied: Arc<Applied>,
 }
 
 impl RowCache {
+    /// A cache whose lookups never wait for a writer (see [`RowCache::following`]).
     pub fn new(budget: u64) -> RowCache {
+        RowCache::following(budget, Arc::default())
+    }
+
+    /// A cache kept by a writer numbering its batches in `applied`.
+    pub fn following(budget: u64, applied: Arc<Applied>) -> RowCache {
         RowCache {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             shard_budget: budget as usize / SHARDS,
             meter: Meter::new(budget),
+            applied,
         }
     }
 }
@@ -121,7 +131,19 @@ impl RowCache {
         &self.shards[(h.finish() >> 58) as usize % SHARDS]
     }
 
+    /// The row of `(store, id)`, or the epoch to fill it at.
     pub fn get(&self, store: Uuid, id: Uuid) -> Cached {
+        self.applied.caught_up_now();
+        self.get_applied(store, id)
+    }
+
+    /// The rows of `ids` of `store`, each as [`RowCache::get`] finds it, waiting once.
+    pub fn get_all<'a>(&'a self, store: Uuid, ids: &'a [Uuid]) -> impl Iterator<Item = Cached> + 'a {
+        self.applied.caught_up_now();
+        ids.iter().map(move |id| self.get_applied(store, *id))
+    }
+
+    fn get_applied(&self, store: Uuid, id: Uuid) -> Cached {
         let key = (store, id);
         match self.shard(&key).lock() {
             Ok(s) => match s.rows.get(&key) {

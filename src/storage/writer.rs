@@ -19,8 +19,9 @@ use uuid::Uuid;
 
 use crate::error::{ApiError, ApiResult, Code};
 use crate::metrics::Histogram;
+use crate::storage::applied::Applied;
 use crate::storage::keys::Key;
-use crate::storage::list_orders::{Applied, ListOrders};
+use crate::storage::list_orders::ListOrders;
 use crate::storage::row_cache::RowCache;
 use crate::storage::syncs::Syncs;
 use crate::storage::tables::MOVE_LOG;
@@ -134,17 +135,25 @@ impl MoveGate {
 
 /// Per-store write generations, bumped after each commit that wrote the store and before its
 /// writers are answered: a cache tagged with the generation it was built at is current exactly
-/// while the generation still matches, and a client never reads its own write from a stale one.
+/// while the generation still matches, and a client never reads a write it has seen, its own
+/// or another's, from a stale one (a read waits out the moment between a commit's visibility
+/// and its bump: [`Applied`]).
 #[derive(Default)]
 pub struct Generations {
     /// Jobs that name no store may touch any store: they move every store on.
     global: AtomicU64,
     stores: RwLock<HashMap<Uuid, u64>>,
+    applied: Arc<Applied>,
 }
 
 impl Generations {
+    fn following(applied: Arc<Applied>) -> Generations {
+        Generations { applied, ..Generations::default() }
+    }
+
     /// The current generation of `store` (only ever grows).
     pub fn get(&self, store: Uuid) -> u64 {
+        self.applied.caught_up_now();
         let own = self.stores.read().map(|m| m.get(&store).copied().unwrap_or(0)).unwrap_or(0);
         own + self.global.load(Ordering::Acquire)
     }
@@ -152,6 +161,7 @@ impl Generations {
     /// The generation moved on by every commit of a job that names no store (all of the
     /// account directory's).
     pub fn global(&self) -> u64 {
+        self.applied.caught_up_now();
         self.global.load(Ordering::Acquire)
     }
 
@@ -198,6 +208,8 @@ pub struct Writer {
     pub appended: Arc<Appended>,
     /// How the thread batches and how long its commits take.
     pub stats: Arc<WriterStats>,
+    /// The numbers of the batches changing what is kept in memory, which its readers wait for.
+    pub applied: Arc<Applied>,
 }
 
 /// How a writer batches and how long its commits (with their fsync) take, for `/metrics`.
@@ -276,17 +288,17 @@ impl Writer {
         let thread_gate = gate.clone();
         let committed = Arc::new(tokio::sync::Notify::new());
         let thread_committed = committed.clone();
-        let generations = Arc::new(Generations::default());
+        let applied = Arc::new(Applied::of(db.clone()).map_err(|e| std::io::Error::other(e.to_string()))?);
+        let generations = Arc::new(Generations::following(applied.clone()));
         let thread_generations = generations.clone();
-        let applied = Applied::of(db.clone()).map_err(|e| std::io::Error::other(e.to_string()))?;
-        let orders = Arc::new(ListOrders::following(budgets.lists, applied));
-        let rows = Arc::new(RowCache::new(budgets.rows));
-        let locations = Arc::new(RowCache::new(budgets.locations));
+        let orders = Arc::new(ListOrders::following(budgets.lists, applied.clone()));
+        let rows = Arc::new(RowCache::following(budgets.rows, applied.clone()));
+        let locations = Arc::new(RowCache::following(budgets.locations, applied.clone()));
         let (thread_orders, thread_rows, thread_locations) = (orders.clone(), rows.clone(), locations.clone());
         let appended = Arc::new(Appended::default());
         let thread_appended = appended.clone();
         let stats = Arc::new(WriterStats::new(syncs));
-        let thread_stats = stats.clone();
+        let (thread_stats, thread_applied) = (stats.clone(), applied.clone());
         let handle = std::thread::Builder::new().name(format!("writer-{name}")).spawn(move || {
             let derived = Derived {
                 committed: &thread_committed,
@@ -296,10 +308,12 @@ impl Writer {
                 locations: &thread_locations,
                 appended: &thread_appended,
                 stats: &thread_stats,
+                applied: &thread_applied,
             };
             run(&db, &receiver, &thread_gate, &derived, floor)
         })?;
-        Ok((Writer { sender, gate, committed, generations, orders, rows, locations, appended, stats }, WriterThread(handle)))
+        let writer = Writer { sender, gate, committed, generations, orders, rows, locations, appended, stats, applied };
+        Ok((writer, WriterThread(handle)))
     }
 
     /// Forgets what is kept of `store` beside its rows (list orders, cached rows and locations):
@@ -389,6 +403,7 @@ struct Derived<'a> {
     locations: &'a RowCache,
     appended: &'a Appended,
     stats: &'a WriterStats,
+    applied: &'a Applied,
 }
 
 fn run(db: &Database, receiver: &mpsc::Receiver<Msg>, gate: &MoveGate, derived: &Derived, floor: Option<Uuid>) {
@@ -501,10 +516,9 @@ fn commit_batch(
             let _ = job.reply.send(Err(e));
             continue;
         }
-        // A batch changing a list is numbered in its own commit: a reader seeing the commit
-        // before the lists below take it in waits for them (`list_orders::Applied`).
-        let changes_lists = !list_changes.keys.is_empty() || !list_changes.records.is_empty() || !forgotten_lists.is_empty();
-        let stamp = match changes_lists.then(|| derived.orders.applied.stamp(&txn)).transpose() {
+        // Each batch is numbered in its own commit: a reader seeing the commit before it is
+        // applied below (lists, caches, generations) waits for that ([`Applied`]).
+        let stamp = match derived.applied.stamp(&txn) {
             Ok(n) => n,
             Err(e) => {
                 let _ = txn.abort();
@@ -536,9 +550,6 @@ fn commit_batch(
                 for (store, prefix) in forgotten_lists {
                     derived.orders.forget_lists(store, &prefix);
                 }
-                if let Some(n) = stamp {
-                    derived.orders.applied.done(n);
-                }
                 derived.appended.add(evented);
                 for (store, id) in changed_rows {
                     derived.rows.drop_row(store, id);
@@ -547,6 +558,7 @@ fn commit_batch(
                     derived.locations.drop_row(store, Uuid::nil());
                 }
                 derived.generations.bump(&batch.iter().map(|j| j.store).collect::<Vec<_>>());
+                derived.applied.done(stamp);
                 let answers: Vec<_> = batch.into_iter().zip(outputs).map(|(job, out)| (job.reply, out)).collect();
                 match ticket {
                     Some((syncs, ticket)) => syncs.after(ticket, Box::new(move |synced| answer(answers, synced))),
@@ -554,9 +566,7 @@ fn commit_batch(
                 }
             }
             Err(e) => {
-                if let Some(n) = stamp {
-                    derived.orders.applied.done(n);
-                }
+                derived.applied.done(stamp);
                 fail_all(batch, ApiError::internal(e))
             }
         }
@@ -746,8 +756,9 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_batch_changing_a_list_is_numbered_in_its_commit_and_applied_before_its_answer() {
-        use crate::storage::list_orders::{ListName, applied};
+    async fn every_batch_is_numbered_in_its_commit_and_applied_before_its_answer() {
+        use crate::storage::applied;
+        use crate::storage::list_orders::ListName;
         use crate::storage::tables::META;
         let dir = tempfile::tempdir().unwrap();
         let db =
@@ -758,20 +769,23 @@ mod tests {
             let row = txn.open_table(META).unwrap().get(applied::ROW).unwrap().map(|v| v.value().to_vec());
             row.map(|v| u64::from_le_bytes(v.try_into().unwrap()))
         };
-        let store = Uuid::from_u128(1);
-        let listed = |key: u8| {
-            let w = writer.clone();
-            async move { w.write(Some(store), move |tx| Ok(tx.order_insert(store, ListName::Product(1), Box::new([key])))).await }
+        let ready = || {
+            let read = writer.applied.caught_up();
+            std::pin::pin!(read).poll(&mut std::task::Context::from_waker(std::task::Waker::noop())).is_ready()
         };
-        listed(1).await.unwrap();
-        listed(2).await.unwrap();
-        assert_eq!(numbered(), Some(2), "each list-changing batch took the next number");
-        // Answered: the lists hold the batch, so a read right after waits for nothing.
-        let read = writer.orders.applied.caught_up();
-        assert!(std::pin::pin!(read).poll(&mut std::task::Context::from_waker(std::task::Waker::noop())).is_ready());
+        let store = Uuid::from_u128(1);
+        writer.write(Some(store), move |tx| Ok(tx.order_insert(store, ListName::Product(1), Box::new([1])))).await.unwrap();
+        assert_eq!(numbered(), Some(1));
         let k = Key::store(store).str("plain").into_vec();
         writer.write(None, move |tx| tx.put(COUNTERS, &k, &1u64.to_le_bytes())).await.unwrap();
-        assert_eq!(numbered(), Some(2), "a batch changing no list is not numbered");
+        assert_eq!(numbered(), Some(2), "each batch took the next number");
+        // Answered: lists, caches and generations hold the batch, so a read waits for nothing.
+        assert!(ready());
+        // A failed batch commits nothing, its number included.
+        let failed = writer.write(Some(store), |_| Err::<(), _>(ApiError::msg(Code::CONFLICT, "no"))).await;
+        assert!(failed.is_err());
+        assert_eq!(numbered(), Some(2));
+        assert!(ready());
         writer.stop();
         thread.join();
     }

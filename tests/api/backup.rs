@@ -69,7 +69,9 @@ async fn a_backup_under_write_load_restores_every_acknowledged_write_whole_or_ab
     for w in writers {
         acked.extend(w.await.unwrap());
     }
-    assert!(acked.iter().any(|a| a.sent > began && a.answered < ended), "some writes ran during the backup");
+    // Overlapping it, not within it: on a loaded machine a backup of this small store can take
+    // less time than one write's round trip.
+    assert!(acked.iter().any(|a| a.sent < ended && a.answered > began), "some writes ran during the backup");
 
     // The layout: private files and directories, the keys, a manifest listing checksums.
     assert_eq!(mode(&to), 0o700);

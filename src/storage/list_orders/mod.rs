@@ -31,13 +31,12 @@ use uuid::Uuid;
 
 use crate::error::{ApiError, ApiResult};
 use crate::memory::Meter;
+use crate::storage::applied::Applied;
 use crate::storage::list_names::{Keeps, ListParts, RecordChange};
 use crate::storage::ranked::{Keys, Ranked};
 
-pub mod applied;
 mod slots;
 
-pub use applied::Applied;
 use slots::Slots;
 
 /// Views held per store and record kind: a write of a record tests each, so their number is
@@ -278,8 +277,8 @@ pub struct ListOrders {
     builders: Arc<Semaphore>,
     clock: AtomicU64,
     pub meter: Meter,
-    /// The batches the lists hold, which a read waits for ([`Applied`]).
-    pub applied: Applied,
+    /// The writer's batches, which a read waits for the lists to hold ([`Applied`]).
+    applied: Arc<Applied>,
 }
 
 /// Bytes counted in a meter while a build runs, given back when it ends however it ends.
@@ -309,11 +308,11 @@ fn poisoned() -> ApiError {
 impl ListOrders {
     /// Lists whose reads never wait for a writer (see [`ListOrders::following`]).
     pub fn new(budget: u64) -> ListOrders {
-        ListOrders::following(budget, Applied::default())
+        ListOrders::following(budget, Arc::default())
     }
 
     /// Lists kept by a writer numbering its batches in `applied`.
-    pub fn following(budget: u64, applied: Applied) -> ListOrders {
+    pub fn following(budget: u64, applied: Arc<Applied>) -> ListOrders {
         ListOrders {
             lists: RwLock::default(),
             builders: Arc::new(Semaphore::new(BUILDERS)),

@@ -1,19 +1,21 @@
-//! Which committed batches the held lists have taken in, so that a list is never read older
-//! than a state some reader could already see.
+//! Which committed batches the writer's in-memory state has taken in (the held lists, the
+//! cached product views, the cached active locations), so that none of it is read older than a
+//! state some reader could already see.
 //!
 //! redb makes a commit visible to new read transactions inside `commit()`, and the writer
-//! applies the batch's list changes just after it returns. Without this, a reader arriving in
-//! that moment could see a record in its new state and then a list that still had the old one
-//! (a collection read as published, yet still counted among the scheduled). So each batch that
-//! changes a list commits a sequence number in the database's `meta` table (row [`ROW`]); the
-//! writer notes it as pending before the commit and as applied once the lists hold it. A list
-//! read finding a batch pending reads the number its own fresh snapshot sees and waits until
-//! the lists have applied that one: it waits only between a commit's visibility and its
-//! application (microseconds), never through a commit and its fsync, which would stall list
-//! reads under write load. With nothing pending a read costs two atomic loads.
+//! applies the batch to its in-memory state just after it returns. Without this, a reader
+//! arriving in that moment could see a record in its new state and then a list that still had
+//! the old one (a collection read as published, yet still counted among the scheduled), or a
+//! product's old cached view after a list showing its new one. So each batch commits a
+//! sequence number in the database's `meta` table (row [`ROW`]); the writer notes it as
+//! pending before the commit and as applied once lists, caches and generations hold it. A read
+//! finding a batch pending reads the number its own fresh snapshot sees and waits until the
+//! writer has applied that one: it waits only between a commit's visibility and its
+//! application (microseconds), never through a commit and its fsync, which would stall reads
+//! under write load. With nothing pending a read costs two atomic loads.
 //!
-//! Every state a client observed before its list read began was visible to any snapshot
-//! taken after that, so the number read is at least its batch's: the list holds it.
+//! Every state a client observed before its read began was visible to any snapshot taken
+//! after that, so the number read is at least its batch's: the lists and caches hold it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,36 +27,36 @@ use tokio::sync::Notify;
 use crate::error::{ApiError, ApiResult};
 use crate::storage::tables::META;
 
-/// The `meta` row holding the number of the last committed batch that changed a list (u64 LE;
-/// absent: none yet).
-pub const ROW: &str = "lists_seq";
+/// The `meta` row holding the number of the writer's last committed batch (u64 LE; absent:
+/// none yet).
+pub const ROW: &str = "applied_seq";
 
 /// How long a read waits for the writer to apply a visible batch before reading anyway: the
 /// writer applies at once, so only a writer thread that died would be waited for this long.
 const PATIENCE: Duration = Duration::from_secs(2);
 
-/// The batch numbers of one database's held lists. One without a database (lists held apart
-/// from a writer, as in unit tests) never waits.
+/// The batch numbers of one database's writer. One without a database (lists or caches kept
+/// apart from a writer, as in unit tests) never waits.
 #[derive(Default)]
 pub struct Applied {
     db: Option<Arc<Database>>,
     /// The last number written by the writer, set before its commit.
     pending: AtomicU64,
-    /// The last number whose changes the lists hold (or whose commit failed).
+    /// The last number whose changes lists and caches hold (or whose commit failed).
     applied: AtomicU64,
     caught_up: Notify,
 }
 
 impl Applied {
-    /// The numbers of `db`'s lists, starting from the last one it committed (lists are built
-    /// from committed rows, so every batch before the start is held).
+    /// The numbers of `db`'s writer, starting from the last one it committed (lists and caches
+    /// are filled from committed rows, so every batch before the start is held).
     pub fn of(db: Arc<Database>) -> ApiResult<Applied> {
         let last = visible(&db)?;
         Ok(Applied { db: Some(db), pending: AtomicU64::new(last), applied: AtomicU64::new(last), caught_up: Notify::new() })
     }
 
-    /// Writer, before committing `txn` whose batch changes a list: its number, written in
-    /// `txn` and noted as pending. Pass it to [`Applied::done`] once the commit has ended,
+    /// Writer, before committing a batch's `txn`: its number, written in `txn` and noted as
+    /// pending. Pass it to [`Applied::done`] once the commit has ended,
     /// whatever its result.
     pub fn stamp(&self, txn: &WriteTransaction) -> ApiResult<u64> {
         let n = self.pending.load(Ordering::Relaxed).saturating_add(1);
@@ -64,19 +66,15 @@ impl Applied {
         Ok(n)
     }
 
-    /// Writer: the lists hold batch `n` (or its commit failed and nobody can see it).
+    /// Writer: lists and caches hold batch `n` (or its commit failed and nobody can see it).
     pub fn done(&self, n: u64) {
         self.applied.store(n, Ordering::SeqCst);
         self.caught_up.notify_waiters();
     }
 
-    /// Waits until the lists hold every batch a snapshot taken now sees.
+    /// Waits until lists and caches hold every batch a snapshot taken now sees.
     pub async fn caught_up(&self) -> ApiResult<()> {
-        if self.applied.load(Ordering::SeqCst) >= self.pending.load(Ordering::SeqCst) {
-            return Ok(());
-        }
-        let Some(db) = &self.db else { return Ok(()) };
-        let seen = visible(db)?;
+        let Some(seen) = self.behind()? else { return Ok(()) };
         let wait = async {
             loop {
                 let notified = self.caught_up.notified();
@@ -90,13 +88,41 @@ impl Applied {
             }
         };
         if tokio::time::timeout(PATIENCE, wait).await.is_err() {
-            tracing::warn!(batch = seen, "the held lists did not take in a committed batch in time; read as they are");
+            late(seen);
         }
         Ok(())
     }
+
+    /// [`Applied::caught_up`] for a synchronous read (a cached row): the wait is a moment, so
+    /// it yields the thread rather than parking. A failure to read the number is left to the
+    /// read that follows, which meets the same database.
+    pub fn caught_up_now(&self) {
+        let Ok(Some(seen)) = self.behind() else { return };
+        let started = std::time::Instant::now();
+        while self.applied.load(Ordering::SeqCst) < seen {
+            if started.elapsed() > PATIENCE {
+                return late(seen);
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// The number to wait for, if a batch a snapshot taken now sees is not yet applied.
+    fn behind(&self) -> ApiResult<Option<u64>> {
+        if self.applied.load(Ordering::SeqCst) >= self.pending.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+        let Some(db) = &self.db else { return Ok(None) };
+        let seen = visible(db)?;
+        Ok((self.applied.load(Ordering::SeqCst) < seen).then_some(seen))
+    }
 }
 
-/// The number of the last list-changing batch a snapshot of `db` taken now sees.
+fn late(seen: u64) {
+    tracing::warn!(batch = seen, "the writer did not apply a committed batch to its lists and caches in time; read as they are");
+}
+
+/// The number of the last batch a snapshot of `db` taken now sees.
 fn visible(db: &Database) -> ApiResult<u64> {
     let txn = db.begin_read()?;
     let meta = match txn.open_table(META) {
@@ -105,7 +131,7 @@ fn visible(db: &Database) -> ApiResult<u64> {
         Err(e) => return Err(e.into()),
     };
     let Some(v) = meta.get(ROW)? else { return Ok(0) };
-    let bytes: [u8; 8] = v.value().try_into().map_err(|_| ApiError::internal("meta row lists_seq is not 8 bytes"))?;
+    let bytes: [u8; 8] = v.value().try_into().map_err(|_| ApiError::internal("meta row applied_seq is not 8 bytes"))?;
     Ok(u64::from_le_bytes(bytes))
 }
 
@@ -148,6 +174,31 @@ mod tests {
         txn.abort().unwrap();
         applied.done(failed);
         assert!(poll(std::pin::pin!(applied.caught_up())).is_ready());
+    }
+
+    #[test]
+    fn a_synchronous_read_waits_for_a_visible_batch_until_applied() {
+        use std::sync::atomic::AtomicBool;
+        let dir = tempfile::tempdir().unwrap();
+        let db =
+            Arc::new(open(&dir.path().join("cell.redb"), crate::storage::tests::CELL, crate::storage::ONE_OFF_CACHE).unwrap());
+        let applied = Applied::of(db.clone()).unwrap();
+        let txn = db.begin_write().unwrap();
+        let n = applied.stamp(&txn).unwrap();
+        applied.caught_up_now(); // committing: not waited for
+        txn.commit().unwrap();
+        let (started, released) = (std::sync::Barrier::new(2), AtomicBool::new(false));
+        std::thread::scope(|s| {
+            let reader = s.spawn(|| {
+                started.wait();
+                applied.caught_up_now();
+                released.load(Ordering::SeqCst)
+            });
+            started.wait();
+            released.store(true, Ordering::SeqCst);
+            applied.done(n);
+            assert!(reader.join().unwrap(), "the read went on only once the batch was applied");
+        });
     }
 
     #[test]
