@@ -774,7 +774,11 @@ mod tests {
             std::pin::pin!(read).poll(&mut std::task::Context::from_waker(std::task::Waker::noop())).is_ready()
         };
         let store = Uuid::from_u128(1);
-        writer.write(Some(store), move |tx| Ok(tx.order_insert(store, ListName::Product(1), Box::new([1])))).await.unwrap();
+        let listed = move |tx: &mut Tx| {
+            tx.order_insert(store, ListName::Product(1), Box::new([1]));
+            Ok(())
+        };
+        writer.write(Some(store), listed).await.unwrap();
         assert_eq!(numbered(), Some(1));
         let k = Key::store(store).str("plain").into_vec();
         writer.write(None, move |tx| tx.put(COUNTERS, &k, &1u64.to_le_bytes())).await.unwrap();
