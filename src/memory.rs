@@ -171,6 +171,8 @@ pub struct CellShares {
     pub rows: u64,
     /// Each store's active locations (`cells::stock::locations`, in a `storage::row_cache`).
     pub locations: u64,
+    /// Variants' level pages as answered (`cells::stock::levels`, in a `storage::row_cache`).
+    pub levels: u64,
     /// List orders (`storage::list_orders`).
     pub lists: u64,
     /// Search word lists (`search::words`).
@@ -190,6 +192,7 @@ impl CellShares {
         self.redb
             + self.rows
             + self.locations
+            + self.levels
             + self.lists
             + self.words
             + self.columns
@@ -265,10 +268,12 @@ impl Budget {
         let of_rest = |percent: u64| rest * percent / 100;
         let cell = CellShares {
             redb: of_rest(32),
-            rows: of_rest(21),
+            rows: of_rest(19),
             // 16 bytes a location: 1 % of a 1 GB budget holds the active locations of 10,000
             // stores of 50.
             locations: of_rest(1),
+            // 12 KB a variant at 50 locations: 2 % of a 1 GB budget holds about 1,500 pages.
+            levels: of_rest(2),
             lists: of_rest(24),
             words: of_rest(9),
             columns: of_rest(5),

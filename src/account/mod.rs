@@ -103,7 +103,7 @@ impl AccountService {
         let storage::Opened { db, syncs, .. } = storage::open_with(&dir.join("account.redb"), DATABASE, memory.redb)?;
         let db = Arc::new(db);
         // The directory keeps no product rows and no list orders: its writer caches nothing.
-        let budgets = storage::writer::Budgets { rows: 0, lists: 0, locations: 0 };
+        let budgets = storage::writer::Budgets::default();
         let (writer, thread) = Writer::start_after(db.clone(), Some(syncs), "account", budgets, None)?;
         let key = SigningKey::load_or_create(dir)?;
         let service_key = keys::load_or_create_service_key(dir)?;

@@ -158,7 +158,12 @@ impl Cell {
             db.clone(),
             Some(syncs),
             name,
-            storage::writer::Budgets { rows: memory.rows, lists: memory.lists, locations: memory.locations },
+            storage::writer::Budgets {
+                rows: memory.rows,
+                lists: memory.lists,
+                locations: memory.locations,
+                levels: memory.levels,
+            },
             floor,
         )?;
         // Before anything can send the writer a job (the indexer and publisher below can).
@@ -210,6 +215,7 @@ impl Cell {
             ("pricing", self.pricing.meter.stats()),
             ("settings", self.settings.meter.stats()),
             ("locations", self.writer.locations.meter.stats()),
+            ("levels", self.writer.levels.meter.stats()),
             ("pages", self.pages.stats()),
         ]
         .into_iter()

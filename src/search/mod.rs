@@ -379,6 +379,7 @@ pub fn reindex_offline(db: &Database, cell_dir: &Path) -> Result<u64, BoxError> 
         redb: 0,
         rows: 0,
         locations: 0,
+        levels: 0,
         lists: 0,
         words: 0,
         columns: 0,

@@ -346,7 +346,7 @@ mod tests {
         for round in 0..3u64 {
             let opened = crate::storage::open_with(&path, crate::storage::tests::CELL, crate::storage::ONE_OFF_CACHE).unwrap();
             let db = Arc::new(opened.db);
-            let budgets = Budgets { rows: 0, lists: 0, locations: 0 };
+            let budgets = Budgets::default();
             let (writer, thread) = Writer::start_after(db.clone(), Some(opened.syncs.clone()), "test", budgets, None).unwrap();
             // Concurrent writes: batches whose fsyncs overlap the next batch's work.
             let writes = (0..64u64).map(|i| {

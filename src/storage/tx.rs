@@ -47,6 +47,8 @@ pub struct Tx<'a> {
     pub(super) changed_rows: Vec<(Uuid, Uuid)>,
     /// Stores whose cached locations to drop once the transaction commits.
     pub(super) changed_locations: Vec<Uuid>,
+    /// Cached level pages to drop once the transaction commits: by store and variant.
+    pub(super) changed_levels: Vec<(Uuid, Uuid)>,
     /// Ids in commit order, for rows read back in the order they were written (events).
     ids: &'a mut CommitIds,
     /// Stores this batch appended events to.
@@ -72,6 +74,7 @@ impl<'a> Tx<'a> {
             forgotten_lists: Vec::new(),
             changed_rows: Vec::new(),
             changed_locations: Vec::new(),
+            changed_levels: Vec::new(),
             counters: HashMap::new(),
         }
     }
@@ -194,6 +197,14 @@ impl<'a> Tx<'a> {
     pub fn locations_changed(&mut self, store: Uuid) {
         if !self.changed_locations.contains(&store) {
             self.changed_locations.push(store);
+        }
+    }
+
+    /// Drops the cached level page of `variant` of `store` when the transaction commits (a
+    /// level of it was written).
+    pub fn levels_changed(&mut self, store: Uuid, variant: Uuid) {
+        if !self.changed_levels.contains(&(store, variant)) {
+            self.changed_levels.push((store, variant));
         }
     }
 

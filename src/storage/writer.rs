@@ -186,6 +186,8 @@ pub struct Budgets {
     pub lists: u64,
     /// Cached active locations ([`Writer::locations`]).
     pub locations: u64,
+    /// Cached level pages ([`Writer::levels`]).
+    pub levels: u64,
 }
 
 /// The handle request handlers write through. Cloning shares the one writer thread.
@@ -204,6 +206,10 @@ pub struct Writer {
     /// Each store's active locations in priority order (location ids end to end), under
     /// `(store, nil)`: dropped after every commit that writes a location of the store.
     pub locations: Arc<RowCache>,
+    /// Variants' level pages as answered, under `(store, variant)`: dropped after every commit
+    /// that writes a level of the variant, and with the store's every page by one that writes
+    /// a location (`cells::stock::levels::variant_page`).
+    pub levels: Arc<RowCache>,
     /// Stores that committed events since the event fan-out last looked.
     pub appended: Arc<Appended>,
     /// How the thread batches and how long its commits take.
@@ -270,7 +276,7 @@ impl Writer {
     /// `rows` and `lists` are the byte budgets of its row cache and list orders; it caches no
     /// locations (a cell's writer is started with [`Writer::start_after`]).
     pub fn start(db: Arc<Database>, name: &str, rows: u64, lists: u64) -> std::io::Result<(Writer, WriterThread)> {
-        Writer::start_after(db, None, name, Budgets { rows, lists, locations: 0 }, None)
+        Writer::start_after(db, None, name, Budgets { rows, lists, ..Budgets::default() }, None)
     }
 
     /// [`Writer::start`] whose [`Tx::commit_id`]s sort after `floor` (the latest such id the
@@ -294,7 +300,9 @@ impl Writer {
         let orders = Arc::new(ListOrders::following(budgets.lists, applied.clone()));
         let rows = Arc::new(RowCache::following(budgets.rows, applied.clone()));
         let locations = Arc::new(RowCache::following(budgets.locations, applied.clone()));
+        let levels = Arc::new(RowCache::following(budgets.levels, applied.clone()));
         let (thread_orders, thread_rows, thread_locations) = (orders.clone(), rows.clone(), locations.clone());
+        let thread_levels = levels.clone();
         let appended = Arc::new(Appended::default());
         let thread_appended = appended.clone();
         let stats = Arc::new(WriterStats::new(syncs));
@@ -306,13 +314,14 @@ impl Writer {
                 orders: &thread_orders,
                 rows: &thread_rows,
                 locations: &thread_locations,
+                levels: &thread_levels,
                 appended: &thread_appended,
                 stats: &thread_stats,
                 applied: &thread_applied,
             };
             run(&db, &receiver, &thread_gate, &derived, floor)
         })?;
-        let writer = Writer { sender, gate, committed, generations, orders, rows, locations, appended, stats, applied };
+        let writer = Writer { sender, gate, committed, generations, orders, rows, locations, levels, appended, stats, applied };
         Ok((writer, WriterThread(handle)))
     }
 
@@ -322,6 +331,7 @@ impl Writer {
         self.orders.forget(store);
         self.rows.drop_store(store);
         self.locations.drop_store(store);
+        self.levels.drop_store(store);
     }
 
     /// Runs `job` in the next batch and waits until its transaction is durable.
@@ -401,6 +411,7 @@ struct Derived<'a> {
     orders: &'a ListOrders,
     rows: &'a RowCache,
     locations: &'a RowCache,
+    levels: &'a RowCache,
     appended: &'a Appended,
     stats: &'a WriterStats,
     applied: &'a Applied,
@@ -507,6 +518,7 @@ fn commit_batch(
         let forgotten_lists = std::mem::take(&mut tx.forgotten_lists);
         let changed_rows = std::mem::take(&mut tx.changed_rows);
         let changed_locations = std::mem::take(&mut tx.changed_locations);
+        let changed_levels = std::mem::take(&mut tx.changed_levels);
         let evented = std::mem::take(&mut tx.evented);
         drop(tx);
         if let Some((i, e)) = failed {
@@ -554,8 +566,13 @@ fn commit_batch(
                 for (store, id) in changed_rows {
                     derived.rows.drop_row(store, id);
                 }
+                for (store, variant) in changed_levels {
+                    derived.levels.drop_row(store, variant);
+                }
+                // A location's change may change every variant's page (its rows and their order).
                 for store in changed_locations {
                     derived.locations.drop_row(store, Uuid::nil());
+                    derived.levels.drop_store(store);
                 }
                 derived.generations.bump(&batch.iter().map(|j| j.store).collect::<Vec<_>>());
                 derived.applied.done(stamp);

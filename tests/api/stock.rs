@@ -168,9 +168,14 @@ async fn a_store_keeps_stock_per_location_and_every_change_in_its_history() {
 
 /// The `locations` cache's (entries, bytes, hits, misses) in `/metrics`.
 async fn location_cache(app: &TestApp) -> (u64, u64, u64, u64) {
+    cache(app, "locations").await
+}
+
+/// Cache `name`'s (entries, bytes, hits, misses) in `/metrics`.
+async fn cache(app: &TestApp, name: &str) -> (u64, u64, u64, u64) {
     let text = app.metrics().await;
     let cell = app.server.as_ref().unwrap().node.cells.keys().next().unwrap().clone();
-    let key = (cell, "locations".to_string());
+    let key = (cell, name.to_string());
     let of = |family: &str| crate::system::family(&text, family)[&key];
     (of("shopcell_cache_entries"), of("shopcell_cache_bytes"), of("shopcell_cache_hits_total"), of("shopcell_cache_misses_total"))
 }
@@ -186,11 +191,11 @@ async fn a_variant_s_levels_take_the_active_locations_from_a_cache_every_locatio
     let row = |loc: &str, available: i64| (loc.to_string(), available, 0);
 
     // The first page reads the locations and keeps them (16 bytes each behind the entry's
-    // counts, and its shard's map and fill order at their first capacity); the second finds
-    // them kept.
+    // counts, and its shard's map and fill order at their first capacity); the second, of
+    // another page size, is not the variant's kept page and finds them kept.
     let (_, _, hits, misses) = location_cache(&app).await;
     assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5)]);
-    assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5)]);
+    c.get(&shop.path(&format!("/inventory-levels?variantId={mug}&limit=5")), t).await.expect(200);
     type Key = (uuid::Uuid, uuid::Uuid);
     // The shard's tables when its fill order holds up to `keys` keys (it keeps a dropped key
     // until that comes up, and grows by doubling from four).
@@ -226,4 +231,70 @@ async fn a_variant_s_levels_take_the_active_locations_from_a_cache_every_locatio
     assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5), row(&shed, 2), row(&front, 1)]);
     c.patch(&shop.path(&format!("/locations/{front}")), t, json!({"active": true})).await.expect(200);
     assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5), row(&front, 1), row(&shed, 2)]);
+}
+
+/// A variant's levels page, its body as answered.
+async fn level_page(c: &HttpClient, shop: &Shop, query: &str) -> Value {
+    c.get(&shop.path(&format!("/inventory-levels?{query}")), Some(&shop.owner.token)).await.expect(200).body
+}
+
+#[tokio::test]
+async fn a_variant_s_level_page_is_kept_until_its_levels_or_the_store_s_locations_change() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let shop = Shop::new(c).await;
+    let t = Some(shop.owner.token.as_str());
+    let home = locations(c, &shop).await[0]["id"].as_str().unwrap().to_string();
+    let mug = stocked(c, &shop, "Mug", 1200, 5).await;
+    let row = |loc: &str, available: i64, committed: i64| (loc.to_string(), available, committed);
+
+    // Read twice: the second is the kept page, byte for byte.
+    let (entries, _, hits, misses) = cache(&app, "levels").await;
+    let first = level_page(c, &shop, &format!("variantId={mug}")).await;
+    let again = level_page(c, &shop, &format!("variantId={mug}")).await;
+    assert_eq!(first, again);
+    assert_eq!(first["total"], 1);
+    let (now_entries, bytes, now_hits, now_misses) = cache(&app, "levels").await;
+    assert_eq!((now_entries, now_hits, now_misses), (entries + 1, hits + 1, misses + 1));
+    assert!(bytes > first.to_string().len() as u64, "the page is counted in the cache's share");
+
+    // Every write of the variant's levels is seen by the next read: an adjustment, an order's
+    // commitment.
+    adjust(c, &shop, &mug, &home, 2).await.expect(200);
+    assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 7, 0)]);
+    complete(c, &shop, json!([{"variantId": mug, "quantity": 3}]), &us_shipping(c, &shop).await).await.expect(201);
+    assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 4, 3)]);
+    // So is every write of a location: each variant's page gains or loses its rows.
+    let shed = create_location(c, &shop, "Shed", 5).await;
+    assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 4, 3), row(&shed, 0, 0)]);
+    // Another page of the variant is answered for what it asks, the kept one left as it was.
+    let one = level_page(c, &shop, &format!("variantId={mug}&limit=1&page=2")).await;
+    assert_eq!((one["total"].as_u64(), one["data"][0]["locationId"].as_str()), (Some(2), Some(shed.as_str())));
+    assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 4, 3), row(&shed, 0, 0)]);
+    c.patch(&shop.path(&format!("/locations/{shed}")), t, json!({"active": false})).await.expect(200);
+    assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 4, 3)]);
+
+    // A variant holding no level shows zeros, kept too; deleting its product drops the page.
+    let cup = c
+        .post(
+            &shop.path("/products"),
+            t,
+            json!({"title": "Cup", "status": "ACTIVE", "price": {"amount": 300, "currency": "USD"},
+                   "variants": [{"title": "Default", "inventoryTracked": true, "inventoryQuantity": 0}]}),
+        )
+        .await
+        .expect(201)
+        .body;
+    let cup_variant = cup["variants"][0]["id"].as_str().unwrap().to_string();
+    assert_eq!(levels(c, &shop, &cup_variant).await, vec![row(&home, 0, 0)]);
+    let (_, _, hits, _) = cache(&app, "levels").await;
+    assert_eq!(levels(c, &shop, &cup_variant).await, vec![row(&home, 0, 0)]);
+    assert_eq!(cache(&app, "levels").await.2, hits + 1, "answered from the kept page");
+    c.delete(&shop.path(&format!("/products/{}", cup["id"].as_str().unwrap())), t).await.expect(204);
+    let gone = level_page(c, &shop, &format!("variantId={cup_variant}")).await;
+    assert_eq!((gone["total"].as_u64(), gone["data"].as_array().map(Vec::len)), (Some(0), Some(0)));
+    // A variant the store does not have is never kept.
+    let (entries, ..) = cache(&app, "levels").await;
+    level_page(c, &shop, &format!("variantId={cup_variant}")).await;
+    assert_eq!(cache(&app, "levels").await.0, entries);
 }

@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use bytes::Bytes;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -24,6 +25,7 @@ use crate::storage::codec::decode;
 use crate::storage::keys::Key;
 use crate::storage::list::{ListQuery, Listed};
 use crate::storage::record::{self, Filter, FilterValue, List, Record, Sort, partition_prefix};
+use crate::storage::row_cache::Cached;
 use crate::storage::tables::{LEVEL_ORDER, LEVELS, StoreTable, VARIANTS};
 use crate::storage::tx::Tx;
 
@@ -272,7 +274,7 @@ fn apply_levels(
             created_at: old.as_ref().map_or(now, |l| l.created_at),
             updated_at: now,
         };
-        record::write(tx, store, old.as_ref(), Some(&new))?;
+        write(tx, store, old.as_ref(), Some(&new))?;
         let change = InventoryChange {
             id: tx.commit_id(now),
             variant_id: c.variant,
@@ -350,11 +352,22 @@ pub fn sync_written(
     Ok(sums)
 }
 
-/// Removes every level of a deleted variant.
+/// Writes a level in place of `old` (`None`: removed): the one writer of levels, which drops
+/// the variant's cached page ([`variant_page`]) when the write commits.
+fn write(tx: &mut Tx, store: Uuid, old: Option<&Level>, new: Option<&Level>) -> ApiResult<()> {
+    record::write(tx, store, old, new)?;
+    if let Some(variant) = new.or(old).map(|l| l.variant_id) {
+        tx.levels_changed(store, variant);
+    }
+    Ok(())
+}
+
+/// Removes every level of a deleted variant, and its cached page even if it held no level.
 fn remove_variant(tx: &mut Tx, store: Uuid, variant: Uuid) -> ApiResult<()> {
     for l in of_variant(tx, store, variant)? {
-        record::write(tx, store, Some(&l), None)?;
+        write(tx, store, Some(&l), None)?;
     }
+    tx.levels_changed(store, variant);
     Ok(())
 }
 
@@ -404,6 +417,56 @@ pub fn busy_variants(tx: &Tx, store: Uuid, location: Uuid, max: usize) -> ApiRes
         }
     }
     Ok(out)
+}
+
+/// The variant a query asks for alone (`variantId` and paging, nothing else): the one shape of
+/// `GET S/inventory-levels` whose answers are kept ([`variant_page`]).
+pub fn variant_alone(q: &ListQuery) -> Option<Uuid> {
+    match q.filters.as_slice() {
+        [(0, values)] if q.ranges.is_empty() && q.search.is_none() => match values.as_slice() {
+            [v] => Uuid::from_slice(v).ok(),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The answer to `q` asking for `variant` alone ([`variant_alone`]), as `render` writes it,
+/// kept in the cell's level pages ([`crate::storage::writer::Writer::levels`]) for the page
+/// last asked of the variant: a variant read many times between its changes (a storefront's
+/// stock per store, a warehouse screen) is answered without a read or a render. The writer
+/// drops a page with any write of the variant's levels (and its deletion), and the store's
+/// every page with a write of a location. A variant the store does not have is not kept (its
+/// making writes no level).
+pub async fn variant_page(
+    cell: &Cell,
+    store: Uuid,
+    variant: Uuid,
+    q: &ListQuery,
+    render: impl FnOnce(Listed<LevelView>) -> Vec<u8>,
+) -> ApiResult<Bytes> {
+    // The page a kept answer is for, ahead of its body.
+    let mut shape = [0u8; 16];
+    shape[..8].copy_from_slice(&(q.offset as u64).to_le_bytes());
+    shape[8..].copy_from_slice(&(q.limit as u64).to_le_bytes());
+    let cache = &cell.writer.levels;
+    let epoch = match cache.get(store, variant) {
+        Cached::Hit(kept) if kept.starts_with(&shape) => return Ok(Bytes::from_owner(kept).slice(shape.len()..)),
+        // Another page of the variant: answered afresh, the kept one left as it is.
+        Cached::Hit(_) => None,
+        Cached::Miss(epoch) => Some(epoch),
+    };
+    // The read's snapshot is taken after the lookup, as a fill asks.
+    let listed = list(cell, store, q).await?;
+    let known = listed.total > 0;
+    let body = render(listed);
+    if let Some(epoch) = epoch.filter(|_| known) {
+        let mut kept = Vec::with_capacity(shape.len() + body.len());
+        kept.extend_from_slice(&shape);
+        kept.extend_from_slice(&body);
+        cache.fill(store, variant, epoch, kept.into());
+    }
+    Ok(Bytes::from(body))
 }
 
 /// `GET S/inventory-levels`. Asked for one variant, a row per active location (zeros included,
