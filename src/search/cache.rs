@@ -123,6 +123,11 @@ impl AnswerCache {
         self.meter.stats()
     }
 
+    /// Whether answers are kept (`--answer-cache`).
+    pub fn is_enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
     /// Turns the cache off (every answer computed afresh, nothing kept) or back on; the catalog
     /// benchmark measures both.
     pub fn set_enabled(&self, on: bool) {

@@ -297,4 +297,13 @@ async fn a_variant_s_level_page_is_kept_until_its_levels_or_the_store_s_location
     let (entries, ..) = cache(&app, "levels").await;
     level_page(c, &shop, &format!("variantId={cup_variant}")).await;
     assert_eq!(cache(&app, "levels").await.0, entries);
+
+    // Kept answers off (`--answer-cache false`): every page is read and rendered, none looked up.
+    app.server.as_ref().unwrap().node.cells.values().next().unwrap().pages.set_enabled(false);
+    let before = cache(&app, "levels").await;
+    adjust(c, &shop, &mug, &home, 1).await.expect(200);
+    assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5, 3)]);
+    assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5, 3)]);
+    let after = cache(&app, "levels").await;
+    assert_eq!((after.0, after.2, after.3), (before.0 - 1, before.2, before.3), "the adjusted page dropped, none kept");
 }

@@ -437,7 +437,8 @@ pub fn variant_alone(q: &ListQuery) -> Option<Uuid> {
 /// stock per store, a warehouse screen) is answered without a read or a render. The writer
 /// drops a page with any write of the variant's levels (and its deletion), and the store's
 /// every page with a write of a location. A variant the store does not have is not kept (its
-/// making writes no level).
+/// making writes no level). Kept answers are one switch (`--answer-cache`, which the product
+/// list pages' cache holds): off, every page is read and rendered.
 pub async fn variant_page(
     cell: &Cell,
     store: Uuid,
@@ -449,6 +450,9 @@ pub async fn variant_page(
     let mut shape = [0u8; 16];
     shape[..8].copy_from_slice(&(q.offset as u64).to_le_bytes());
     shape[8..].copy_from_slice(&(q.limit as u64).to_le_bytes());
+    if !cell.pages.is_enabled() {
+        return Ok(Bytes::from(render(list(cell, store, q).await?)));
+    }
     let cache = &cell.writer.levels;
     let epoch = match cache.get(store, variant) {
         Cached::Hit(kept) if kept.starts_with(&shape) => return Ok(Bytes::from_owner(kept).slice(shape.len()..)),
