@@ -180,14 +180,19 @@ async fn cache(app: &TestApp, name: &str) -> (u64, u64, u64, u64) {
     (of("shopcell_cache_entries"), of("shopcell_cache_bytes"), of("shopcell_cache_hits_total"), of("shopcell_cache_misses_total"))
 }
 
+/// A shop whose one location holds 5 of a mug: the app, the shop, the location, the variant.
+async fn shop_with_a_mug() -> (TestApp, Shop, String, String) {
+    let app = spawn_app().await;
+    let shop = Shop::new(&app.client).await;
+    let home = locations(&app.client, &shop).await[0]["id"].as_str().unwrap().to_string();
+    let mug = stocked(&app.client, &shop, "Mug", 1200, 5).await;
+    (app, shop, home, mug)
+}
+
 #[tokio::test]
 async fn a_variant_s_levels_take_the_active_locations_from_a_cache_every_location_write_refreshes() {
-    let app = spawn_app().await;
-    let c = &app.client;
-    let shop = Shop::new(c).await;
-    let t = Some(shop.owner.token.as_str());
-    let home = locations(c, &shop).await[0]["id"].as_str().unwrap().to_string();
-    let mug = stocked(c, &shop, "Mug", 1200, 5).await;
+    let (app, shop, home, mug) = shop_with_a_mug().await;
+    let (c, t) = (&app.client, Some(shop.owner.token.as_str()));
     let row = |loc: &str, available: i64| (loc.to_string(), available, 0);
 
     // The first page reads the locations and keeps them (16 bytes each behind the entry's
@@ -240,12 +245,8 @@ async fn level_page(c: &HttpClient, shop: &Shop, query: &str) -> Value {
 
 #[tokio::test]
 async fn a_variant_s_level_page_is_kept_until_its_levels_or_the_store_s_locations_change() {
-    let app = spawn_app().await;
-    let c = &app.client;
-    let shop = Shop::new(c).await;
-    let t = Some(shop.owner.token.as_str());
-    let home = locations(c, &shop).await[0]["id"].as_str().unwrap().to_string();
-    let mug = stocked(c, &shop, "Mug", 1200, 5).await;
+    let (app, shop, home, mug) = shop_with_a_mug().await;
+    let (c, t) = (&app.client, Some(shop.owner.token.as_str()));
     let row = |loc: &str, available: i64, committed: i64| (loc.to_string(), available, committed);
 
     // Read twice: the second is the kept page, byte for byte.
