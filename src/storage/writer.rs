@@ -214,7 +214,8 @@ pub struct Writer {
     pub appended: Arc<Appended>,
     /// How the thread batches and how long its commits take.
     pub stats: Arc<WriterStats>,
-    /// The numbers of the batches changing what is kept in memory, which its readers wait for.
+    /// The numbers of its batches: a reader of what it keeps in memory waits until the batch
+    /// its snapshot sees has been applied.
     pub applied: Arc<Applied>,
 }
 
@@ -325,8 +326,9 @@ impl Writer {
         Ok((writer, WriterThread(handle)))
     }
 
-    /// Forgets what is kept of `store` beside its rows (list orders, cached rows and locations):
-    /// its rows were replaced wholesale (a move, an import), not through commits that drop them.
+    /// Forgets what is kept of `store` beside its rows (list orders, cached rows, locations and
+    /// level pages): its rows were replaced wholesale (a move, an import), not through commits
+    /// that drop them.
     pub fn forget_store(&self, store: Uuid) {
         self.orders.forget(store);
         self.rows.drop_store(store);

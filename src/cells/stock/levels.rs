@@ -446,13 +446,13 @@ pub async fn variant_page(
     q: &ListQuery,
     render: impl FnOnce(Listed<LevelView>) -> Vec<u8>,
 ) -> ApiResult<Bytes> {
+    if !cell.pages.is_enabled() {
+        return Ok(Bytes::from(render(list(cell, store, q).await?)));
+    }
     // The page a kept answer is for, ahead of its body.
     let mut shape = [0u8; 16];
     shape[..8].copy_from_slice(&(q.offset as u64).to_le_bytes());
     shape[8..].copy_from_slice(&(q.limit as u64).to_le_bytes());
-    if !cell.pages.is_enabled() {
-        return Ok(Bytes::from(render(list(cell, store, q).await?)));
-    }
     let cache = &cell.writer.levels;
     let epoch = match cache.get(store, variant) {
         Cached::Hit(kept) if kept.starts_with(&shape) => return Ok(Bytes::from_owner(kept).slice(shape.len()..)),
