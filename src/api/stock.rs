@@ -100,10 +100,12 @@ async fn update(cx: Ctx) -> ApiResult<Json<LocationView>> {
 async fn list_levels(cx: Ctx, q: ListOf<Level>) -> ApiResult<Rendered<Page<LevelView>>> {
     let s = cx.scope()?;
     let render = |listed| q.page(listed).to_json_with(LevelView::JSON_BYTES, |out, l: &LevelView| l.write_json(out));
-    Ok(Rendered::new(match levels::variant_alone(&q.query) {
-        Some(variant) => levels::variant_page(&s.cell, s.id, variant, &q.query, render).await?,
-        None => render(levels::list(&s.cell, s.id, &q.query).await?).into(),
-    }))
+    Ok(match levels::variant_alone(&q.query) {
+        Some(variant) => {
+            Rendered::answer(levels::variant_page(&s.cell, s.id, variant, &q.query, cx.accepted_coding(), render).await?)
+        }
+        None => Rendered::new(render(levels::list(&s.cell, s.id, &q.query).await?)),
+    })
 }
 
 async fn adjust(cx: Ctx) -> ApiResult<Json<LevelView>> {

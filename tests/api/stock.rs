@@ -299,12 +299,35 @@ async fn a_variant_s_level_page_is_kept_until_its_levels_or_the_store_s_location
     level_page(c, &shop, &format!("variantId={cup_variant}")).await;
     assert_eq!(cache(&app, "levels").await.0, entries);
 
+    // Kept compressed for the request that filled it: the next one accepting gzip gets the same
+    // bytes, one accepting nothing the plain body of the same page (of five rows: a body of
+    // less than 1 KiB is never compressed).
+    for bay in 1..=4 {
+        create_location(c, &shop, &format!("Bay {bay}"), 10 + bay).await;
+    }
+    adjust(c, &shop, &mug, &home, 1).await.expect(200);
+    let path = shop.path(&format!("/inventory-levels?variantId={mug}"));
+    let gzip = || c.send(hyper::Method::GET, &path, t, &[("accept-encoding", "gzip")], None);
+    let (_, _, hits, misses) = cache(&app, "levels").await;
+    let (first, again) = (gzip().await.expect(200), gzip().await.expect(200));
+    assert_eq!(first.headers["content-encoding"], "gzip");
+    assert_eq!(again.headers["content-encoding"], "gzip");
+    assert_eq!(first.raw, again.raw);
+    let mut unpacked = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&again.raw[..]), &mut unpacked).unwrap();
+    let plain = c.get(&path, t).await.expect(200);
+    assert!(plain.headers.get("content-encoding").is_none());
+    assert_eq!(unpacked, plain.raw.to_vec());
+    assert_eq!(plain.body["data"][0]["available"], 5);
+    let (_, _, now_hits, now_misses) = cache(&app, "levels").await;
+    assert_eq!((now_hits, now_misses), (hits + 2, misses + 1), "one fill, then the gzip and the plain request from it");
+
     // Kept answers off (`--answer-cache false`): every page is read and rendered, none looked up.
     app.server.as_ref().unwrap().node.cells.values().next().unwrap().pages.set_enabled(false);
     let before = cache(&app, "levels").await;
     adjust(c, &shop, &mug, &home, 1).await.expect(200);
-    assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5, 3)]);
-    assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5, 3)]);
+    assert_eq!(levels(c, &shop, &mug).await[0], row(&home, 6, 3));
+    assert_eq!(levels(c, &shop, &mug).await[0], row(&home, 6, 3));
     let after = cache(&app, "levels").await;
     assert_eq!((after.0, after.2, after.3), (before.0 - 1, before.2, before.3), "the adjusted page dropped, none kept");
 }

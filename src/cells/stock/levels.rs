@@ -5,6 +5,7 @@
 //! (orders, fulfillments, returns, transfers, purchase orders) calls it.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use schemars::JsonSchema;
@@ -21,6 +22,7 @@ use crate::domain::product::Product;
 use crate::domain::stock::{Actor, Location, Quantities, Reason, Why};
 use crate::domain::time::rfc3339;
 use crate::error::{ApiError, ApiResult, Code};
+use crate::http::compress::{self, Answer, Coding};
 use crate::storage::codec::decode;
 use crate::storage::keys::Key;
 use crate::storage::list::{ListQuery, Listed};
@@ -432,45 +434,100 @@ pub fn variant_alone(q: &ListQuery) -> Option<Uuid> {
 }
 
 /// The answer to `q` asking for `variant` alone ([`variant_alone`]), as `render` writes it,
-/// kept in the cell's level pages ([`crate::storage::writer::Writer::levels`]) for the page
-/// last asked of the variant: a variant read many times between its changes (a storefront's
-/// stock per store, a warehouse screen) is answered without a read or a render. The writer
-/// drops a page with any write of the variant's levels (and its deletion), and the store's
-/// every page with a write of a location. A variant the store does not have is not kept (its
-/// making writes no level). Kept answers are one switch (`--answer-cache`, which the product
-/// list pages' cache holds): off, every page is read and rendered.
+/// compressed in `coding` when the request accepts one, kept in the cell's level pages
+/// ([`crate::storage::writer::Writer::levels`]) for the page last asked of the variant: a
+/// variant read many times between its changes (a storefront's stock per store, a warehouse
+/// screen) is answered without a read, a render or a compression. The writer drops a page with
+/// any write of the variant's levels (and its deletion), and the store's every page with a
+/// write of a location. A variant the store does not have is not kept (its making writes no
+/// level). Kept answers are one switch (`--answer-cache`, which the product list pages' cache
+/// holds): off, every page is read and rendered.
 pub async fn variant_page(
     cell: &Cell,
     store: Uuid,
     variant: Uuid,
     q: &ListQuery,
+    coding: Option<Coding>,
     render: impl FnOnce(Listed<LevelView>) -> Vec<u8>,
-) -> ApiResult<Bytes> {
+) -> ApiResult<Answer> {
     if !cell.pages.is_enabled() {
-        return Ok(Bytes::from(render(list(cell, store, q).await?)));
+        return Ok(Answer { body: render(list(cell, store, q).await?).into(), coding: None });
     }
-    // The page a kept answer is for, ahead of its body.
-    let mut shape = [0u8; 16];
-    shape[..8].copy_from_slice(&(q.offset as u64).to_le_bytes());
-    shape[8..].copy_from_slice(&(q.limit as u64).to_le_bytes());
+    let shape = KeptPage::shape(q);
     let cache = &cell.writer.levels;
     let epoch = match cache.get(store, variant) {
-        Cached::Hit(kept) if kept.starts_with(&shape) => return Ok(Bytes::from_owner(kept).slice(shape.len()..)),
-        // Another page of the variant: answered afresh, the kept one left as it is.
-        Cached::Hit(_) => None,
+        Cached::Hit(kept) => match KeptPage::answer(kept, &shape, coding) {
+            Some(answer) => return Ok(answer),
+            // Another page of the variant: answered afresh, the kept one left as it is.
+            None => None,
+        },
         Cached::Miss(epoch) => Some(epoch),
     };
     // The read's snapshot is taken after the lookup, as a fill asks.
     let listed = list(cell, store, q).await?;
     let known = listed.total > 0;
-    let body = render(listed);
+    let plain = Bytes::from(render(listed));
+    let packed = coding.and_then(|c| compress::pack(&plain, c).map(|p| (c, p)));
     if let Some(epoch) = epoch.filter(|_| known) {
-        let mut kept = Vec::with_capacity(shape.len() + body.len());
-        kept.extend_from_slice(&shape);
-        kept.extend_from_slice(&body);
-        cache.fill(store, variant, epoch, kept.into());
+        cache.fill(store, variant, epoch, KeptPage::bytes(&shape, &plain, packed.as_ref()));
     }
-    Ok(Bytes::from(body))
+    Ok(match packed {
+        Some((c, p)) => Answer { body: p, coding: Some(c) },
+        None => Answer { body: plain, coding: None },
+    })
+}
+
+/// A kept level page: the page it answers (offset and limit, u64 LE each), the coding of its
+/// compressed body (0: none, 1: gzip, 2: brotli), the plain body's length (u64 LE), the plain
+/// body, then the compressed one, made for the request that filled it.
+struct KeptPage;
+
+impl KeptPage {
+    const HEAD: usize = 16 + 1 + 8;
+
+    fn shape(q: &ListQuery) -> [u8; 16] {
+        let mut shape = [0u8; 16];
+        shape[..8].copy_from_slice(&(q.offset as u64).to_le_bytes());
+        shape[8..].copy_from_slice(&(q.limit as u64).to_le_bytes());
+        shape
+    }
+
+    fn bytes(shape: &[u8; 16], plain: &[u8], packed: Option<&(Coding, Bytes)>) -> Arc<[u8]> {
+        let coding = match packed {
+            None => 0,
+            Some((Coding::Gzip, _)) => 1,
+            Some((Coding::Brotli, _)) => 2,
+        };
+        let packed = packed.map_or(&[][..], |(_, p)| &p[..]);
+        let mut out = Vec::with_capacity(Self::HEAD + plain.len() + packed.len());
+        out.extend_from_slice(shape);
+        out.push(coding);
+        out.extend_from_slice(&(plain.len() as u64).to_le_bytes());
+        out.extend_from_slice(plain);
+        out.extend_from_slice(packed);
+        out.into()
+    }
+
+    /// The answer `kept` gives a request for page `shape` accepting `coding`: its compressed
+    /// body when made in that coding, else its plain one (compressed on the way out, as any
+    /// answer); `None` when it is another page.
+    fn answer(kept: Arc<[u8]>, shape: &[u8; 16], coding: Option<Coding>) -> Option<Answer> {
+        if kept.len() < Self::HEAD || kept[..16] != shape[..] {
+            return None;
+        }
+        let made = match kept[16] {
+            1 => Some(Coding::Gzip),
+            2 => Some(Coding::Brotli),
+            _ => None,
+        };
+        let len = u64::from_le_bytes(kept[17..Self::HEAD].try_into().ok()?) as usize;
+        let end = Self::HEAD.checked_add(len).filter(|end| *end <= kept.len())?;
+        let all = Bytes::from_owner(kept);
+        Some(match made.filter(|m| Some(*m) == coding) {
+            Some(c) => Answer { body: all.slice(end..), coding: Some(c) },
+            None => Answer { body: all.slice(Self::HEAD..end), coding: None },
+        })
+    }
 }
 
 /// `GET S/inventory-levels`. Asked for one variant, a row per active location (zeros included,
@@ -530,10 +587,32 @@ pub async fn list(cell: &Cell, store: Uuid, q: &ListQuery) -> ApiResult<Listed<L
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
     use proptest::prelude::*;
 
-    use super::LevelView;
+    use super::{KeptPage, LevelView};
     use crate::http::Page;
+    use crate::http::compress::{Answer, Coding};
+
+    #[test]
+    fn a_kept_page_answers_its_own_page_in_the_coding_it_was_made_in_else_plain() {
+        let (page, other) = ([1u8; 16], [2u8; 16]);
+        let plain = Bytes::from_static(b"{\"data\":[]}");
+        let packed = (Coding::Gzip, Bytes::from_static(b"packed"));
+        let kept = KeptPage::bytes(&page, &plain, Some(&packed));
+        let gzip = Answer { body: packed.1.clone(), coding: Some(Coding::Gzip) };
+        assert_eq!(KeptPage::answer(kept.clone(), &page, Some(Coding::Gzip)), Some(gzip));
+        let as_is = Answer { body: plain.clone(), coding: None };
+        assert_eq!(KeptPage::answer(kept.clone(), &page, Some(Coding::Brotli)), Some(as_is.clone()));
+        assert_eq!(KeptPage::answer(kept.clone(), &page, None), Some(as_is.clone()));
+        assert_eq!(KeptPage::answer(kept.clone(), &other, None), None, "another page");
+        // Cut anywhere, it answers nothing rather than a wrong body.
+        for cut in 0..KeptPage::HEAD + plain.len() {
+            assert_eq!(KeptPage::answer(kept[..cut].into(), &page, None), None, "cut at {cut}");
+        }
+        let unpacked = KeptPage::bytes(&page, &plain, None);
+        assert_eq!(KeptPage::answer(unpacked, &page, Some(Coding::Gzip)), Some(as_is));
+    }
 
     fn level() -> impl Strategy<Value = LevelView> {
         let time = proptest::option::of(prop_oneof!["2026-11-27T12:00:00.123Z", "a\"quoted\\\\time\n"]);
