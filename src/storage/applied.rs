@@ -12,17 +12,18 @@
 //! finding a batch pending reads the number its own fresh snapshot sees and waits until the
 //! writer has applied that one: it waits only between a commit's visibility and its
 //! application (microseconds), never through a commit and its fsync, which would stall reads
-//! under write load. With nothing pending a read costs two atomic loads.
+//! under write load. So short a wait yields the thread rather than parking it, the same for
+//! async readers (lists) and synchronous ones (cached rows, generations). With nothing pending
+//! a read costs two atomic loads.
 //!
 //! Every state a client observed before its read began was visible to any snapshot taken
 //! after that, so the number read is at least its batch's: the lists and caches hold it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redb::{Database, ReadableDatabase, TableError, WriteTransaction};
-use tokio::sync::Notify;
 
 use crate::error::{ApiError, ApiResult};
 use crate::storage::tables::META;
@@ -44,7 +45,6 @@ pub struct Applied {
     pending: AtomicU64,
     /// The last number whose changes lists and caches hold (or whose commit failed).
     applied: AtomicU64,
-    caught_up: Notify,
 }
 
 impl Applied {
@@ -52,12 +52,11 @@ impl Applied {
     /// are filled from committed rows, so every batch before the start is held).
     pub fn of(db: Arc<Database>) -> ApiResult<Applied> {
         let last = visible(&db)?;
-        Ok(Applied { db: Some(db), pending: AtomicU64::new(last), applied: AtomicU64::new(last), caught_up: Notify::new() })
+        Ok(Applied { db: Some(db), pending: AtomicU64::new(last), applied: AtomicU64::new(last) })
     }
 
     /// Writer, before committing a batch's `txn`: its number, written in `txn` and noted as
-    /// pending. Pass it to [`Applied::done`] once the commit has ended,
-    /// whatever its result.
+    /// pending. Pass it to [`Applied::done`] once the commit has ended, whatever its result.
     pub fn stamp(&self, txn: &WriteTransaction) -> ApiResult<u64> {
         let n = self.pending.load(Ordering::Relaxed).saturating_add(1);
         txn.open_table(META)?.insert(ROW, n.to_le_bytes().as_slice())?;
@@ -69,57 +68,30 @@ impl Applied {
     /// Writer: lists and caches hold batch `n` (or its commit failed and nobody can see it).
     pub fn done(&self, n: u64) {
         self.applied.store(n, Ordering::SeqCst);
-        self.caught_up.notify_waiters();
     }
 
-    /// Waits until lists and caches hold every batch a snapshot taken now sees.
-    pub async fn caught_up(&self) -> ApiResult<()> {
-        let Some(seen) = self.behind()? else { return Ok(()) };
-        let wait = async {
-            loop {
-                let notified = self.caught_up.notified();
-                let mut notified = std::pin::pin!(notified);
-                // Registered before the check, so a `done` between the two is not missed.
-                notified.as_mut().enable();
-                if self.applied.load(Ordering::SeqCst) >= seen {
-                    return;
-                }
-                notified.await;
-            }
-        };
-        if tokio::time::timeout(PATIENCE, wait).await.is_err() {
-            late(seen);
+    /// Waits until lists and caches hold every batch a snapshot taken now sees: `false` when it
+    /// gave up after [`PATIENCE`] (logged) and the read goes on with them as they are. A
+    /// failure to read the number is left to the read that follows, which meets the same
+    /// database.
+    pub fn caught_up(&self) -> bool {
+        if self.applied.load(Ordering::SeqCst) >= self.pending.load(Ordering::SeqCst) {
+            return true;
         }
-        Ok(())
-    }
-
-    /// [`Applied::caught_up`] for a synchronous read (a cached row): the wait is a moment, so
-    /// it yields the thread rather than parking. A failure to read the number is left to the
-    /// read that follows, which meets the same database.
-    pub fn caught_up_now(&self) {
-        let Ok(Some(seen)) = self.behind() else { return };
-        let started = std::time::Instant::now();
+        let Some(seen) = self.db.as_deref().and_then(|db| visible(db).ok()) else { return true };
+        let started = Instant::now();
         while self.applied.load(Ordering::SeqCst) < seen {
             if started.elapsed() > PATIENCE {
-                return late(seen);
+                tracing::warn!(
+                    batch = seen,
+                    "the writer did not apply a committed batch to its lists and caches in time; read as they are"
+                );
+                return false;
             }
             std::thread::yield_now();
         }
+        true
     }
-
-    /// The number to wait for, if a batch a snapshot taken now sees is not yet applied.
-    fn behind(&self) -> ApiResult<Option<u64>> {
-        if self.applied.load(Ordering::SeqCst) >= self.pending.load(Ordering::SeqCst) {
-            return Ok(None);
-        }
-        let Some(db) = &self.db else { return Ok(None) };
-        let seen = visible(db)?;
-        Ok((self.applied.load(Ordering::SeqCst) < seen).then_some(seen))
-    }
-}
-
-fn late(seen: u64) {
-    tracing::warn!(batch = seen, "the writer did not apply a committed batch to its lists and caches in time; read as they are");
 }
 
 /// The number of the last batch a snapshot of `db` taken now sees.
@@ -137,75 +109,55 @@ fn visible(db: &Database) -> ApiResult<u64> {
 
 #[cfg(test)]
 mod tests {
-    use std::future::Future;
-    use std::task::{Context, Poll, Waker};
+    use std::sync::atomic::AtomicBool;
 
     use super::*;
     use crate::storage::open;
 
-    fn poll<F: Future>(f: std::pin::Pin<&mut F>) -> Poll<F::Output> {
-        f.poll(&mut Context::from_waker(Waker::noop()))
-    }
-
-    #[tokio::test]
-    async fn a_read_waits_for_a_visible_batch_until_applied_never_for_one_committing() {
+    fn database() -> (tempfile::TempDir, Arc<Database>) {
         let dir = tempfile::tempdir().unwrap();
-        let db =
-            Arc::new(open(&dir.path().join("cell.redb"), crate::storage::tests::CELL, crate::storage::ONE_OFF_CACHE).unwrap());
-        let applied = Applied::of(db.clone()).unwrap();
-        assert!(poll(std::pin::pin!(applied.caught_up())).is_ready(), "nothing pending");
-
-        // Stamped, not yet committed: no snapshot sees it, so a read does not wait for it.
-        let txn = db.begin_write().unwrap();
-        let n = applied.stamp(&txn).unwrap();
-        assert_eq!(n, 1);
-        assert!(matches!(poll(std::pin::pin!(applied.caught_up())), Poll::Ready(Ok(()))), "a commit is not waited through");
-
-        // Committed, not yet applied: a read waits, and goes on once the lists hold it.
-        txn.commit().unwrap();
-        let mut read = std::pin::pin!(applied.caught_up());
-        assert!(poll(read.as_mut()).is_pending(), "a visible batch the lists lack is waited for");
-        applied.done(n);
-        assert!(matches!(poll(read.as_mut()), Poll::Ready(Ok(()))));
-
-        // A failed commit is marked done too: nothing waits on it.
-        let txn = db.begin_write().unwrap();
-        let failed = applied.stamp(&txn).unwrap();
-        txn.abort().unwrap();
-        applied.done(failed);
-        assert!(poll(std::pin::pin!(applied.caught_up())).is_ready());
+        let path = dir.path().join("cell.redb");
+        (dir, Arc::new(open(&path, crate::storage::tests::CELL, crate::storage::ONE_OFF_CACHE).unwrap()))
     }
 
     #[test]
-    fn a_synchronous_read_waits_for_a_visible_batch_until_applied() {
-        use std::sync::atomic::AtomicBool;
-        let dir = tempfile::tempdir().unwrap();
-        let db =
-            Arc::new(open(&dir.path().join("cell.redb"), crate::storage::tests::CELL, crate::storage::ONE_OFF_CACHE).unwrap());
+    fn a_read_waits_for_a_visible_batch_until_applied_never_for_one_committing() {
+        let (_dir, db) = database();
         let applied = Applied::of(db.clone()).unwrap();
+        assert!(applied.caught_up(), "nothing pending");
+
+        // Stamped, not yet committed: no snapshot sees it, so a read does not wait for it (one
+        // that did would give up: nothing applies it).
         let txn = db.begin_write().unwrap();
         let n = applied.stamp(&txn).unwrap();
-        applied.caught_up_now(); // committing: not waited for
+        assert_eq!(n, 1);
+        assert!(applied.caught_up(), "a commit is not waited through");
+
+        // Committed, not yet applied: a read waits, and goes on once the lists hold it.
         txn.commit().unwrap();
         let (started, released) = (std::sync::Barrier::new(2), AtomicBool::new(false));
         std::thread::scope(|s| {
             let reader = s.spawn(|| {
                 started.wait();
-                applied.caught_up_now();
-                released.load(Ordering::SeqCst)
+                applied.caught_up() && released.load(Ordering::SeqCst)
             });
             started.wait();
             released.store(true, Ordering::SeqCst);
             applied.done(n);
             assert!(reader.join().unwrap(), "the read went on only once the batch was applied");
         });
+
+        // A failed commit is marked done too: nothing waits on it.
+        let txn = db.begin_write().unwrap();
+        let failed = applied.stamp(&txn).unwrap();
+        txn.abort().unwrap();
+        applied.done(failed);
+        assert!(applied.caught_up());
     }
 
     #[test]
     fn numbering_goes_on_from_the_last_committed_batch_after_a_reopen() {
-        let dir = tempfile::tempdir().unwrap();
-        let db =
-            Arc::new(open(&dir.path().join("cell.redb"), crate::storage::tests::CELL, crate::storage::ONE_OFF_CACHE).unwrap());
+        let (_dir, db) = database();
         let first = Applied::of(db.clone()).unwrap();
         for _ in 0..3 {
             let txn = db.begin_write().unwrap();
@@ -215,7 +167,7 @@ mod tests {
         }
         let again = Applied::of(db.clone()).unwrap();
         assert_eq!(visible(&db).unwrap(), 3);
-        assert!(poll(std::pin::pin!(again.caught_up())).is_ready(), "the lists built after a start hold what was committed");
+        assert!(again.caught_up(), "the lists built after a start hold what was committed");
         let txn = db.begin_write().unwrap();
         assert_eq!(again.stamp(&txn).unwrap(), 4);
     }

@@ -133,13 +133,13 @@ impl RowCache {
 
     /// The row of `(store, id)`, or the epoch to fill it at.
     pub fn get(&self, store: Uuid, id: Uuid) -> Cached {
-        self.applied.caught_up_now();
+        self.applied.caught_up();
         self.get_applied(store, id)
     }
 
     /// The rows of `ids` of `store`, each as [`RowCache::get`] finds it, waiting once.
     pub fn get_all<'a>(&'a self, store: Uuid, ids: &'a [Uuid]) -> impl Iterator<Item = Cached> + 'a {
-        self.applied.caught_up_now();
+        self.applied.caught_up();
         ids.iter().map(move |id| self.get_applied(store, *id))
     }
 

@@ -203,9 +203,9 @@ impl<'a> Tx<'a> {
     /// Drops the cached level page of `variant` of `store` when the transaction commits (a
     /// level of it was written).
     pub fn levels_changed(&mut self, store: Uuid, variant: Uuid) {
-        if !self.changed_levels.contains(&(store, variant)) {
-            self.changed_levels.push((store, variant));
-        }
+        // Not deduplicated (a batch may write many variants' levels): a page dropped twice is
+        // dropped once.
+        self.changed_levels.push((store, variant));
     }
 
     /// Reads a counter (0 when absent).

@@ -166,11 +166,6 @@ async fn a_store_keeps_stock_per_location_and_every_change_in_its_history() {
     assert_eq!(placed["total"], 2);
 }
 
-/// The `locations` cache's (entries, bytes, hits, misses) in `/metrics`.
-async fn location_cache(app: &TestApp) -> (u64, u64, u64, u64) {
-    cache(app, "locations").await
-}
-
 /// Cache `name`'s (entries, bytes, hits, misses) in `/metrics`.
 async fn cache(app: &TestApp, name: &str) -> (u64, u64, u64, u64) {
     let text = app.metrics().await;
@@ -198,7 +193,7 @@ async fn a_variant_s_levels_take_the_active_locations_from_a_cache_every_locatio
     // The first page reads the locations and keeps them (16 bytes each behind the entry's
     // counts, and its shard's map and fill order at their first capacity); the second, of
     // another page size, is not the variant's kept page and finds them kept.
-    let (_, _, hits, misses) = location_cache(&app).await;
+    let (_, _, hits, misses) = cache(&app, "locations").await;
     assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5)]);
     c.get(&shop.path(&format!("/inventory-levels?variantId={mug}&limit=5")), t).await.expect(200);
     type Key = (uuid::Uuid, uuid::Uuid);
@@ -208,7 +203,7 @@ async fn a_variant_s_levels_take_the_active_locations_from_a_cache_every_locatio
         shopcell::memory::map_bytes::<Key, std::sync::Arc<[u8]>>(3) + shopcell::memory::allocated(keys * size_of::<Key>())
     };
     let kept = |locations: usize, keys: usize| (shopcell::memory::shared_bytes(16 * locations) + shard(keys)) as u64;
-    assert_eq!(location_cache(&app).await, (1, kept(1, 4), hits + 1, misses + 1));
+    assert_eq!(cache(&app, "locations").await, (1, kept(1, 4), hits + 1, misses + 1));
 
     // Every write of a location is seen by the next page: a new one, a priority changed (the
     // order), one deactivated; a level written is not a location write and keeps the entry.
@@ -219,13 +214,13 @@ async fn a_variant_s_levels_take_the_active_locations_from_a_cache_every_locatio
     c.patch(&shop.path(&format!("/locations/{front}")), t, json!({"priority": 9})).await.expect(200);
     assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5), row(&shed, 0), row(&front, 0)]);
     adjust(c, &shop, &mug, &shed, 2).await.expect(200);
-    let (_, _, hits, misses) = location_cache(&app).await;
+    let (_, _, hits, misses) = cache(&app, "locations").await;
     assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5), row(&shed, 2), row(&front, 0)]);
     // Four fills so far, each after a location write.
-    assert_eq!(location_cache(&app).await, (1, kept(3, 4), hits + 1, misses), "an adjustment leaves the locations kept");
+    assert_eq!(cache(&app, "locations").await, (1, kept(3, 4), hits + 1, misses), "an adjustment leaves the locations kept");
     c.patch(&shop.path(&format!("/locations/{front}")), t, json!({"active": false})).await.expect(200);
     assert_eq!(levels(c, &shop, &mug).await, vec![row(&home, 5), row(&shed, 2)]);
-    assert_eq!(location_cache(&app).await.1, kept(2, 8), "the fifth fill: the order's ring doubled");
+    assert_eq!(cache(&app, "locations").await.1, kept(2, 8), "the fifth fill: the order's ring doubled");
 
     // A level at an inactive location follows the active ones: activated again, it takes its
     // place by priority.

@@ -415,7 +415,7 @@ impl ListOrders {
         T: Send + 'static,
         B: Into<Built>,
     {
-        self.applied.caught_up().await?;
+        self.applied.caught_up();
         let tick = self.clock.fetch_add(1, Ordering::Relaxed);
         let saved = loop {
             let look = match self.lists.read().map_err(|_| poisoned())?.get(&id) {

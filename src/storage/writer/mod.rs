@@ -153,7 +153,7 @@ impl Generations {
 
     /// The current generation of `store` (only ever grows).
     pub fn get(&self, store: Uuid) -> u64 {
-        self.applied.caught_up_now();
+        self.applied.caught_up();
         let own = self.stores.read().map(|m| m.get(&store).copied().unwrap_or(0)).unwrap_or(0);
         own + self.global.load(Ordering::Acquire)
     }
@@ -161,7 +161,7 @@ impl Generations {
     /// The generation moved on by every commit of a job that names no store (all of the
     /// account directory's).
     pub fn global(&self) -> u64 {
-        self.applied.caught_up_now();
+        self.applied.caught_up();
         self.global.load(Ordering::Acquire)
     }
 
