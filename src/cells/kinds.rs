@@ -6,6 +6,7 @@ use redb::{ReadTransaction, WriteTransaction};
 use uuid::Uuid;
 
 use crate::error::ApiResult;
+use crate::storage::list_names::RowShape;
 use crate::storage::record::{self, Record};
 use crate::storage::tables::StoreTable;
 
@@ -19,10 +20,23 @@ pub struct Kind {
     pub recount: fn(&ReadTransaction, &[Uuid]) -> ApiResult<Vec<String>>,
     /// Writes its order rows from its records.
     pub refill_order: fn(&WriteTransaction) -> Result<(), redb::Error>,
+    /// How its order rows are laid out, if it is listed: what builds its lists by name needs.
+    pub shape: fn() -> Option<RowShape>,
 }
 
 const fn kind<R: Record>() -> Kind {
-    Kind { table: R::TABLE, order: R::LIST.order, recount: record::recount::<R>, refill_order: record::refill_order::<R> }
+    Kind {
+        table: R::TABLE,
+        order: R::LIST.order,
+        recount: record::recount::<R>,
+        refill_order: record::refill_order::<R>,
+        shape: record::row_shape::<R>,
+    }
+}
+
+/// How the rows of order table `order` are laid out: its record kind's [`RowShape`].
+pub fn row_shape(order: StoreTable) -> Option<RowShape> {
+    KINDS.iter().find(|k| k.order.is_some_and(|o| o.index == order.index)).and_then(|k| (k.shape)())
 }
 
 /// Every record kind of a cell.

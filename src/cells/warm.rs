@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use crate::cells::Cell;
-use crate::cells::products;
+use crate::cells::{Cell, kinds, products};
+use crate::storage::list_names::ListParts;
 use crate::storage::list_orders::{ListId, ListName, read_id, write_id};
 
 /// Lists warmed at most: beyond these, the budget would be spent on lists nobody asked for yet.
@@ -114,9 +114,10 @@ impl Cell {
                 let warming = match &list {
                     ListName::Product(n) => products::warm_product_list(&cell, store, *n).await,
                     ListName::Record(name) => {
+                        let Some(shape) = ListParts::of(name).and_then(|p| kinds::row_shape(p.order)) else { continue };
                         let (db, name) = (cell.db.clone(), name.clone());
                         let now = cell.clock.now_ms();
-                        let build = move || crate::storage::list::build_list(&db, store, &name, None, now);
+                        let build = move || crate::storage::list::build_list(&db, store, &name, shape, None, now);
                         cell.writer.orders.read((store, list.clone()), now, build, |_| ()).await
                     }
                 };

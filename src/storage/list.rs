@@ -7,17 +7,20 @@
 //! as products' are): over every record, filtered on one counted field, or a view (several
 //! filtered fields, ranges, a text query: `storage::list_names`). It is built from the order
 //! rows on its first read (keys alone: the rows of a sort, or for one filter value in the
-//! default order its partition; otherwise the sort's rows, their summaries tested), kept in step
-//! by every write of the record ([`crate::storage::record::write`] reports the record's summary
-//! and keys before and after; each held list of its kind tests them), within the lists' share
+//! default order its partition; otherwise the sort's rows of the records whose summaries, kept
+//! in the default sort's rows, pass), kept in step by every write of the record
+//! ([`crate::storage::record::write`] reports the record's summary and keys before and after;
+//! each held list of its kind tests them), within the lists' share
 //! of the memory budget. A page of it costs its size whatever its offset, and its `total` is the
 //! list's length. A filter asked with several values alone merges the heads of their lists up
 //! to the page's end. A list with a timed filter (a state that changes with the clock, not with
 //! writes) is a view of the states at one moment, built again when read at a moment some
 //! record's state may have changed since (`storage::list_names`). Only a view too large to
 //! name is walked in redb: from the smallest partition among its one-valued counted filters in
-//! the default order, else along the sort's rows, reading summaries, never records.
+//! the default order, else along the sort's rows, reading summaries (the default sort's rows'),
+//! never records.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -26,12 +29,12 @@ use uuid::Uuid;
 
 use crate::error::{ApiError, ApiResult};
 use crate::storage::codec::decode;
-use crate::storage::list_names::{self, Keeps, KindTests, ListParts, Summary, View};
+use crate::storage::list_names::{self, Keeps, KindTests, ListParts, RowShape, Summary, View};
 use crate::storage::list_orders::{Built, ListName, ListOrders};
 use crate::storage::ranked::Keys;
 use crate::storage::read;
 use crate::storage::record::{
-    self, Listable, Record, kind_tests, list_name, one_value, order_prefix, partition_prefix, total_key, value_key,
+    self, Listable, Record, kind_tests, list_name, one_value, order_prefix, partition_prefix, row_shape, total_key, value_key,
 };
 use crate::storage::tables::{COUNTERS, StoreTable};
 
@@ -121,6 +124,7 @@ pub async fn page<R: Record>(
 ) -> ApiResult<Listed<R>> {
     let Some(held) = held_lists::<R>(q) else { return page_from_rows(&db.begin_read()?, store, q, now) };
     let tests = kind_tests::<R>();
+    let shape = row_shape::<R>().ok_or_else(|| ApiError::internal("a record never listed has no lists"))?;
     let (desc, offset, limit) = (q.desc, q.offset, q.limit);
     // One list answers the page itself; several (a filter's values) each give their head up to
     // the page's end, merged in the list's order.
@@ -129,7 +133,7 @@ pub async fn page<R: Record>(
     let (mut keys, mut total) = (Vec::new(), 0);
     for name in held {
         let (db, built) = (db.clone(), name.clone());
-        let (id, build) = ((store, ListName::Record(name)), move || build_list(&db, store, &built, Some(tests), now));
+        let (id, build) = ((store, ListName::Record(name)), move || build_list(&db, store, &built, shape, Some(tests), now));
         let (mut head, len) = orders
             .read(id, now, build, move |l| {
                 let (keys, len) = l.page(desc, from, take);
@@ -185,43 +189,79 @@ pub fn builds_by_name(name: &[u8]) -> bool {
 }
 
 /// Builds the keys of record list `name` of `store` from the order rows committed when it is
-/// called: the sort's rows, or a filter value's partition (the default order), or the sort's
-/// rows kept to what the list keeps by their summaries (`tests`: the record kind's, for a view
-/// with a query or a timed filter, whose states are read at `now`, and the first moment after
-/// it one of them may change found among every row); a large list is read in parts, one per
-/// core ([`read::scan_split`]). A name not made by `record::list_name` (a damaged hint) builds
-/// an empty list.
-pub fn build_list(db: &Database, store: Uuid, name: &[u8], tests: Option<KindTests>, now: i64) -> ApiResult<Built> {
+/// called: the sort's rows, or a filter value's partition (the default order), or the records
+/// whose summaries pass what the list keeps (`tests`: the record kind's, for a view with a query
+/// or a timed filter, whose states are read at `now`, and the first moment after it one of them
+/// may change found among every row), in the default sort's rows, which carry the summaries, and
+/// for another sort then its rows of those records (`shape`); a large list is read in parts, one
+/// per core ([`read::scan_split`]). A name not made by `record::list_name` (a damaged hint)
+/// builds an empty list.
+pub fn build_list(
+    db: &Database,
+    store: Uuid,
+    name: &[u8],
+    shape: RowShape,
+    tests: Option<KindTests>,
+    now: i64,
+) -> ApiResult<Built> {
     let Some(parts) = ListParts::of(name) else { return Ok(Vec::new().into()) };
     if tests.is_none() && !builds_by_name(name) {
         return Err(ApiError::internal("a view with a text query or a timed filter is built by its record's list"));
     }
     let txn = db.begin_read()?;
     let rows = order_prefix(store, parts.scope, parts.tag);
-    let (prefix, tested) = match &parts.keeps {
-        Keeps::All => (rows, false),
-        Keeps::Partition(i, value) => (partition_prefix(store, parts.scope, *i, value), false),
-        Keeps::Summaries(..) | Keeps::View(_) => (rows, true),
-    };
     let (keeps, tests) = (&parts.keeps, tests.as_ref());
     // A timed view's end: the first moment after `now` at which any row read may change state.
     let until = AtomicI64::new(i64::MAX);
     let timed = tests.filter(|_| keeps.is_timed());
-    let parts = read::scan_split(&txn, parts.order, &prefix, read::build_threads(), Keys::default, |keys, k, v| {
-        if tested {
-            let summary: Summary = decode(v)?;
-            if let Some(next) = timed.and_then(|t| keeps.changes(&summary, t, now)) {
-                until.fetch_min(next, Ordering::Relaxed);
-            }
-            if !keeps.accepts(&summary, store, tests, now) {
-                return Ok(());
-            }
+    let passes = |summary: &[u8]| -> ApiResult<bool> {
+        let summary: Summary = decode(summary)?;
+        if let Some(next) = timed.and_then(|t| keeps.changes(&summary, t, now)) {
+            until.fetch_min(next, Ordering::Relaxed);
         }
-        keys.push(k.get(prefix.len()..).unwrap_or_default());
+        Ok(keeps.accepts(&summary, store, tests, now))
+    };
+    let threads = read::build_threads();
+    let keys_under = |prefix: &[u8], keep: &KeepRow| {
+        read::scan_split(&txn, parts.order, prefix, threads, Keys::default, |keys, k, v| {
+            if keep(k, v)? {
+                keys.push(k.get(prefix.len()..).unwrap_or_default());
+            }
+            Ok(())
+        })
+    };
+    let built = match keeps {
+        Keeps::All => keys_under(&rows, &|_, _| Ok(true))?,
+        Keeps::Partition(i, value) => keys_under(&partition_prefix(store, parts.scope, *i, value), &|_, _| Ok(true))?,
+        Keeps::Summaries(..) | Keeps::View(_) if parts.tag == shape.default_tag => keys_under(&rows, &|_, v| passes(v))?,
+        Keeps::Summaries(..) | Keeps::View(_) => {
+            let passed = passing(&txn, parts.order, &order_prefix(store, parts.scope, shape.default_tag), shape, &passes)?;
+            keys_under(&rows, &|k, _| Ok(passed.contains(shape.record_of(k))))?
+        }
+    };
+    let until = until.into_inner();
+    Ok(Built { parts: built, until: (until != i64::MAX).then_some(until) })
+}
+
+/// Whether a list keeps an order row, by its key and value.
+type KeepRow<'a> = dyn Fn(&[u8], &[u8]) -> ApiResult<bool> + Sync + 'a;
+
+/// The records (their key tails) whose rows under `defaults`, the default sort's, carry a
+/// summary that `passes`: what a list tested in another order keeps.
+fn passing(
+    txn: &ReadTransaction,
+    order: StoreTable,
+    defaults: &[u8],
+    shape: RowShape,
+    passes: &(dyn Fn(&[u8]) -> ApiResult<bool> + Sync),
+) -> ApiResult<HashSet<Vec<u8>>> {
+    let parts = read::scan_split(txn, order, defaults, read::build_threads(), Vec::new, |kept, k, v| {
+        if passes(v)? {
+            kept.push(shape.record_of(k).to_vec());
+        }
         Ok(())
     })?;
-    let until = until.into_inner();
-    Ok(Built { parts, until: (until != i64::MAX).then_some(until) })
+    Ok(parts.into_iter().flatten().collect())
 }
 
 /// A page of `R` read from its order rows in redb alone (walked, as the module says, when no
@@ -232,7 +272,7 @@ pub fn page_from_rows<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQue
     let sort = list.sort(q.sort).or_else(|| list.sort(list.default_sort));
     // One value of one counted filter, in the default order, and nothing else to test: exactly
     // the value's partition (its rows are keys alone, so a query with more to test reads the
-    // sort's rows, which carry the summary).
+    // default sort's rows, which carry the summary).
     if sort.is_some_and(|s| s.name == list.default_sort)
         && q.ranges.is_empty()
         && q.search.is_none()
@@ -264,8 +304,9 @@ pub fn page_from_rows<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQue
 }
 
 /// The page of `q` among the order rows under `prefix`: read from its offset when `q` has no
-/// filter left, else walked, each row's summary checked. `counted` is the total when known (a plain walk
-/// needs it; a filtered one then stops at the page's end).
+/// filter left, else walked, each record's summary checked (in another sort than the default,
+/// the records whose default rows pass are found first). `counted` is the total when known (a
+/// plain walk needs it; a filtered one then stops at the page's end).
 fn walk<R: Record>(
     txn: &ReadTransaction,
     store: Uuid,
@@ -288,8 +329,19 @@ fn walk<R: Record>(
         let mut kept = 0u64;
         // With the total known, the walk stops once the page is full.
         let stop_at = if counted.is_some() { window.end } else { u64::MAX };
+        let passes = |summary: &[u8]| Ok(q.accepts::<R>(&decode(summary)?, store, now));
+        let passed = match row_shape::<R>().map(|s| (s, order_prefix(store, q.scope, s.default_tag))) {
+            Some((shape, defaults)) if prefix != defaults.as_slice() => {
+                Some((shape, passing(txn, order, &defaults, shape, &passes)?))
+            }
+            _ => None,
+        };
         read::walk(txn, order, prefix, q.desc, |k, v| {
-            if q.accepts::<R>(&decode(v)?, store, now) {
+            let accepted = match &passed {
+                Some((shape, passed)) => passed.contains(shape.record_of(k)),
+                None => passes(v)?,
+            };
+            if accepted {
                 if window.contains(&kept) {
                     rows.push(k.to_vec());
                 }

@@ -39,6 +39,23 @@ pub type Matches = fn(&str, &str, Uuid) -> bool;
 /// that is not timed.
 pub type TimedState = fn(usize, &[u8], i64) -> Option<(&'static str, Option<i64>)>;
 
+/// How a record kind's order rows are laid out (`record::row_shape`): its default sort's rows
+/// carry the summaries (the other sorts' rows are keys alone), and the last `tail` bytes of
+/// every row's key name its record. A list tested on summaries in another order is built from
+/// both: the records whose default rows pass, then the sort's rows of those records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowShape {
+    pub default_tag: u8,
+    pub tail: usize,
+}
+
+impl RowShape {
+    /// The record an order row's key names: its last `tail` bytes.
+    pub fn record_of<'k>(&self, key: &'k [u8]) -> &'k [u8] {
+        key.get(key.len().saturating_sub(self.tail)..).unwrap_or_default()
+    }
+}
+
 /// What a record kind's lists test that their names do not say (`record::kind_tests`).
 #[derive(Debug, Clone, Copy)]
 pub struct KindTests {

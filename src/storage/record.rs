@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::error::{ApiError, ApiResult};
 use crate::storage::codec::{decode, encode};
 use crate::storage::keys::Key;
-use crate::storage::list_names::{self, Keeps, KindTests, RecordChange, Side, Summary};
+use crate::storage::list_names::{self, Keeps, KindTests, RecordChange, RowShape, Side, Summary};
 use crate::storage::read;
 use crate::storage::tables::{COUNTERS, StoreTable};
 use crate::storage::tx::{Rows, Tx};
@@ -257,8 +257,9 @@ pub struct Range<R> {
 
 /// A record's list, declared: where its orders are kept, how it sorts and what it filters on.
 pub struct List<R: 'static> {
-    /// `store ‖ sort tag ‖ sort value ‖ id → summary`: the order rows. The summary holds the
-    /// record's filter values, range values and search text, so a filtered walk reads no record.
+    /// `store ‖ sort tag ‖ sort value ‖ id`: the order rows, the default sort's carrying the
+    /// summary. The summary holds the record's filter values, range values and search text, so
+    /// a filtered walk reads no record.
     /// `None` for a record that is never listed (a cart): it keeps no order rows and no counters.
     pub order: Option<StoreTable>,
     pub sorts: &'static [Sort<R>],
@@ -407,16 +408,23 @@ fn partition(store: Uuid, scope: Option<Uuid>, filter: usize, value: &[u8]) -> K
     base(store, scope).u8(PARTITION).u8(filter as u8).raw(value)
 }
 
-/// A record's order rows: one per sortable field, carrying `value` (its summary), and one in
-/// the partition of each counted filter value it has, in the default order — so a list
-/// filtered on one value in its default order is read from its partition, whatever the size of
-/// the whole list. A partition row is its key alone: what reads it wants its keys, and a change
-/// of the summary (an order's fulfillment status, say) leaves the partitions the record stays
-/// in untouched instead of rewriting a row in each.
+/// A record's order rows: one per sortable field, the default sort's carrying `value` (its
+/// summary), and one in the partition of each counted filter value it has, in the default
+/// order — so a list filtered on one value in its default order is read from its partition,
+/// whatever the size of the whole list. The other sorts' rows and the partition rows are their
+/// keys alone: a change of the summary (an order's fulfillment status, say) rewrites one row,
+/// not one per sort, and leaves the partitions the record stays in untouched. What tests
+/// summaries in another order reads them from the default sort's rows ([`RowShape`]).
 fn order_rows<R: Record>(store: Uuid, r: &R, value: &[u8]) -> Rows {
     let list = &R::LIST;
-    let mut rows: Rows =
-        list.sorts.iter().map(|s| (r.tail((s.key)(r, base(store, r.scope()).u8(s.tag))).into_vec(), value.to_vec())).collect();
+    let mut rows: Rows = list
+        .sorts
+        .iter()
+        .map(|s| {
+            let carried = if s.name == list.default_sort { value.to_vec() } else { Vec::new() };
+            (r.tail((s.key)(r, base(store, r.scope()).u8(s.tag))).into_vec(), carried)
+        })
+        .collect();
     if let Some(sort) = list.sort(list.default_sort) {
         for (i, f) in list.filters.iter().enumerate().filter(|(_, f)| f.counted()) {
             if let Some(v) = (f.value)(r) {
@@ -426,6 +434,15 @@ fn order_rows<R: Record>(store: Uuid, r: &R, value: &[u8]) -> Rows {
         }
     }
     rows
+}
+
+/// How `R`'s order rows are laid out, for what builds its lists by name: which sort's rows
+/// carry the summaries, and how many bytes of a row's key name its record. `None` for a record
+/// never listed.
+pub fn row_shape<R: Record>() -> Option<RowShape> {
+    let list = &R::LIST;
+    list.order?;
+    Some(RowShape { default_tag: list.sort(list.default_sort).map_or(0, |s| s.tag), tail: R::TAIL })
 }
 
 /// The name of a record list held in memory (`storage::list`): the record's order table, its

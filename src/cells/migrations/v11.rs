@@ -55,7 +55,12 @@ mod tests {
         let (partitions, sorts) = rows(&db);
         assert_eq!(partitions.len(), 3, "one row per rate in its country's partition");
         assert!(partitions.iter().all(|(_, v)| v.is_empty()), "{partitions:?}");
-        assert!(sorts.iter().all(|(_, v)| !v.is_empty()), "the sort rows keep the summary");
+        // (Format 13, run after this step, empties the rows of sorts other than the default.)
+        let default = crate::storage::record::row_shape::<TaxRate>().unwrap().default_tag;
+        assert!(
+            sorts.iter().filter(|(k, _)| k.get(16) == Some(&default)).all(|(_, v)| !v.is_empty()),
+            "the default rows keep the summary"
+        );
 
         // A row written by format 10 carries the summary: the step empties it.
         let (stale_key, _) = partitions[0].clone();

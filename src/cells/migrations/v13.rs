@@ -1,0 +1,75 @@
+//! Format 13: only the default sort's order rows carry a record's summary; the other sorts'
+//! rows are their keys alone, as partition rows are since format 11. A change of summary (an
+//! order's fulfillment or financial status) so rewrites one row of the record instead of one
+//! per sort. Every record kind's order rows are written again from the records; keys and
+//! counters are unchanged. A list tested on summaries in another order reads them from the
+//! default sort's rows (`storage::list_names::RowShape`).
+
+use redb::WriteTransaction;
+
+use crate::cells::kinds::KINDS;
+
+pub(super) fn summaries_in_the_default_sort(txn: &WriteTransaction) -> Result<(), redb::Error> {
+    for kind in KINDS {
+        (kind.refill_order)(txn)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use redb::{ReadableDatabase, ReadableTable};
+    use uuid::Uuid;
+
+    use crate::cells::migrations::fixture::{migrated, tax_rate};
+    use crate::domain::pricing::tax::TaxRate;
+    use crate::storage::list::{ListQuery, page_from_rows};
+    use crate::storage::record::{PARTITION, row_shape};
+    use crate::storage::tables::{META, TAX_RATE_ORDER};
+    use crate::storage::{ONE_OFF_CACHE, open};
+
+    /// The tax rates' sort rows (partitions left out): (key, value).
+    fn sort_rows(db: &redb::Database) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let txn = db.begin_read().unwrap();
+        let table = txn.open_table(TAX_RATE_ORDER.def).unwrap();
+        let rows = table.iter().unwrap().map(|r| r.unwrap()).map(|(k, v)| (k.value().to_vec(), v.value().to_vec()));
+        rows.filter(|(k, _)| k.get(16) != Some(&PARTITION)).collect()
+    }
+
+    #[test]
+    fn rows_of_other_sorts_lose_the_summary_and_lists_read_as_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cell.redb");
+        let store = Uuid::from_u128(1);
+        let rates = [tax_rate("CA", "gst", 100), tax_rate("US", "sales", 200), tax_rate("CA", "hst", 300)];
+        let db = migrated(&path, 12, store, &rates);
+        let default = row_shape::<TaxRate>().unwrap().default_tag;
+        let rows = sort_rows(&db);
+        let (defaults, others): (Vec<_>, Vec<_>) = rows.iter().cloned().partition(|(k, _)| k.get(16) == Some(&default));
+        assert_eq!(defaults.len(), 3, "one default row per rate");
+        assert!(defaults.iter().all(|(_, v)| !v.is_empty()), "the default rows keep the summary");
+        assert_eq!(others.len(), 9, "three more sorts");
+        assert!(others.iter().all(|(_, v)| v.is_empty()), "{others:?}");
+
+        // A row written by format 12 carries the summary in every sort: the step empties it.
+        {
+            let txn = db.begin_write().unwrap();
+            txn.open_table(TAX_RATE_ORDER.def).unwrap().insert(others[0].0.as_slice(), defaults[0].1.as_slice()).unwrap();
+            txn.open_table(META).unwrap().insert("format_version", 12u32.to_le_bytes().as_slice()).unwrap();
+            txn.commit().unwrap();
+        }
+        drop(db);
+        let db = open(&path, crate::cells::DATABASE, ONE_OFF_CACHE).unwrap();
+        assert_eq!(sort_rows(&db), rows);
+
+        // One country's rates by name, a sort that is not the default: the summaries are the
+        // default rows'.
+        let txn = db.begin_read().unwrap();
+        let ca = ListQuery { sort: "name", limit: 10, filters: vec![(0, vec![b"CA".to_vec()])], ..Default::default() };
+        let page = page_from_rows::<TaxRate>(&txn, store, &ca, 0).unwrap();
+        assert_eq!(page.items, vec![rates[0].clone(), rates[2].clone()], "gst before hst");
+        let desc = ListQuery { desc: true, ..ca };
+        let page = page_from_rows::<TaxRate>(&txn, store, &desc, 0).unwrap();
+        assert_eq!(page.items, vec![rates[2].clone(), rates[0].clone()]);
+    }
+}
