@@ -30,6 +30,7 @@ impl Record for Catalog {
             Sort { name: "products", tag: 2, key: |c, k| k.u64(c.products) },
         ],
         default_sort: "updated",
+        summaries: "updated",
         filters: &[
             Filter::reference("marketId", |c: &Catalog| Some(FilterValue::Reference(c.market_id)), "catalogs of these markets"),
             Filter::enumerated::<CatalogStatus>("status", |c: &Catalog| Some(FilterValue::Enum(c.status.name())), "status")

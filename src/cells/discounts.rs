@@ -39,6 +39,7 @@ impl Record for Discount {
             Sort { name: "code", tag: 3, key: |d, k| k.str(&sort_text(d.code.as_deref().unwrap_or(""))) },
         ],
         default_sort: "created_at",
+        summaries: "updated_at",
         filters: &[
             Filter::timed(
                 "status",

@@ -72,6 +72,7 @@ impl Record for Event {
         // Ids grow in commit order: the list reads in the order the events happened.
         sorts: &[Sort { name: "created_at", tag: 0, key: |_, k| k }],
         default_sort: "created_at",
+        summaries: "created_at",
         filters: &[Filter::names(
             "topic",
             TOPIC_NAMES,

@@ -44,6 +44,7 @@ impl Record for GiftCard {
             Sort { name: "initial_value", tag: 3, key: |g, k| k.i64(g.initial_value.amount) },
         ],
         default_sort: "created_at",
+        summaries: "updated_at",
         filters: &[
             Filter::timed(
                 "status",

@@ -62,3 +62,19 @@ pub const KINDS: &[Kind] = &[
     kind::<crate::domain::collection::Collection>(),
     kind::<crate::domain::pricing::tax::TaxRate>(),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every listed kind names, in `summaries`, a sort of its own: its lists built by name find
+    /// the rows that carry its summaries.
+    #[test]
+    fn every_listed_kind_knows_which_rows_carry_its_summaries() {
+        for kind in KINDS {
+            let Some(order) = kind.order else { continue };
+            assert!((kind.shape)().is_some(), "the kind listed in order table {}", order.index);
+            assert_eq!(row_shape(order), (kind.shape)());
+        }
+    }
+}

@@ -27,6 +27,7 @@ impl Record for Order {
             Sort { name: "order_number", tag: 3, key: |o, k| k.u64(o.number) },
         ],
         default_sort: "created_at",
+        summaries: "updated_at",
         filters: &[
             Filter::enumerated::<OrderStatus>("status", |o: &Order| Some(FilterValue::Enum(o.status.name())), "order status")
                 .any("ANY"),

@@ -43,6 +43,7 @@ impl Listable for ProductSorts {
             Sort { name: "inventory", tag: 4, key: |s, k| k.i64(s.inventory) },
         ],
         default_sort: "created_at",
+        summaries: "created_at",
         filters: &[Filter::enumerated::<Status>("status", |s| Some(FilterValue::Enum(s.status.name())), "the product's status")],
         ranges: &[],
         search: None,

@@ -30,6 +30,7 @@ impl Record for TaxRate {
             Sort { name: "name", tag: 3, key: |r, k| k.str(&r.name.to_lowercase()) },
         ],
         default_sort: "created_at",
+        summaries: "updated_at",
         filters: &[Filter::code(
             "country",
             country_code,

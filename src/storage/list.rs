@@ -8,7 +8,7 @@
 //! filtered fields, ranges, a text query: `storage::list_names`). It is built from the order
 //! rows on its first read (keys alone: the rows of a sort, or for one filter value in the
 //! default order its partition; otherwise the sort's rows of the records whose summaries, kept
-//! in the default sort's rows, pass), kept in step by every write of the record
+//! in one sort's rows, pass), kept in step by every write of the record
 //! ([`crate::storage::record::write`] reports the record's summary and keys before and after;
 //! each held list of its kind tests them), within the lists' share
 //! of the memory budget. A page of it costs its size whatever its offset, and its `total` is the
@@ -17,7 +17,8 @@
 //! writes) is a view of the states at one moment, built again when read at a moment some
 //! record's state may have changed since (`storage::list_names`). Only a view too large to
 //! name is walked in redb: from the smallest partition among its one-valued counted filters in
-//! the default order, else along the sort's rows, reading summaries (the default sort's rows'),
+//! the default order, else along the sort's rows, reading summaries (from the rows that carry
+//! them),
 //! never records.
 
 use std::collections::HashSet;
@@ -192,8 +193,8 @@ pub fn builds_by_name(name: &[u8]) -> bool {
 /// called: the sort's rows, or a filter value's partition (the default order), or the records
 /// whose summaries pass what the list keeps (`tests`: the record kind's, for a view with a query
 /// or a timed filter, whose states are read at `now`, and the first moment after it one of them
-/// may change found among every row), in the default sort's rows, which carry the summaries, and
-/// for another sort then its rows of those records (`shape`); a large list is read in parts, one
+/// may change found among every row), in the rows that carry the summaries (`shape`), and for
+/// another sort then its rows of those records; a large list is read in parts, one
 /// per core ([`read::scan_split`]). A name not made by `record::list_name` (a damaged hint)
 /// builds an empty list.
 pub fn build_list(
@@ -233,9 +234,9 @@ pub fn build_list(
     let built = match keeps {
         Keeps::All => keys_under(&rows, &|_, _| Ok(true))?,
         Keeps::Partition(i, value) => keys_under(&partition_prefix(store, parts.scope, *i, value), &|_, _| Ok(true))?,
-        Keeps::Summaries(..) | Keeps::View(_) if parts.tag == shape.default_tag => keys_under(&rows, &|_, v| passes(v))?,
+        Keeps::Summaries(..) | Keeps::View(_) if parts.tag == shape.summary_tag => keys_under(&rows, &|_, v| passes(v))?,
         Keeps::Summaries(..) | Keeps::View(_) => {
-            let passed = passing(&txn, parts.order, &order_prefix(store, parts.scope, shape.default_tag), shape, &passes)?;
+            let passed = passing(&txn, parts.order, &order_prefix(store, parts.scope, shape.summary_tag), shape, &passes)?;
             keys_under(&rows, &|k, _| Ok(passed.contains(shape.record_of(k))))?
         }
     };
@@ -246,16 +247,16 @@ pub fn build_list(
 /// Whether a list keeps an order row, by its key and value.
 type KeepRow<'a> = dyn Fn(&[u8], &[u8]) -> ApiResult<bool> + Sync + 'a;
 
-/// The records (their key tails) whose rows under `defaults`, the default sort's, carry a
-/// summary that `passes`: what a list tested in another order keeps.
+/// The records (their key tails) whose rows under `carriers`, those of the sort that carries
+/// the summaries, carry one that `passes`: what a list tested in another order keeps.
 fn passing(
     txn: &ReadTransaction,
     order: StoreTable,
-    defaults: &[u8],
+    carriers: &[u8],
     shape: RowShape,
     passes: &(dyn Fn(&[u8]) -> ApiResult<bool> + Sync),
 ) -> ApiResult<HashSet<Vec<u8>>> {
-    let parts = read::scan_split(txn, order, defaults, read::build_threads(), Vec::new, |kept, k, v| {
+    let parts = read::scan_split(txn, order, carriers, read::build_threads(), Vec::new, |kept, k, v| {
         if passes(v)? {
             kept.push(shape.record_of(k).to_vec());
         }
@@ -272,7 +273,7 @@ pub fn page_from_rows<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQue
     let sort = list.sort(q.sort).or_else(|| list.sort(list.default_sort));
     // One value of one counted filter, in the default order, and nothing else to test: exactly
     // the value's partition (its rows are keys alone, so a query with more to test reads the
-    // default sort's rows, which carry the summary).
+    // rows that carry the summary).
     if sort.is_some_and(|s| s.name == list.default_sort)
         && q.ranges.is_empty()
         && q.search.is_none()
@@ -304,9 +305,9 @@ pub fn page_from_rows<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQue
 }
 
 /// The page of `q` among the order rows under `prefix`: read from its offset when `q` has no
-/// filter left, else walked, each record's summary checked (in another sort than the default,
-/// the records whose default rows pass are found first). `counted` is the total when known (a
-/// plain walk needs it; a filtered one then stops at the page's end).
+/// filter left, else walked, each record's summary checked (in a sort whose rows do not carry
+/// them, the records whose carrying rows pass are found first). `counted` is the total when
+/// known (a plain walk needs it; a filtered one then stops at the page's end).
 fn walk<R: Record>(
     txn: &ReadTransaction,
     store: Uuid,
@@ -330,9 +331,9 @@ fn walk<R: Record>(
         // With the total known, the walk stops once the page is full.
         let stop_at = if counted.is_some() { window.end } else { u64::MAX };
         let passes = |summary: &[u8]| Ok(q.accepts::<R>(&decode(summary)?, store, now));
-        let passed = match row_shape::<R>().map(|s| (s, order_prefix(store, q.scope, s.default_tag))) {
-            Some((shape, defaults)) if prefix != defaults.as_slice() => {
-                Some((shape, passing(txn, order, &defaults, shape, &passes)?))
+        let passed = match row_shape::<R>().map(|s| (s, order_prefix(store, q.scope, s.summary_tag))) {
+            Some((shape, carriers)) if prefix != carriers.as_slice() => {
+                Some((shape, passing(txn, order, &carriers, shape, &passes)?))
             }
             _ => None,
         };

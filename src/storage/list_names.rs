@@ -39,13 +39,14 @@ pub type Matches = fn(&str, &str, Uuid) -> bool;
 /// that is not timed.
 pub type TimedState = fn(usize, &[u8], i64) -> Option<(&'static str, Option<i64>)>;
 
-/// How a record kind's order rows are laid out (`record::row_shape`): its default sort's rows
-/// carry the summaries (the other sorts' rows are keys alone), and the last `tail` bytes of
-/// every row's key name its record. A list tested on summaries in another order is built from
-/// both: the records whose default rows pass, then the sort's rows of those records.
+/// How a record kind's order rows are laid out (`record::row_shape`): the rows of one sort,
+/// tag `summary_tag`, carry the summaries (the other sorts' rows are keys alone), and the last
+/// `tail` bytes of every row's key name its record. A list tested on summaries in another sort
+/// is built from both: the records whose carrying rows pass, then the sort's rows of those
+/// records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RowShape {
-    pub default_tag: u8,
+    pub summary_tag: u8,
     pub tail: usize,
 }
 

@@ -264,6 +264,10 @@ pub struct List<R: 'static> {
     pub order: Option<StoreTable>,
     pub sorts: &'static [Sort<R>],
     pub default_sort: &'static str,
+    /// The sort whose order rows carry the summary (the others' are keys alone): one whose row
+    /// every write moves anyway (`updated_at`), where the record has one, so a change of summary
+    /// rewrites no row that would have stayed; else the default.
+    pub summaries: &'static str,
     pub filters: &'static [Filter<R>],
     pub ranges: &'static [Range<R>],
     /// Lower-cased text the `search` parameter looks in, and how a query matches it.
@@ -314,12 +318,12 @@ fn lower(q: &str) -> Option<String> {
 impl<R> List<R> {
     /// A list with sortable fields only.
     pub const fn sorted(order: StoreTable, sorts: &'static [Sort<R>], default_sort: &'static str) -> Self {
-        List { order: Some(order), sorts, default_sort, filters: &[], ranges: &[], search: None }
+        List { order: Some(order), sorts, default_sort, summaries: default_sort, filters: &[], ranges: &[], search: None }
     }
 
     /// The declaration of a record that is never listed: it is loaded and written by id alone.
     pub const fn none() -> Self {
-        List { order: None, sorts: &[], default_sort: "", filters: &[], ranges: &[], search: None }
+        List { order: None, sorts: &[], default_sort: "", summaries: "", filters: &[], ranges: &[], search: None }
     }
 
     pub fn sort(&self, name: &str) -> Option<&Sort<R>> {
@@ -408,20 +412,20 @@ fn partition(store: Uuid, scope: Option<Uuid>, filter: usize, value: &[u8]) -> K
     base(store, scope).u8(PARTITION).u8(filter as u8).raw(value)
 }
 
-/// A record's order rows: one per sortable field, the default sort's carrying `value` (its
-/// summary), and one in the partition of each counted filter value it has, in the default
+/// A record's order rows: one per sortable field, those of [`List::summaries`] carrying `value`
+/// (its summary), and one in the partition of each counted filter value it has, in the default
 /// order — so a list filtered on one value in its default order is read from its partition,
 /// whatever the size of the whole list. The other sorts' rows and the partition rows are their
-/// keys alone: a change of the summary (an order's fulfillment status, say) rewrites one row,
-/// not one per sort, and leaves the partitions the record stays in untouched. What tests
-/// summaries in another order reads them from the default sort's rows ([`RowShape`]).
+/// keys alone: a change of the summary (an order's fulfillment status, say) rewrites the row
+/// its `updated_at` moves anyway, not one per sort, and leaves the partitions the record stays
+/// in untouched. What tests summaries in another sort reads them from those rows ([`RowShape`]).
 fn order_rows<R: Record>(store: Uuid, r: &R, value: &[u8]) -> Rows {
     let list = &R::LIST;
     let mut rows: Rows = list
         .sorts
         .iter()
         .map(|s| {
-            let carried = if s.name == list.default_sort { value.to_vec() } else { Vec::new() };
+            let carried = if s.name == list.summaries { value.to_vec() } else { Vec::new() };
             (r.tail((s.key)(r, base(store, r.scope()).u8(s.tag))).into_vec(), carried)
         })
         .collect();
@@ -438,11 +442,11 @@ fn order_rows<R: Record>(store: Uuid, r: &R, value: &[u8]) -> Rows {
 
 /// How `R`'s order rows are laid out, for what builds its lists by name: which sort's rows
 /// carry the summaries, and how many bytes of a row's key name its record. `None` for a record
-/// never listed.
+/// never listed (or whose `summaries` names no sort of its own, which `cells::kinds` tests).
 pub fn row_shape<R: Record>() -> Option<RowShape> {
     let list = &R::LIST;
     list.order?;
-    Some(RowShape { default_tag: list.sort(list.default_sort).map_or(0, |s| s.tag), tail: R::TAIL })
+    Some(RowShape { summary_tag: list.sort(list.summaries)?.tag, tail: R::TAIL })
 }
 
 /// The name of a record list held in memory (`storage::list`): the record's order table, its

@@ -51,6 +51,7 @@ impl Record for Collection {
             Sort { name: "position", tag: 4, key: |c: &Collection, k| k.i64(c.position) },
         ],
         default_sort: "createdAt",
+        summaries: "updatedAt",
         filters: &[
             Filter::hidden(
                 "includeDeleted",

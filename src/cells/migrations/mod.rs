@@ -28,7 +28,7 @@ pub const STEPS: &[Step] = &[
     Step { from: 9, run: v10::levels_by_variant },
     Step { from: 10, run: v11::partition_rows_are_keys },
     Step { from: 11, run: v12::event_data_compressed },
-    Step { from: 12, run: v13::summaries_in_the_default_sort },
+    Step { from: 12, run: v13::summaries_in_one_sort },
 ];
 
 /// What the steps' tests share: a cell written at an older format, opened through the steps.

@@ -55,11 +55,11 @@ mod tests {
         let (partitions, sorts) = rows(&db);
         assert_eq!(partitions.len(), 3, "one row per rate in its country's partition");
         assert!(partitions.iter().all(|(_, v)| v.is_empty()), "{partitions:?}");
-        // (Format 13, run after this step, empties the rows of sorts other than the default.)
-        let default = crate::storage::record::row_shape::<TaxRate>().unwrap().default_tag;
+        // (Format 13, run after this step, empties the rows of every sort but one.)
+        let carrying = crate::storage::record::row_shape::<TaxRate>().unwrap().summary_tag;
         assert!(
-            sorts.iter().filter(|(k, _)| k.get(16) == Some(&default)).all(|(_, v)| !v.is_empty()),
-            "the default rows keep the summary"
+            sorts.iter().filter(|(k, _)| k.get(16) == Some(&carrying)).all(|(_, v)| !v.is_empty()),
+            "the carrying rows keep the summary"
         );
 
         // A row written by format 10 carries the summary: the step empties it.

@@ -1,15 +1,16 @@
-//! Format 13: only the default sort's order rows carry a record's summary; the other sorts'
-//! rows are their keys alone, as partition rows are since format 11. A change of summary (an
-//! order's fulfillment or financial status) so rewrites one row of the record instead of one
-//! per sort. Every record kind's order rows are written again from the records; keys and
-//! counters are unchanged. A list tested on summaries in another order reads them from the
-//! default sort's rows (`storage::list_names::RowShape`).
+//! Format 13: only one sort's order rows carry a record's summary (`List::summaries`: its
+//! `updated_at` sort where it has one, else the default); the other sorts' rows are their keys
+//! alone, as partition rows are since format 11. A change of summary (an order's fulfillment or
+//! financial status) so rewrites no row but the one its `updated_at` moves anyway, instead of
+//! one per sort. Every record kind's order rows are written again from the records; keys and
+//! counters are unchanged. A list tested on summaries in another sort reads them from the
+//! carrying rows (`storage::list_names::RowShape`).
 
 use redb::WriteTransaction;
 
 use crate::cells::kinds::KINDS;
 
-pub(super) fn summaries_in_the_default_sort(txn: &WriteTransaction) -> Result<(), redb::Error> {
+pub(super) fn summaries_in_one_sort(txn: &WriteTransaction) -> Result<(), redb::Error> {
     for kind in KINDS {
         (kind.refill_order)(txn)?;
     }
@@ -43,18 +44,19 @@ mod tests {
         let store = Uuid::from_u128(1);
         let rates = [tax_rate("CA", "gst", 100), tax_rate("US", "sales", 200), tax_rate("CA", "hst", 300)];
         let db = migrated(&path, 12, store, &rates);
-        let default = row_shape::<TaxRate>().unwrap().default_tag;
+        let carrying = row_shape::<TaxRate>().unwrap().summary_tag;
+        assert_eq!(carrying, 1, "a tax rate's updated_at rows");
         let rows = sort_rows(&db);
-        let (defaults, others): (Vec<_>, Vec<_>) = rows.iter().cloned().partition(|(k, _)| k.get(16) == Some(&default));
-        assert_eq!(defaults.len(), 3, "one default row per rate");
-        assert!(defaults.iter().all(|(_, v)| !v.is_empty()), "the default rows keep the summary");
+        let (carriers, others): (Vec<_>, Vec<_>) = rows.iter().cloned().partition(|(k, _)| k.get(16) == Some(&carrying));
+        assert_eq!(carriers.len(), 3, "one carrying row per rate");
+        assert!(carriers.iter().all(|(_, v)| !v.is_empty()), "the carrying rows keep the summary");
         assert_eq!(others.len(), 9, "three more sorts");
         assert!(others.iter().all(|(_, v)| v.is_empty()), "{others:?}");
 
         // A row written by format 12 carries the summary in every sort: the step empties it.
         {
             let txn = db.begin_write().unwrap();
-            txn.open_table(TAX_RATE_ORDER.def).unwrap().insert(others[0].0.as_slice(), defaults[0].1.as_slice()).unwrap();
+            txn.open_table(TAX_RATE_ORDER.def).unwrap().insert(others[0].0.as_slice(), carriers[0].1.as_slice()).unwrap();
             txn.open_table(META).unwrap().insert("format_version", 12u32.to_le_bytes().as_slice()).unwrap();
             txn.commit().unwrap();
         }
@@ -62,8 +64,8 @@ mod tests {
         let db = open(&path, crate::cells::DATABASE, ONE_OFF_CACHE).unwrap();
         assert_eq!(sort_rows(&db), rows);
 
-        // One country's rates by name, a sort that is not the default: the summaries are the
-        // default rows'.
+        // One country's rates by name, a sort whose rows carry no summary, and by creation, the
+        // default sort (whose rows carry none either).
         let txn = db.begin_read().unwrap();
         let ca = ListQuery { sort: "name", limit: 10, filters: vec![(0, vec![b"CA".to_vec()])], ..Default::default() };
         let page = page_from_rows::<TaxRate>(&txn, store, &ca, 0).unwrap();
@@ -71,5 +73,9 @@ mod tests {
         let desc = ListQuery { desc: true, ..ca };
         let page = page_from_rows::<TaxRate>(&txn, store, &desc, 0).unwrap();
         assert_eq!(page.items, vec![rates[2].clone(), rates[0].clone()]);
+        let both = vec![(0, vec![b"US".to_vec(), b"CA".to_vec()])];
+        let newest = ListQuery { sort: "created_at", desc: true, limit: 2, filters: both, ..Default::default() };
+        let page = page_from_rows::<TaxRate>(&txn, store, &newest, 0).unwrap();
+        assert_eq!(page.items, vec![rates[2].clone(), rates[1].clone()]);
     }
 }

@@ -38,6 +38,7 @@ impl Record for InventoryChange {
         // Ids grow in commit order.
         sorts: &[Sort { name: "created_at", tag: 0, key: |_, k| k }],
         default_sort: "created_at",
+        summaries: "created_at",
         filters: &[
             Filter::reference("variantId", |c| Some(FilterValue::Reference(c.variant_id)), "Changes of this variant"),
             Filter::reference("locationId", |c| Some(FilterValue::Reference(c.location_id)), "Changes at this location"),

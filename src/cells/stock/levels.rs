@@ -133,6 +133,7 @@ impl Record for Level {
         // A level's sort values never change: a quantity change rewrites the level row alone.
         sorts: &[Sort { name: "created_at", tag: 0, key: |l, k| k.i64(l.created_at) }],
         default_sort: "created_at",
+        summaries: "created_at",
         filters: &[
             Filter::reference("variantId", |l| Some(FilterValue::Reference(l.variant_id)), "The levels of this variant"),
             Filter::reference("locationId", |l| Some(FilterValue::Reference(l.location_id)), "The levels at this location"),

@@ -26,6 +26,7 @@ impl Record for Location {
             Sort { name: "created_at", tag: 2, key: |l, k| k.i64(l.created_at) },
         ],
         default_sort: "priority",
+        summaries: "priority",
         filters: &[Filter::names(
             "active",
             &["true", "false"],
