@@ -165,6 +165,36 @@ const CURRENCIES: &[(&str, u8)] = &[
     ("ZWL", 2),
 ];
 
+/// Each code's exponent plus one, at its letters' index (0: not a currency): a decode, which
+/// meets a currency in every amount of an order, looks one up by index instead of searching.
+static EXPONENTS: [u8; 26 * 26 * 26] = {
+    let mut table = [0u8; 26 * 26 * 26];
+    let mut i = 0;
+    while i < CURRENCIES.len() {
+        let (code, exponent) = CURRENCIES[i];
+        let b = code.as_bytes();
+        if let Some(at) = letters_index([b[0], b[1], b[2]]) {
+            table[at] = exponent.saturating_add(1);
+        }
+        i = i.saturating_add(1);
+    }
+    table
+};
+
+/// Where three upper-case ASCII letters are in [`EXPONENTS`]; `None` for anything else.
+const fn letters_index(code: [u8; 3]) -> Option<usize> {
+    let [a, b, c] = code;
+    if !a.is_ascii_uppercase() || !b.is_ascii_uppercase() || !c.is_ascii_uppercase() {
+        return None;
+    }
+    Some(letter(a).wrapping_mul(676).wrapping_add(letter(b).wrapping_mul(26)).wrapping_add(letter(c)))
+}
+
+/// An upper-case letter's place in the alphabet, from 0.
+const fn letter(l: u8) -> usize {
+    l.wrapping_sub(b'A') as usize
+}
+
 /// A known ISO 4217 currency: the code's three upper-case letters and its exponent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Currency {
@@ -176,15 +206,10 @@ impl Currency {
     /// Parses a code (any case); `None` for codes that are not ISO 4217. Allocation-free: it runs
     /// on every record decode.
     pub fn parse(code: &str) -> Option<Currency> {
-        let b = code.as_bytes();
-        if b.len() != 3 {
-            return None;
-        }
-        let upper = [b[0].to_ascii_uppercase(), b[1].to_ascii_uppercase(), b[2].to_ascii_uppercase()];
-        CURRENCIES
-            .binary_search_by(|(c, _)| c.as_bytes().cmp(upper.as_slice()))
-            .ok()
-            .map(|i| Currency { code: upper, exponent: CURRENCIES[i].1 })
+        let &[a, b, c] = code.as_bytes() else { return None };
+        let upper = [a.to_ascii_uppercase(), b.to_ascii_uppercase(), c.to_ascii_uppercase()];
+        let known = EXPONENTS.get(letters_index(upper)?).copied().unwrap_or(0);
+        known.checked_sub(1).map(|exponent| Currency { code: upper, exponent })
     }
 
     pub fn code(&self) -> &str {
@@ -288,8 +313,19 @@ mod tests {
     }
 
     #[test]
-    fn the_table_is_sorted_for_binary_search() {
-        assert!(CURRENCIES.windows(2).all(|w| w[0].0 < w[1].0));
+    fn every_listed_code_parses_to_its_exponent_and_no_other_does() {
+        for (code, exponent) in CURRENCIES {
+            assert_eq!(Currency::parse(code).map(|c| (c.code().to_string(), c.exponent())), Some((code.to_string(), *exponent)));
+        }
+        let letters = || (b'A'..=b'Z').map(char::from);
+        let known = letters()
+            .flat_map(|a| letters().flat_map(move |b| letters().map(move |c| format!("{a}{b}{c}"))))
+            .filter(|code| Currency::parse(code).is_some())
+            .count();
+        assert_eq!(known, CURRENCIES.len());
+        for odd in ["US", "USDD", "U$D", "US ", "", "ÜSD"] {
+            assert!(Currency::parse(odd).is_none(), "{odd:?}");
+        }
     }
 
     #[test]
