@@ -10,16 +10,14 @@
 //! default order its partition; otherwise the sort's rows of the records whose summaries, kept
 //! in one sort's rows, pass), kept in step by every write of the record
 //! ([`crate::storage::record::write`] reports the record's summary and keys before and after;
-//! each held list of its kind tests them), within the lists' share
-//! of the memory budget. A page of it costs its size whatever its offset, and its `total` is the
-//! list's length. A filter asked with several values alone merges the heads of their lists up
-//! to the page's end. A list with a timed filter (a state that changes with the clock, not with
-//! writes) is a view of the states at one moment, built again when read at a moment some
-//! record's state may have changed since (`storage::list_names`). Only a view too large to
-//! name is walked in redb: from the smallest partition among its one-valued counted filters in
-//! the default order, else along the sort's rows, reading summaries (from the rows that carry
-//! them),
-//! never records.
+//! each held list of its kind tests them), within the lists' share of the memory budget. A page
+//! of it costs its size whatever its offset, and its `total` is the list's length. A filter
+//! asked with several values alone merges the heads of their lists up to the page's end. A
+//! list with a timed filter (a state that changes with the clock, not with writes) is a view of
+//! the states at one moment, built again when read at a moment some record's state may have
+//! changed since (`storage::list_names`). Only a view too large to name is walked in redb: from
+//! the smallest partition among its one-valued counted filters in the default order, else along
+//! the sort's rows, reading summaries (from the rows that carry them), never records.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -194,8 +192,8 @@ pub fn builds_by_name(name: &[u8]) -> bool {
 /// whose summaries pass what the list keeps (`tests`: the record kind's, for a view with a query
 /// or a timed filter, whose states are read at `now`, and the first moment after it one of them
 /// may change found among every row), in the rows that carry the summaries (`shape`), and for
-/// another sort then its rows of those records; a large list is read in parts, one
-/// per core ([`read::scan_split`]). A name not made by `record::list_name` (a damaged hint)
+/// another sort then its rows of those records; a large list is read in parts, one per core
+/// ([`read::scan_split`]). A name not made by `record::list_name` (a damaged hint)
 /// builds an empty list.
 pub fn build_list(
     db: &Database,

@@ -257,9 +257,9 @@ pub struct Range<R> {
 
 /// A record's list, declared: where its orders are kept, how it sorts and what it filters on.
 pub struct List<R: 'static> {
-    /// `store ‖ sort tag ‖ sort value ‖ id`: the order rows, the default sort's carrying the
-    /// summary. The summary holds the record's filter values, range values and search text, so
-    /// a filtered walk reads no record.
+    /// `store ‖ sort tag ‖ sort value ‖ id`: the order rows, those of [`List::summaries`]
+    /// carrying the summary. The summary holds the record's filter values, range values and
+    /// search text, so a filtered walk reads no record.
     /// `None` for a record that is never listed (a cart): it keeps no order rows and no counters.
     pub order: Option<StoreTable>,
     pub sorts: &'static [Sort<R>],
