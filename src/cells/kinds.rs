@@ -34,6 +34,15 @@ const fn kind<R: Record>() -> Kind {
     }
 }
 
+/// Writes every kind's order rows from its records (over rows of the same keys, a format step's
+/// new values; into empty tables, a restore's).
+pub fn refill_orders(txn: &WriteTransaction) -> Result<(), redb::Error> {
+    for kind in KINDS {
+        (kind.refill_order)(txn)?;
+    }
+    Ok(())
+}
+
 /// How the rows of order table `order` are laid out: its record kind's [`RowShape`].
 pub fn row_shape(order: StoreTable) -> Option<RowShape> {
     KINDS.iter().find(|k| k.order.is_some_and(|o| o.index == order.index)).and_then(|k| (k.shape)())

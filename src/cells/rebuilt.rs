@@ -4,8 +4,6 @@
 
 use redb::WriteTransaction;
 
-use crate::cells::kinds::KINDS;
-
 /// Writes every table of [`REBUILT`](crate::storage::tables::REBUILT) that a database of kind
 /// `kind` (`"account"` or `"cell"`) holds, from the rest of it, into `txn`. The tables start
 /// empty: a restore runs this once, after the rows of the backup are in.
@@ -14,9 +12,7 @@ pub fn rebuild(txn: &WriteTransaction, kind: &str) -> Result<(), redb::Error> {
     crate::jobs::refill_due(txn)?;
     if kind == "cell" {
         crate::cells::products::refill_derived(txn)?;
-        for k in KINDS {
-            (k.refill_order)(txn)?;
-        }
+        crate::cells::kinds::refill_orders(txn)?;
     }
     Ok(())
 }

@@ -6,13 +6,8 @@
 
 use redb::WriteTransaction;
 
-use crate::cells::kinds::KINDS;
-
 pub(super) fn partition_rows_are_keys(txn: &WriteTransaction) -> Result<(), redb::Error> {
-    for kind in KINDS {
-        (kind.refill_order)(txn)?;
-    }
-    Ok(())
+    crate::cells::kinds::refill_orders(txn)
 }
 
 #[cfg(test)]

@@ -8,13 +8,8 @@
 
 use redb::WriteTransaction;
 
-use crate::cells::kinds::KINDS;
-
 pub(super) fn summaries_in_one_sort(txn: &WriteTransaction) -> Result<(), redb::Error> {
-    for kind in KINDS {
-        (kind.refill_order)(txn)?;
-    }
-    Ok(())
+    crate::cells::kinds::refill_orders(txn)
 }
 
 #[cfg(test)]
