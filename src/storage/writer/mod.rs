@@ -113,22 +113,21 @@ impl MoveGate {
     }
 
     pub fn set_frozen(&self, store: Uuid, on: bool) {
-        if let Ok(mut s) = self.frozen.write() {
-            if on {
-                s.insert(store)
-            } else {
-                s.remove(&store)
-            };
-        }
+        mark(&self.frozen, store, on);
     }
 
     pub fn set_tracked(&self, store: Uuid, on: bool) {
-        if let Ok(mut s) = self.tracked.write() {
-            if on {
-                s.insert(store)
-            } else {
-                s.remove(&store)
-            };
+        mark(&self.tracked, store, on);
+    }
+}
+
+/// Puts `store` in `stores` or takes it out.
+fn mark(stores: &RwLock<HashSet<Uuid>>, store: Uuid, on: bool) {
+    if let Ok(mut s) = stores.write() {
+        if on {
+            s.insert(store);
+        } else {
+            s.remove(&store);
         }
     }
 }
