@@ -477,7 +477,10 @@ mod tests {
         let (during, resident) = heap().unwrap();
         // SAFETY: allocated above by this allocator with this layout.
         unsafe { tikv_jemallocator::Jemalloc.dealloc(block, layout) };
-        assert!(during >= before + (8 << 20), "{before} → {during}");
+        // Other threads' small blocks come and go in the same count (a thread cache flushed
+        // between the two readings moved it by 28 KiB once): the 8 MiB block shows, give or
+        // take far less than itself.
+        assert!(during + (1 << 20) >= before + (8 << 20), "{before} → {during}");
         assert!(resident > 0);
         assert!(heap().unwrap().0 < during, "freed");
     }
