@@ -31,6 +31,7 @@ impl Record for Catalog {
         ],
         default_sort: "updated",
         summaries: "updated",
+        own_order: false,
         filters: &[
             Filter::reference("marketId", |c: &Catalog| Some(FilterValue::Reference(c.market_id)), "catalogs of these markets"),
             Filter::enumerated::<CatalogStatus>("status", |c: &Catalog| Some(FilterValue::Enum(c.status.name())), "status")

@@ -40,6 +40,7 @@ impl Record for Discount {
         ],
         default_sort: "created_at",
         summaries: "updated_at",
+        own_order: false,
         filters: &[
             Filter::timed(
                 "status",

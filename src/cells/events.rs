@@ -73,6 +73,7 @@ impl Record for Event {
         sorts: &[Sort { name: "created_at", tag: 0, key: |_, k| k }],
         default_sort: "created_at",
         summaries: "created_at",
+        own_order: true,
         filters: &[Filter::names(
             "topic",
             TOPIC_NAMES,

@@ -45,6 +45,7 @@ impl Record for GiftCard {
         ],
         default_sort: "created_at",
         summaries: "updated_at",
+        own_order: false,
         filters: &[
             Filter::timed(
                 "status",

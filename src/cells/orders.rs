@@ -28,6 +28,7 @@ impl Record for Order {
         ],
         default_sort: "created_at",
         summaries: "updated_at",
+        own_order: false,
         filters: &[
             Filter::enumerated::<OrderStatus>("status", |o: &Order| Some(FilterValue::Enum(o.status.name())), "order status")
                 .any("ANY"),

@@ -44,6 +44,7 @@ impl Listable for ProductSorts {
         ],
         default_sort: "created_at",
         summaries: "created_at",
+        own_order: false,
         filters: &[Filter::enumerated::<Status>("status", |s| Some(FilterValue::Enum(s.status.name())), "the product's status")],
         ranges: &[],
         search: None,

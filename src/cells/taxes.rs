@@ -31,6 +31,7 @@ impl Record for TaxRate {
         ],
         default_sort: "created_at",
         summaries: "updated_at",
+        own_order: false,
         filters: &[Filter::code(
             "country",
             country_code,

@@ -27,13 +27,12 @@ use redb::{Database, ReadTransaction, ReadableDatabase};
 use uuid::Uuid;
 
 use crate::error::{ApiError, ApiResult};
-use crate::storage::codec::decode;
 use crate::storage::list_names::{self, Keeps, KindTests, ListParts, RowShape, Summary, View};
 use crate::storage::list_orders::{Built, ListName, ListOrders};
 use crate::storage::ranked::Keys;
 use crate::storage::read;
 use crate::storage::record::{
-    self, Listable, Record, kind_tests, list_name, one_value, order_prefix, partition_prefix, row_shape, total_key, value_key,
+    self, Listable, Record, kind_tests, list_name, one_value, partition_prefix, row_shape, sort_rows, total_key, value_key,
 };
 use crate::storage::tables::{COUNTERS, StoreTable};
 
@@ -208,21 +207,21 @@ pub fn build_list(
         return Err(ApiError::internal("a view with a text query or a timed filter is built by its record's list"));
     }
     let txn = db.begin_read()?;
-    let rows = order_prefix(store, parts.scope, parts.tag);
+    let rows = sort_rows(&shape, parts.order, store, parts.scope, parts.tag);
     let (keeps, tests) = (&parts.keeps, tests.as_ref());
     // A timed view's end: the first moment after `now` at which any row read may change state.
     let until = AtomicI64::new(i64::MAX);
     let timed = tests.filter(|_| keeps.is_timed());
-    let passes = |summary: &[u8]| -> ApiResult<bool> {
-        let summary: Summary = decode(summary)?;
+    let passes = |carried: &[u8]| -> ApiResult<bool> {
+        let summary = shape.summary_of(carried)?;
         if let Some(next) = timed.and_then(|t| keeps.changes(&summary, t, now)) {
             until.fetch_min(next, Ordering::Relaxed);
         }
         Ok(keeps.accepts(&summary, store, tests, now))
     };
     let threads = read::build_threads();
-    let keys_under = |prefix: &[u8], keep: &KeepRow| {
-        read::scan_split(&txn, parts.order, prefix, threads, Keys::default, |keys, k, v| {
+    let keys_under = |(table, prefix): &(StoreTable, Vec<u8>), keep: &KeepRow| {
+        read::scan_split(&txn, *table, prefix, threads, Keys::default, |keys, k, v| {
             if keep(k, v)? {
                 keys.push(k.get(prefix.len()..).unwrap_or_default());
             }
@@ -231,10 +230,13 @@ pub fn build_list(
     };
     let built = match keeps {
         Keeps::All => keys_under(&rows, &|_, _| Ok(true))?,
-        Keeps::Partition(i, value) => keys_under(&partition_prefix(store, parts.scope, *i, value), &|_, _| Ok(true))?,
+        Keeps::Partition(i, value) => {
+            keys_under(&(parts.order, partition_prefix(store, parts.scope, *i, value)), &|_, _| Ok(true))?
+        }
         Keeps::Summaries(..) | Keeps::View(_) if parts.tag == shape.summary_tag => keys_under(&rows, &|_, v| passes(v))?,
         Keeps::Summaries(..) | Keeps::View(_) => {
-            let passed = passing(&txn, parts.order, &order_prefix(store, parts.scope, shape.summary_tag), shape, &passes)?;
+            let carriers = sort_rows(&shape, parts.order, store, parts.scope, shape.summary_tag);
+            let passed = passing(&txn, &carriers, shape, &passes)?;
             keys_under(&rows, &|k, _| Ok(passed.contains(shape.record_of(k))))?
         }
     };
@@ -245,16 +247,16 @@ pub fn build_list(
 /// Whether a list keeps an order row, by its key and value.
 type KeepRow<'a> = dyn Fn(&[u8], &[u8]) -> ApiResult<bool> + Sync + 'a;
 
-/// The records (their key tails) whose rows under `carriers`, those of the sort that carries
-/// the summaries, carry one that `passes`: what a list tested in another order keeps.
+/// The records (their key tails) whose rows `carriers` (table and prefix), those of the sort
+/// that carries the summaries, carry one that `passes`: what a list tested in another order
+/// keeps.
 fn passing(
     txn: &ReadTransaction,
-    order: StoreTable,
-    carriers: &[u8],
+    (table, carriers): &(StoreTable, Vec<u8>),
     shape: RowShape,
     passes: &(dyn Fn(&[u8]) -> ApiResult<bool> + Sync),
 ) -> ApiResult<HashSet<Vec<u8>>> {
-    let parts = read::scan_split(txn, order, carriers, read::build_threads(), Vec::new, |kept, k, v| {
+    let parts = read::scan_split(txn, *table, carriers, read::build_threads(), Vec::new, |kept, k, v| {
         if passes(v)? {
             kept.push(shape.record_of(k).to_vec());
         }
@@ -281,10 +283,11 @@ pub fn page_from_rows<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQue
     {
         let count = read::counter(txn, COUNTERS, &value_key::<R>(store, q.scope, f.name, value))?;
         let plain = ListQuery { filters: Vec::new(), ..q.clone() };
-        return walk::<R>(txn, store, order, &partition_prefix(store, q.scope, *i, value), &plain, Some(count), now);
+        return walk::<R>(txn, store, &(order, partition_prefix(store, q.scope, *i, value)), &plain, Some(count), now);
     }
     let tag = sort.map(|s| s.tag).unwrap_or(0);
-    let prefix = order_prefix(store, q.scope, tag);
+    let shape = row_shape::<R>().ok_or_else(|| ApiError::internal("a record never listed has no lists"))?;
+    let rows = sort_rows(&shape, order, store, q.scope, tag);
     // The total, when counters hold it: no filter, or one filter field with any of its values.
     let counted = match q.filters.as_slice() {
         _ if !q.ranges.is_empty() || q.search.is_some() => None,
@@ -299,18 +302,17 @@ pub fn page_from_rows<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQue
         }
         _ => None,
     };
-    walk::<R>(txn, store, order, &prefix, q, counted, now)
+    walk::<R>(txn, store, &rows, q, counted, now)
 }
 
-/// The page of `q` among the order rows under `prefix`: read from its offset when `q` has no
-/// filter left, else walked, each record's summary checked (in a sort whose rows do not carry
-/// them, the records whose carrying rows pass are found first). `counted` is the total when
-/// known (a plain walk needs it; a filtered one then stops at the page's end).
+/// The page of `q` among the rows `rows` (table and prefix): read from its offset when `q` has
+/// no filter left, else walked, each record's summary checked (in a sort whose rows do not
+/// carry them, the records whose carrying rows pass are found first). `counted` is the total
+/// when known (a plain walk needs it; a filtered one then stops at the page's end).
 fn walk<R: Record>(
     txn: &ReadTransaction,
     store: Uuid,
-    order: StoreTable,
-    prefix: &[u8],
+    (table, prefix): &(StoreTable, Vec<u8>),
     q: &ListQuery,
     counted: Option<u64>,
     now: i64,
@@ -318,7 +320,7 @@ fn walk<R: Record>(
     // The page's order rows: each ends with its record's key tail.
     let mut rows: Vec<Vec<u8>> = Vec::with_capacity(q.limit);
     let total = if q.is_plain() {
-        read::scan(txn, order, prefix, q.desc, q.offset, q.limit, |k, _| {
+        read::scan(txn, *table, prefix, q.desc, q.offset, q.limit, |k, _| {
             rows.push(k.to_vec());
             Ok(())
         })?;
@@ -328,16 +330,18 @@ fn walk<R: Record>(
         let mut kept = 0u64;
         // With the total known, the walk stops once the page is full.
         let stop_at = if counted.is_some() { window.end } else { u64::MAX };
-        let passes = |summary: &[u8]| Ok(q.accepts::<R>(&decode(summary)?, store, now));
-        let passed = match row_shape::<R>().map(|s| (s, order_prefix(store, q.scope, s.summary_tag))) {
-            Some((shape, carriers)) if prefix != carriers.as_slice() => {
-                Some((shape, passing(txn, order, &carriers, shape, &passes)?))
+        let shape = row_shape::<R>().ok_or_else(|| ApiError::internal("a record never listed has no lists"))?;
+        let passes = |carried: &[u8]| Ok(q.accepts::<R>(&shape.summary_of(carried)?, store, now));
+        let carriers = R::LIST.order.map(|order| sort_rows(&shape, order, store, q.scope, shape.summary_tag));
+        let passed = match carriers {
+            Some(carriers) if (carriers.0.index, carriers.1.as_slice()) != (table.index, prefix.as_slice()) => {
+                Some(passing(txn, &carriers, shape, &passes)?)
             }
             _ => None,
         };
-        read::walk(txn, order, prefix, q.desc, |k, v| {
+        read::walk(txn, *table, prefix, q.desc, |k, v| {
             let accepted = match &passed {
-                Some((shape, passed)) => passed.contains(shape.record_of(k)),
+                Some(passed) => passed.contains(shape.record_of(k)),
                 None => passes(v)?,
             };
             if accepted {

@@ -25,7 +25,7 @@ use crate::storage::tables::{STORE_TABLES, StoreTable};
 /// What a record's order rows carry for a filtered walk and for the lists' tests: its filter
 /// values, range values and search text.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
-pub(crate) struct Summary {
+pub struct Summary {
     pub filters: Vec<Option<Vec<u8>>>,
     pub ranges: Vec<i64>,
     pub text: String,
@@ -43,17 +43,50 @@ pub type TimedState = fn(usize, &[u8], i64) -> Option<(&'static str, Option<i64>
 /// tag `summary_tag`, carry the summaries (the other sorts' rows are keys alone), and the last
 /// `tail` bytes of every row's key name its record. A list tested on summaries in another sort
 /// is built from both: the records whose carrying rows pass, then the sort's rows of those
-/// records.
+/// records. For a kind listed by default in its records' own order (`own`), that sort's rows
+/// are the records' rows themselves, whose summaries are worked out from the records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RowShape {
     pub summary_tag: u8,
     pub tail: usize,
+    pub own: Option<OwnRows>,
+}
+
+/// The rows of a sort in the records' own order: their table, and a record's summary from its
+/// stored value.
+#[derive(Clone, Copy)]
+pub struct OwnRows {
+    pub table: StoreTable,
+    pub summary: fn(&[u8]) -> crate::error::ApiResult<Summary>,
+}
+
+impl PartialEq for OwnRows {
+    fn eq(&self, other: &Self) -> bool {
+        self.table.index == other.table.index
+    }
+}
+
+impl Eq for OwnRows {}
+
+impl std::fmt::Debug for OwnRows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "OwnRows({})", self.table.index)
+    }
 }
 
 impl RowShape {
     /// The record an order row's key names: its last `tail` bytes.
     pub fn record_of<'k>(&self, key: &'k [u8]) -> &'k [u8] {
         key.get(key.len().saturating_sub(self.tail)..).unwrap_or_default()
+    }
+
+    /// The summary a row of sort `summary_tag` carries (`value`): kept in it, or worked out from
+    /// the record it is.
+    pub fn summary_of(&self, value: &[u8]) -> crate::error::ApiResult<Summary> {
+        match self.own {
+            Some(own) => (own.summary)(value),
+            None => crate::storage::codec::decode(value),
+        }
     }
 }
 

@@ -29,7 +29,7 @@ use crate::storage::syncs::{SyncedFile, Syncs};
 use crate::storage::tables::*;
 
 /// The on-disk format version this build writes. See `data-format/README.md`, "Version changes".
-pub const FORMAT_VERSION: u32 = 13;
+pub const FORMAT_VERSION: u32 = 14;
 
 /// A kind of database, declared by its owner (`account::DATABASE`, `cells::DATABASE`): its name,
 /// recorded in the file so a cell file is never opened as the directory; the steps that bring an

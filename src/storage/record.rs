@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::error::{ApiError, ApiResult};
 use crate::storage::codec::{decode, encode};
 use crate::storage::keys::Key;
-use crate::storage::list_names::{self, Keeps, KindTests, RecordChange, RowShape, Side, Summary};
+use crate::storage::list_names::{self, Keeps, KindTests, OwnRows, RecordChange, RowShape, Side, Summary};
 use crate::storage::read;
 use crate::storage::tables::{COUNTERS, StoreTable};
 use crate::storage::tx::{Rows, Tx};
@@ -268,6 +268,12 @@ pub struct List<R: 'static> {
     /// every write moves anyway (`updated_at`), where the record has one, so a change of summary
     /// rewrites no row that would have stayed; else the default.
     pub summaries: &'static str,
+    /// The default sort is the records' own order: its value is the key's tail, ids that grow
+    /// in commit order (events, inventory history). Its rows are then the record table's own
+    /// rows, none kept in the order table, and its summaries (`summaries` names it) are worked
+    /// out from the records: an append-only kind writes one row less per record, and a list
+    /// tested on its summaries decodes the records it reads.
+    pub own_order: bool,
     pub filters: &'static [Filter<R>],
     pub ranges: &'static [Range<R>],
     /// Lower-cased text the `search` parameter looks in, and how a query matches it.
@@ -318,12 +324,30 @@ fn lower(q: &str) -> Option<String> {
 impl<R> List<R> {
     /// A list with sortable fields only.
     pub const fn sorted(order: StoreTable, sorts: &'static [Sort<R>], default_sort: &'static str) -> Self {
-        List { order: Some(order), sorts, default_sort, summaries: default_sort, filters: &[], ranges: &[], search: None }
+        List {
+            order: Some(order),
+            sorts,
+            default_sort,
+            summaries: default_sort,
+            own_order: false,
+            filters: &[],
+            ranges: &[],
+            search: None,
+        }
     }
 
     /// The declaration of a record that is never listed: it is loaded and written by id alone.
     pub const fn none() -> Self {
-        List { order: None, sorts: &[], default_sort: "", summaries: "", filters: &[], ranges: &[], search: None }
+        List {
+            order: None,
+            sorts: &[],
+            default_sort: "",
+            summaries: "",
+            own_order: false,
+            filters: &[],
+            ranges: &[],
+            search: None,
+        }
     }
 
     pub fn sort(&self, name: &str) -> Option<&Sort<R>> {
@@ -424,6 +448,7 @@ fn order_rows<R: Record>(store: Uuid, r: &R, value: &[u8]) -> Rows {
     let mut rows: Rows = list
         .sorts
         .iter()
+        .filter(|s| !(list.own_order && s.name == list.default_sort))
         .map(|s| {
             let carried = if s.name == list.summaries { value.to_vec() } else { Vec::new() };
             (r.tail((s.key)(r, base(store, r.scope()).u8(s.tag))).into_vec(), carried)
@@ -446,7 +471,26 @@ fn order_rows<R: Record>(store: Uuid, r: &R, value: &[u8]) -> Rows {
 pub fn row_shape<R: Record>() -> Option<RowShape> {
     let list = &R::LIST;
     list.order?;
-    Some(RowShape { summary_tag: list.sort(list.summaries)?.tag, tail: R::TAIL })
+    // Rows in the records' own order are the default sort's, and carry the summaries.
+    if list.own_order && list.summaries != list.default_sort {
+        return None;
+    }
+    let own = list.own_order.then_some(OwnRows { table: R::TABLE, summary: summary_of_record::<R> });
+    Some(RowShape { summary_tag: list.sort(list.summaries)?.tag, tail: R::TAIL, own })
+}
+
+/// The summary of the record stored as `value`: what a sort in the records' own order carries.
+fn summary_of_record<R: Record>(value: &[u8]) -> ApiResult<Summary> {
+    Ok(summary(&decode::<R>(value)?))
+}
+
+/// Where the rows of `R`'s sort `tag` are, for `store` and `scope`: their table and the prefix
+/// they start with (the record table's rows for a sort in the records' own order).
+pub(crate) fn sort_rows(shape: &RowShape, order: StoreTable, store: Uuid, scope: Option<Uuid>, tag: u8) -> (StoreTable, Vec<u8>) {
+    match shape.own {
+        Some(own) if tag == shape.summary_tag => (own.table, base(store, scope).into_vec()),
+        _ => (order, order_prefix(store, scope, tag)),
+    }
 }
 
 /// The name of a record list held in memory (`storage::list`): the record's order table, its

@@ -164,6 +164,15 @@ async fn a_store_keeps_stock_per_location_and_every_change_in_its_history() {
     );
     let placed = c.get(&shop.path("/inventory-history?reason=order_placed"), t).await.expect(200).body;
     assert_eq!(placed["total"], 2);
+    // A span of time, tested on what the changes themselves say (no list row of their own).
+    let at = h["data"][1]["createdAt"].as_str().unwrap().to_string();
+    assert!(h["data"].as_array().unwrap().iter().any(|c| c["createdAt"] != at.as_str()), "changes at other times");
+    let span = format!("/inventory-history?locationId={shed}&dateFrom={at}&dateTo={at}");
+    let within = c.get(&shop.path(&span), t).await.expect(200).body;
+    let times: Vec<&str> = within["data"].as_array().unwrap().iter().map(|c| c["createdAt"].as_str().unwrap()).collect();
+    assert!(!times.is_empty() && times.iter().all(|c| *c == at), "{times:?}");
+    assert_eq!(within["total"].as_u64(), Some(times.len() as u64));
+    assert!(within["data"].as_array().unwrap().iter().any(|c| c["id"] == h["data"][1]["id"]));
 }
 
 /// Cache `name`'s (entries, bytes, hits, misses) in `/metrics`.

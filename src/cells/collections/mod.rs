@@ -52,6 +52,7 @@ impl Record for Collection {
         ],
         default_sort: "createdAt",
         summaries: "updatedAt",
+        own_order: false,
         filters: &[
             Filter::hidden(
                 "includeDeleted",

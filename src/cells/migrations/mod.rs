@@ -7,6 +7,7 @@ mod v10;
 mod v11;
 mod v12;
 mod v13;
+mod v14;
 mod v2;
 mod v3;
 mod v4;
@@ -29,6 +30,7 @@ pub const STEPS: &[Step] = &[
     Step { from: 10, run: v11::partition_rows_are_keys },
     Step { from: 11, run: v12::event_data_compressed },
     Step { from: 12, run: v13::summaries_in_one_sort },
+    Step { from: 13, run: v14::own_order_keeps_no_rows },
 ];
 
 /// What the steps' tests share: a cell written at an older format, opened through the steps.

@@ -39,6 +39,7 @@ impl Record for InventoryChange {
         sorts: &[Sort { name: "created_at", tag: 0, key: |_, k| k }],
         default_sort: "created_at",
         summaries: "created_at",
+        own_order: true,
         filters: &[
             Filter::reference("variantId", |c| Some(FilterValue::Reference(c.variant_id)), "Changes of this variant"),
             Filter::reference("locationId", |c| Some(FilterValue::Reference(c.location_id)), "Changes at this location"),

@@ -136,6 +136,7 @@ impl Record for Level {
         sorts: &[Sort { name: "created_at", tag: 0, key: |l, k| k.i64(l.created_at) }],
         default_sort: "created_at",
         summaries: "created_at",
+        own_order: false,
         filters: &[
             Filter::reference("variantId", |l| Some(FilterValue::Reference(l.variant_id)), "The levels of this variant"),
             Filter::reference("locationId", |l| Some(FilterValue::Reference(l.location_id)), "The levels at this location"),

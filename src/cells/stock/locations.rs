@@ -27,6 +27,7 @@ impl Record for Location {
         ],
         default_sort: "priority",
         summaries: "priority",
+        own_order: false,
         filters: &[Filter::names(
             "active",
             &["true", "false"],

@@ -125,6 +125,7 @@ impl Record for Delivery {
         sorts: &[Sort { name: "created_at", tag: 0, key: |d, k| k.i64(d.created_at) }],
         default_sort: "created_at",
         summaries: "created_at",
+        own_order: false,
         filters: &[Filter::enumerated::<DeliveryStatus>(
             "status",
             |d| Some(FilterValue::Enum(crate::domain::Enumerated::name(d.status))),
