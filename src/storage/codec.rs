@@ -56,7 +56,9 @@ pub mod byte_string {
 /// fewer pages to write, read, cache and back up. Compressing a few KB takes a few
 /// microseconds; reading it back less. A byte string that does not start with 0 is the text
 /// itself, as a plain `String` field wrote it (JSON never starts with a 0 byte): the format step
-/// that compresses such a field reads rows of either form.
+/// that compresses such a field reads rows of either form, and a text shorter than
+/// [`lz4_text::PLAIN_BELOW`] is kept so (a block's compression costs a fixed table setup that a
+/// short text, a level's few hundred bytes, does not pay back).
 pub mod lz4_text {
     use serde::{Deserializer, Serializer, de};
 
@@ -66,8 +68,14 @@ pub mod lz4_text {
     /// is allocated for it.
     const MAX_TEXT: usize = 256 << 20;
 
+    /// Texts shorter than this (and not starting with a 0 byte) are kept as they are.
+    pub const PLAIN_BELOW: usize = 512;
+
     pub fn serialize<S: Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
         let raw = text.as_bytes();
+        if raw.len() < PLAIN_BELOW && raw.first() != Some(&COMPRESSED) {
+            return s.serialize_bytes(raw);
+        }
         let len = u32::try_from(raw.len()).map_err(|_| serde::ser::Error::custom("a text past 4 GiB"))?;
         let mut out = vec![0; 5 + lz4_flex::block::get_maximum_output_size(raw.len())];
         out[0] = COMPRESSED;
@@ -185,7 +193,9 @@ mod tests {
 
     #[test]
     fn a_damaged_compressed_text_is_an_error_not_a_panic() {
-        let bytes = encode(&Doc { before: 7, text: "{\"title\":\"Linen shirt, linen shirt\"}".into(), after: 9 }).unwrap();
+        let long = format!("{{\"title\":\"{}\"}}", "Linen shirt, ".repeat(50));
+        let bytes = encode(&Doc { before: 7, text: long, after: 9 }).unwrap();
+        assert_eq!(bytes[2], 0, "compressed");
         // Each byte changed: an error or some text, never a panic; the row cut short: an error.
         for i in 0..bytes.len() {
             let mut bad = bytes.clone();
@@ -198,6 +208,18 @@ mod tests {
         huge.extend_from_slice(&u32::MAX.to_le_bytes());
         huge.extend_from_slice(&[0, 0, 9]);
         assert!(decode::<Doc>(&huge).is_err());
+    }
+
+    #[test]
+    fn a_short_text_is_kept_as_it_is() {
+        let short = "{\"available\":3}".repeat(lz4_text::PLAIN_BELOW / 16 - 1);
+        let bytes = encode(&Doc { before: 7, text: short.clone(), after: 9 }).unwrap();
+        assert!(bytes.windows(short.len()).any(|w| w == short.as_bytes()), "kept plain");
+        assert_eq!(decode::<Doc>(&bytes).unwrap().text, short);
+        // One starting with a 0 byte would read as compressed: it is compressed.
+        let nul = "\0{}";
+        let bytes = encode(&Doc { before: 7, text: nul.into(), after: 9 }).unwrap();
+        assert_eq!((bytes[2], decode::<Doc>(&bytes).unwrap().text.as_str()), (0, nul));
     }
 
     #[test]

@@ -56,15 +56,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cell.redb");
         let store = Uuid::from_u128(1);
-        // Each event's data an order-like document.
+        // Each event's data an order-like document (long enough to be compressed: a short one
+        // is kept as it is).
+        let lines = (1..=20).map(|q| format!(r#"{{"title":"Linen shirt","quantity":{q}}}"#)).collect::<Vec<_>>().join(",");
         let events: Vec<PlainEvent> = (0..5_000u128)
             .map(|i| PlainEvent {
                 id: Uuid::from_u128(1000 + i),
                 topic: "order.created".into(),
                 created_at: 1_795_000_000_000 + i as i64,
-                data: format!(r#"{{"id":"{i}","lineItems":[{{"title":"Linen shirt","quantity":1}},{{"title":"Linen shirt","quantity":2}}]}}"#),
+                data: format!(r#"{{"id":"{i}","lineItems":[{lines}]}}"#),
             })
             .collect();
+        assert!(events[0].data.len() >= crate::storage::codec::lz4_text::PLAIN_BELOW);
         let plain_bytes: usize = events.iter().map(|e| encode(e).unwrap().len()).sum();
         {
             let db = open(&path, crate::cells::DATABASE, ONE_OFF_CACHE).unwrap();

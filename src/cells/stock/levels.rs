@@ -295,7 +295,10 @@ fn apply_levels(
             created_at: now,
         };
         record::write(tx, store, None, Some(&change))?;
-        events::append_json(tx, store, "inventory.updated", &new.view(), now)?;
+        // Written as the level page writes it (byte-equal to serde, tested): one event a level.
+        let mut data = JsonOut::with_capacity(LevelView::JSON_BYTES);
+        new.view().write_json(&mut data);
+        events::append(tx, store, "inventory.updated", data.buf, now)?;
         if place.sellable() && c.delta.available != 0 {
             sellable.entry(product).or_default().push((c.variant, c.delta.available));
         }
