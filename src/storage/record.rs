@@ -675,13 +675,19 @@ pub fn write<R: Record>(tx: &mut Tx, store: Uuid, old: Option<&R>, new: Option<&
             tx.put(*table, key, value)?;
         }
     }
-    let counters = |r: Option<&R>| r.map(|r| value_counters(store, r)).unwrap_or_default();
-    let (old_values, new_values) = (counters(old), counters(new));
-    for k in old_values.iter().filter(|k| !new_values.contains(k)) {
-        tx.bump(COUNTERS, k, -1)?;
-    }
-    for k in new_values.iter().filter(|k| !old_values.contains(k)) {
-        tx.bump(COUNTERS, k, 1)?;
+    // A counter per filter value: keys are made only for the values that change.
+    for f in R::LIST.filters.iter().filter(|f| f.counted()) {
+        let value = |r: Option<&R>| r.and_then(|r| (f.value)(r)).map(|v| v.bytes());
+        let (was, is) = (value(old), value(new));
+        if was == is {
+            continue;
+        }
+        if let (Some(v), Some(r)) = (was, old) {
+            tx.bump(COUNTERS, &value_key::<R>(store, r.scope(), f.name, &v), -1)?;
+        }
+        if let (Some(v), Some(r)) = (is, new) {
+            tx.bump(COUNTERS, &value_key::<R>(store, r.scope(), f.name, &v), 1)?;
+        }
     }
     match (old, new) {
         _ if R::LIST.order.is_none() => {}
