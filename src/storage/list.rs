@@ -17,7 +17,9 @@
 //! the states at one moment, built again when read at a moment some record's state may have
 //! changed since (`storage::list_names`). Only a view too large to name is walked in redb: from
 //! the smallest partition among its one-valued counted filters in the default order, else along
-//! the sort's rows, reading summaries (from the rows that carry them), never records.
+//! the sort's rows, reading summaries (from the rows that carry them), never records. A kind
+//! whose default sort is its records' own order (`List::own_order`) has the record table's rows
+//! for that sort's, and its summaries are worked out from those records (`record::sort_rows`).
 
 use std::collections::HashSet;
 use std::sync::Arc;
