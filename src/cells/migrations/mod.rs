@@ -44,7 +44,7 @@ mod fixture {
     use crate::domain::pricing::tax::{TaxRate, TaxRateInput};
     use crate::storage::codec::encode;
     use crate::storage::record::{Record, row_key};
-    use crate::storage::tables::META;
+    use crate::storage::tables::{META, StoreTable};
     use crate::storage::{ONE_OFF_CACHE, open};
 
     /// Writes a cell at format `version` holding `records` of `store` and nothing else (no list
@@ -62,6 +62,14 @@ mod fixture {
             txn.commit().unwrap();
         }
         open(path, crate::cells::DATABASE, ONE_OFF_CACHE).unwrap()
+    }
+
+    /// Every row of `table`: (key, value), in key order.
+    pub fn rows_of(db: &Database, table: StoreTable) -> Vec<(Vec<u8>, Vec<u8>)> {
+        use redb::{ReadableDatabase, ReadableTable};
+        let txn = db.begin_read().unwrap();
+        let t = txn.open_table(table.def).unwrap();
+        t.iter().unwrap().map(|r| r.unwrap()).map(|(k, v)| (k.value().to_vec(), v.value().to_vec())).collect()
     }
 
     /// A 5 % tax rate of `country` named `name`, made at `at` with the id `at`.

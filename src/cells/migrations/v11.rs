@@ -12,10 +12,10 @@ pub(super) fn partition_rows_are_keys(txn: &WriteTransaction) -> Result<(), redb
 
 #[cfg(test)]
 mod tests {
-    use redb::{ReadableDatabase, ReadableTable};
+    use redb::ReadableDatabase;
     use uuid::Uuid;
 
-    use crate::cells::migrations::fixture::{migrated, tax_rate};
+    use crate::cells::migrations::fixture::{migrated, rows_of, tax_rate};
     use crate::domain::pricing::tax::TaxRate;
     use crate::storage::list::{ListQuery, page_from_rows};
     use crate::storage::record::PARTITION;
@@ -26,17 +26,7 @@ mod tests {
 
     /// The order rows of the tax rates: (key, value), partition rows apart.
     fn rows(db: &redb::Database) -> (Rows, Rows) {
-        let txn = db.begin_read().unwrap();
-        let all: Rows = txn
-            .open_table(TAX_RATE_ORDER.def)
-            .unwrap()
-            .iter()
-            .unwrap()
-            .map(|r| {
-                let (k, v) = r.unwrap();
-                (k.value().to_vec(), v.value().to_vec())
-            })
-            .collect();
+        let all = rows_of(db, TAX_RATE_ORDER);
         all.into_iter().partition(|(k, _)| k.get(16) == Some(&PARTITION))
     }
 

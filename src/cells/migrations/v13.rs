@@ -14,10 +14,10 @@ pub(super) fn summaries_in_one_sort(txn: &WriteTransaction) -> Result<(), redb::
 
 #[cfg(test)]
 mod tests {
-    use redb::{ReadableDatabase, ReadableTable};
+    use redb::ReadableDatabase;
     use uuid::Uuid;
 
-    use crate::cells::migrations::fixture::{migrated, tax_rate};
+    use crate::cells::migrations::fixture::{migrated, rows_of, tax_rate};
     use crate::domain::pricing::tax::TaxRate;
     use crate::storage::list::{ListQuery, page_from_rows};
     use crate::storage::record::{PARTITION, row_shape};
@@ -26,10 +26,7 @@ mod tests {
 
     /// The tax rates' sort rows (partitions left out): (key, value).
     fn sort_rows(db: &redb::Database) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let txn = db.begin_read().unwrap();
-        let table = txn.open_table(TAX_RATE_ORDER.def).unwrap();
-        let rows = table.iter().unwrap().map(|r| r.unwrap()).map(|(k, v)| (k.value().to_vec(), v.value().to_vec()));
-        rows.filter(|(k, _)| k.get(16) != Some(&PARTITION)).collect()
+        rows_of(db, TAX_RATE_ORDER).into_iter().filter(|(k, _)| k.get(16) != Some(&PARTITION)).collect()
     }
 
     #[test]

@@ -17,11 +17,11 @@ pub(super) fn own_order_keeps_no_rows(txn: &WriteTransaction) -> Result<(), redb
 
 #[cfg(test)]
 mod tests {
-    use redb::{ReadableDatabase, ReadableTable};
+    use redb::ReadableDatabase;
     use uuid::Uuid;
 
     use crate::cells::events::Event;
-    use crate::cells::migrations::fixture::migrated;
+    use crate::cells::migrations::fixture::{migrated, rows_of};
     use crate::storage::list::{ListQuery, page_from_rows};
     use crate::storage::record::PARTITION;
     use crate::storage::tables::{EVENT_ORDER, META};
@@ -33,9 +33,7 @@ mod tests {
 
     /// The event order table's rows: (key, value).
     fn rows(db: &redb::Database) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let txn = db.begin_read().unwrap();
-        let table = txn.open_table(EVENT_ORDER.def).unwrap();
-        table.iter().unwrap().map(|r| r.unwrap()).map(|(k, v)| (k.value().to_vec(), v.value().to_vec())).collect()
+        rows_of(db, EVENT_ORDER)
     }
 
     #[test]
