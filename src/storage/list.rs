@@ -272,7 +272,9 @@ fn passing(
 pub fn page_from_rows<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQuery, now: i64) -> ApiResult<Listed<R>> {
     let list = &R::LIST;
     let Some(order) = list.order else { return Ok(Listed { items: Vec::new(), total: 0 }) };
+    let shape = row_shape::<R>().ok_or_else(|| ApiError::internal("a listed record names no sort that carries its summaries"))?;
     let sort = list.sort(q.sort).or_else(|| list.sort(list.default_sort));
+    let carriers = sort_rows(&shape, order, store, q.scope, shape.summary_tag);
     // One value of one counted filter, in the default order, and nothing else to test: exactly
     // the value's partition (its rows are keys alone, so a query with more to test reads the
     // rows that carry the summary).
@@ -285,11 +287,10 @@ pub fn page_from_rows<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQue
     {
         let count = read::counter(txn, COUNTERS, &value_key::<R>(store, q.scope, f.name, value))?;
         let plain = ListQuery { filters: Vec::new(), ..q.clone() };
-        return walk::<R>(txn, store, &(order, partition_prefix(store, q.scope, *i, value)), &plain, Some(count), now);
+        let rows = (order, partition_prefix(store, q.scope, *i, value));
+        return walk::<R>(txn, store, &Walked { rows, carriers, shape }, &plain, Some(count), now);
     }
-    let tag = sort.map(|s| s.tag).unwrap_or(0);
-    let shape = row_shape::<R>().ok_or_else(|| ApiError::internal("a record never listed has no lists"))?;
-    let rows = sort_rows(&shape, order, store, q.scope, tag);
+    let rows = sort_rows(&shape, order, store, q.scope, sort.map(|s| s.tag).unwrap_or(0));
     // The total, when counters hold it: no filter, or one filter field with any of its values.
     let counted = match q.filters.as_slice() {
         _ if !q.ranges.is_empty() || q.search.is_some() => None,
@@ -304,21 +305,30 @@ pub fn page_from_rows<R: Record>(txn: &ReadTransaction, store: Uuid, q: &ListQue
         }
         _ => None,
     };
-    walk::<R>(txn, store, &rows, q, counted, now)
+    walk::<R>(txn, store, &Walked { rows, carriers, shape }, q, counted, now)
 }
 
-/// The page of `q` among the rows `rows` (table and prefix): read from its offset when `q` has
-/// no filter left, else walked, each record's summary checked (in a sort whose rows do not
-/// carry them, the records whose carrying rows pass are found first). `counted` is the total
-/// when known (a plain walk needs it; a filtered one then stops at the page's end).
+/// What a walk reads: its page's rows and the rows that carry the summaries (each a table and
+/// a prefix), laid out as `shape` says.
+struct Walked {
+    rows: (StoreTable, Vec<u8>),
+    carriers: (StoreTable, Vec<u8>),
+    shape: RowShape,
+}
+
+/// The page of `q` among the rows `walked.rows`: read from its offset when `q` has no filter
+/// left, else walked, each record's summary checked (in a sort whose rows do not carry them,
+/// the records whose carrying rows pass are found first). `counted` is the total when known (a
+/// plain walk needs it; a filtered one then stops at the page's end).
 fn walk<R: Record>(
     txn: &ReadTransaction,
     store: Uuid,
-    (table, prefix): &(StoreTable, Vec<u8>),
+    walked: &Walked,
     q: &ListQuery,
     counted: Option<u64>,
     now: i64,
 ) -> ApiResult<Listed<R>> {
+    let ((table, prefix), shape) = (&walked.rows, walked.shape);
     // The page's order rows: each ends with its record's key tail.
     let mut rows: Vec<Vec<u8>> = Vec::with_capacity(q.limit);
     let total = if q.is_plain() {
@@ -332,15 +342,10 @@ fn walk<R: Record>(
         let mut kept = 0u64;
         // With the total known, the walk stops once the page is full.
         let stop_at = if counted.is_some() { window.end } else { u64::MAX };
-        let shape = row_shape::<R>().ok_or_else(|| ApiError::internal("a record never listed has no lists"))?;
         let passes = |carried: &[u8]| Ok(q.accepts::<R>(&shape.summary_of(carried)?, store, now));
-        let carriers = R::LIST.order.map(|order| sort_rows(&shape, order, store, q.scope, shape.summary_tag));
-        let passed = match carriers {
-            Some(carriers) if (carriers.0.index, carriers.1.as_slice()) != (table.index, prefix.as_slice()) => {
-                Some(passing(txn, &carriers, shape, &passes)?)
-            }
-            _ => None,
-        };
+        let carriers = &walked.carriers;
+        let in_carriers = (carriers.0.index, carriers.1.as_slice()) == (table.index, prefix.as_slice());
+        let passed = if in_carriers { None } else { Some(passing(txn, carriers, shape, &passes)?) };
         read::walk(txn, *table, prefix, q.desc, |k, v| {
             let accepted = match &passed {
                 Some(passed) => passed.contains(shape.record_of(k)),
