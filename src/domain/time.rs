@@ -8,21 +8,15 @@ use time::format_description::well_known::Rfc3339;
 /// `…:00.12Z`), so every timestamp the API shows has one width and sorts as text. Empty for a
 /// time outside the years 0 to 9999.
 pub fn rfc3339(ms: i64) -> String {
-    text(&rfc3339_bytes(ms))
+    rfc3339_bytes(ms).as_str().to_owned()
 }
 
 /// [`rfc3339`] as the bytes written into a JSON answer, without a `String` between.
 pub fn rfc3339_bytes(ms: i64) -> Utc {
     match OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms).saturating_mul(1_000_000)) {
-        Ok(t) if (0..=9999).contains(&t.year()) => utc_bytes(t, 3),
+        Ok(t) if (0..=9999).contains(&t.year()) => utc(t, 3),
         _ => Utc { bytes: [0; 30], len: 0 },
     }
-}
-
-/// `t` (a year 0 to 9999) as RFC 3339 in UTC with `fraction` digits of the second (3:
-/// milliseconds, 6: microseconds; at most 9).
-pub fn utc_text(t: OffsetDateTime, fraction: usize) -> String {
-    text(&utc_bytes(t, fraction))
 }
 
 /// An RFC 3339 time's ASCII bytes (`len` of them).
@@ -35,15 +29,18 @@ impl Utc {
     pub fn as_bytes(&self) -> &[u8] {
         self.bytes.get(..self.len).unwrap_or_default()
     }
+
+    /// The time as text (its bytes are ASCII digits and separators).
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(self.as_bytes()).unwrap_or_default()
+    }
 }
 
-fn text(utc: &Utc) -> String {
-    utc.as_bytes().iter().map(|&b| char::from(b)).collect()
-}
-
-/// Digits are placed by hand: every view formats its times, a page of levels fifty of them, and
-/// `format!` with padding took as long as the page's other JSON; the log writes one per request.
-fn utc_bytes(t: OffsetDateTime, fraction: usize) -> Utc {
+/// `t` (a year 0 to 9999) as RFC 3339 in UTC with `fraction` digits of the second (3:
+/// milliseconds, 6: microseconds; at most 9), without a `String` of its own. Digits are placed
+/// by hand: every view formats its times, a page of levels fifty of them, and `format!` with
+/// padding took as long as the page's other JSON; the log writes one per request.
+pub fn utc(t: OffsetDateTime, fraction: usize) -> Utc {
     let fraction = fraction.min(9);
     let mut out = [b'0'; 30];
     let mut put = |at: usize, width: usize, mut n: u32| {

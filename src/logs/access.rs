@@ -71,7 +71,7 @@ fn text(line: &mut String, a: &Access) -> std::fmt::Result {
 
 /// Now in UTC with microseconds, as the logger writes its other lines' times.
 fn timestamp(line: &mut String) {
-    line.push_str(&crate::domain::time::utc_text(time::OffsetDateTime::now_utc(), 6));
+    line.push_str(crate::domain::time::utc(time::OffsetDateTime::now_utc(), 6).as_str());
 }
 
 /// Microseconds as milliseconds with three decimals (`0.388`).
