@@ -64,6 +64,17 @@ mod fixture {
         open(path, crate::cells::DATABASE, ONE_OFF_CACHE).unwrap()
     }
 
+    /// `db` (at `path`) with the row `key → value` of `table` put back as format `version` wrote
+    /// it and that version recorded, closed and opened again: the steps from `version` on run.
+    pub fn reopened_with_row(db: Database, path: &Path, version: u32, table: StoreTable, key: &[u8], value: &[u8]) -> Database {
+        let txn = db.begin_write().unwrap();
+        txn.open_table(table.def).unwrap().insert(key, value).unwrap();
+        txn.open_table(META).unwrap().insert("format_version", version.to_le_bytes().as_slice()).unwrap();
+        txn.commit().unwrap();
+        drop(db);
+        open(path, crate::cells::DATABASE, ONE_OFF_CACHE).unwrap()
+    }
+
     /// Every row of `table`: (key, value), in key order.
     pub fn rows_of(db: &Database, table: StoreTable) -> Vec<(Vec<u8>, Vec<u8>)> {
         use redb::{ReadableDatabase, ReadableTable};

@@ -15,12 +15,11 @@ mod tests {
     use redb::ReadableDatabase;
     use uuid::Uuid;
 
-    use crate::cells::migrations::fixture::{migrated, rows_of, tax_rate};
+    use crate::cells::migrations::fixture::{migrated, reopened_with_row, rows_of, tax_rate};
     use crate::domain::pricing::tax::TaxRate;
     use crate::storage::list::{ListQuery, page_from_rows};
     use crate::storage::record::PARTITION;
-    use crate::storage::tables::{META, TAX_RATE_ORDER};
-    use crate::storage::{ONE_OFF_CACHE, open};
+    use crate::storage::tables::TAX_RATE_ORDER;
 
     type Rows = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -50,14 +49,7 @@ mod tests {
         // A row written by format 10 carries the summary: the step empties it.
         let (stale_key, _) = partitions[0].clone();
         let summary = sorts[0].1.clone();
-        {
-            let txn = db.begin_write().unwrap();
-            txn.open_table(TAX_RATE_ORDER.def).unwrap().insert(stale_key.as_slice(), summary.as_slice()).unwrap();
-            txn.open_table(META).unwrap().insert("format_version", 10u32.to_le_bytes().as_slice()).unwrap();
-            txn.commit().unwrap();
-        }
-        drop(db);
-        let db = open(&path, crate::cells::DATABASE, ONE_OFF_CACHE).unwrap();
+        let db = reopened_with_row(db, &path, 10, TAX_RATE_ORDER, &stale_key, &summary);
         let (again, sorts_again) = rows(&db);
         assert_eq!(again, partitions);
         assert_eq!(sorts_again, sorts);

@@ -17,12 +17,11 @@ mod tests {
     use redb::ReadableDatabase;
     use uuid::Uuid;
 
-    use crate::cells::migrations::fixture::{migrated, rows_of, tax_rate};
+    use crate::cells::migrations::fixture::{migrated, reopened_with_row, rows_of, tax_rate};
     use crate::domain::pricing::tax::TaxRate;
     use crate::storage::list::{ListQuery, page_from_rows};
     use crate::storage::record::{PARTITION, row_shape};
-    use crate::storage::tables::{META, TAX_RATE_ORDER};
-    use crate::storage::{ONE_OFF_CACHE, open};
+    use crate::storage::tables::TAX_RATE_ORDER;
 
     /// The tax rates' sort rows (partitions left out): (key, value).
     fn sort_rows(db: &redb::Database) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -46,14 +45,7 @@ mod tests {
         assert!(others.iter().all(|(_, v)| v.is_empty()), "{others:?}");
 
         // A row written by format 12 carries the summary in every sort: the step empties it.
-        {
-            let txn = db.begin_write().unwrap();
-            txn.open_table(TAX_RATE_ORDER.def).unwrap().insert(others[0].0.as_slice(), carriers[0].1.as_slice()).unwrap();
-            txn.open_table(META).unwrap().insert("format_version", 12u32.to_le_bytes().as_slice()).unwrap();
-            txn.commit().unwrap();
-        }
-        drop(db);
-        let db = open(&path, crate::cells::DATABASE, ONE_OFF_CACHE).unwrap();
+        let db = reopened_with_row(db, &path, 12, TAX_RATE_ORDER, &others[0].0, &carriers[0].1);
         assert_eq!(sort_rows(&db), rows);
 
         // One country's rates by name, a sort whose rows carry no summary, and by creation, the

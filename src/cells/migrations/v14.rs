@@ -21,11 +21,10 @@ mod tests {
     use uuid::Uuid;
 
     use crate::cells::events::Event;
-    use crate::cells::migrations::fixture::{migrated, rows_of};
+    use crate::cells::migrations::fixture::{migrated, reopened_with_row, rows_of};
     use crate::storage::list::{ListQuery, page_from_rows};
     use crate::storage::record::PARTITION;
-    use crate::storage::tables::{EVENT_ORDER, META};
-    use crate::storage::{ONE_OFF_CACHE, open};
+    use crate::storage::tables::EVENT_ORDER;
 
     fn event(at: i64, topic: &str) -> Event {
         Event { id: Uuid::from_u128(at as u128), topic: topic.into(), created_at: at, data: format!("{{\"at\":{at}}}") }
@@ -49,17 +48,8 @@ mod tests {
         assert!(kept.iter().all(|(k, v)| k.get(16) == Some(&PARTITION) && v.is_empty()), "{kept:?}");
 
         // A row format 13 kept for the created_at sort (tag 0, carrying a summary) is dropped.
-        {
-            let txn = db.begin_write().unwrap();
-            let mut old = store.as_bytes().to_vec();
-            old.push(0);
-            old.extend_from_slice(events[0].id.as_bytes());
-            txn.open_table(EVENT_ORDER.def).unwrap().insert(old.as_slice(), &b"summary"[..]).unwrap();
-            txn.open_table(META).unwrap().insert("format_version", 13u32.to_le_bytes().as_slice()).unwrap();
-            txn.commit().unwrap();
-        }
-        drop(db);
-        let db = open(&path, crate::cells::DATABASE, ONE_OFF_CACHE).unwrap();
+        let old = [store.as_bytes(), &[0u8][..], events[0].id.as_bytes()].concat();
+        let db = reopened_with_row(db, &path, 13, EVENT_ORDER, &old, b"summary");
         assert_eq!(rows(&db), kept);
 
         // Newest first from the events themselves; a range tested on summaries worked out from
