@@ -171,7 +171,7 @@ pub struct CellShares {
     pub rows: u64,
     /// Each store's active locations (`cells::stock::locations`, in a `storage::row_cache`).
     pub locations: u64,
-    /// Variants' level pages as answered (`cells::stock::levels`, in a `storage::row_cache`).
+    /// Variants' levels as their views' JSON (`cells::stock::variant_page`, in a `storage::row_cache`).
     pub levels: u64,
     /// List orders (`storage::list_orders`).
     pub lists: u64,

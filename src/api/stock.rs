@@ -3,7 +3,7 @@
 
 use crate::cells::stock::history::{InventoryChange, InventoryChangeView};
 use crate::cells::stock::levels::{self, Level, LevelView};
-use crate::cells::stock::{self, locations};
+use crate::cells::stock::{self, locations, variant_page};
 use crate::domain::stock::{Adjust, CreateLocation, Location, LocationView, SetLevel, UpdateLocation};
 use crate::error::ApiResult;
 use crate::handler;
@@ -99,13 +99,12 @@ async fn update(cx: Ctx) -> ApiResult<Json<LocationView>> {
 
 async fn list_levels(cx: Ctx, q: ListOf<Level>) -> ApiResult<Rendered<Page<LevelView>>> {
     let s = cx.scope()?;
-    let render = |listed| q.page(listed).to_json_with(LevelView::JSON_BYTES, |out, l: &LevelView| l.write_json(out));
-    Ok(match levels::variant_alone(&q.query) {
-        Some(variant) => {
-            Rendered::answer(levels::variant_page(&s.cell, s.id, variant, &q.query, cx.accepted_coding(), render).await?)
-        }
-        None => Rendered::new(render(levels::list(&s.cell, s.id, &q.query).await?)),
-    })
+    Ok(Rendered::new(match variant_page::variant_of(&q.query) {
+        Some(variant) => variant_page::page(&s.cell, s.id, variant, &q.query, q.page, q.limit)?,
+        None => q
+            .page(levels::list(&s.cell, s.id, &q.query).await?)
+            .to_json_with(LevelView::JSON_BYTES, |out, l: &LevelView| l.write_json(out)),
+    }))
 }
 
 async fn adjust(cx: Ctx) -> ApiResult<Json<LevelView>> {

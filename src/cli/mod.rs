@@ -298,9 +298,9 @@ pub struct MemoryArgs {
 /// Options of a cell's answer caches, shared by `serve` and `cell`.
 #[derive(Args, Debug, Clone)]
 pub struct CacheArgs {
-    /// Keep recent product search answers, product list pages and variants' level pages in
-    /// memory, each served only while what it shows is unchanged (`docs/search.md`, "Answer
-    /// cache"; `docs/stock.md`); `false` computes every answer afresh.
+    /// Keep recent product search answers and product list pages in memory, each served only
+    /// while what it shows is unchanged (`docs/search.md`, "Answer cache"); `false` computes
+    /// every answer afresh.
     #[arg(long, env = "SHOPCELL_ANSWER_CACHE", default_value_t = true, action = clap::ArgAction::Set)]
     pub answer_cache: bool,
 }

@@ -143,23 +143,36 @@ impl<T: Serialize> Page<T> {
 
     /// The page as JSON with each item written by `item` (see `domain::json_out`): byte for
     /// byte what `serde_json::to_vec` writes when `item` writes what `T`'s `Serialize` does.
-    pub fn to_json_with(&self, per_item: usize, mut item: impl FnMut(&mut JsonOut, &T)) -> Vec<u8> {
-        let mut out = JsonOut::with_capacity(self.data.len().saturating_mul(per_item).saturating_add(96));
-        let _ = out.list(b"{\"data\":[", &self.data, |o, t| {
-            item(o, t);
-            Ok(())
-        });
-        out.raw(b",\"total\":");
-        out.int(self.total);
-        out.raw(b",\"page\":");
-        out.int(self.page);
-        out.raw(b",\"limit\":");
-        out.int(self.limit);
-        out.raw(b",\"totalPages\":");
-        out.int(self.total_pages);
-        out.raw(b"}");
-        out.buf
+    pub fn to_json_with(&self, per_item: usize, item: impl FnMut(&mut JsonOut, &T)) -> Vec<u8> {
+        page_json(&self.data, self.total, self.page, self.limit, per_item, item)
     }
+}
+
+/// [`Page::to_json_with`] of items that are not the page's type: rows written by `item` as the
+/// type the route answers would be (a variant's levels, composed from kept views).
+pub fn page_json<T>(
+    data: &[T],
+    total: u64,
+    page: u32,
+    limit: u32,
+    per_item: usize,
+    mut item: impl FnMut(&mut JsonOut, &T),
+) -> Vec<u8> {
+    let mut out = JsonOut::with_capacity(data.len().saturating_mul(per_item).saturating_add(96));
+    let _ = out.list(b"{\"data\":[", data, |o, t| {
+        item(o, t);
+        Ok(())
+    });
+    out.raw(b",\"total\":");
+    out.int(total);
+    out.raw(b",\"page\":");
+    out.int(page);
+    out.raw(b",\"limit\":");
+    out.int(limit);
+    out.raw(b",\"totalPages\":");
+    out.int(total.div_ceil(limit.max(1) as u64));
+    out.raw(b"}");
+    out.buf
 }
 
 /// The offset-style envelope of `API.md`: `page = floor(offset / limit) + 1`, `offset` echoed.

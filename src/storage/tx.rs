@@ -47,7 +47,7 @@ pub struct Tx<'a> {
     pub(super) changed_rows: Vec<(Uuid, Uuid)>,
     /// Stores whose cached locations to drop once the transaction commits.
     pub(super) changed_locations: Vec<Uuid>,
-    /// Cached level pages to drop once the transaction commits: by store and variant.
+    /// Variants whose kept levels to drop once the transaction commits: by store and variant.
     pub(super) changed_levels: Vec<(Uuid, Uuid)>,
     /// Ids in commit order, for rows read back in the order they were written (events).
     ids: &'a mut CommitIds,
@@ -200,11 +200,11 @@ impl<'a> Tx<'a> {
         }
     }
 
-    /// Drops the cached level page of `variant` of `store` when the transaction commits (a
-    /// level of it was written).
+    /// Drops the kept levels of `variant` of `store` when the transaction commits (a level of
+    /// it was written).
     pub fn levels_changed(&mut self, store: Uuid, variant: Uuid) {
-        // Not deduplicated (a batch may write many variants' levels): a page dropped twice is
-        // dropped once.
+        // Not deduplicated (a batch may write many variants' levels): an entry dropped twice
+        // is dropped once.
         self.changed_levels.push((store, variant));
     }
 

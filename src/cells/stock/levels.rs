@@ -5,9 +5,7 @@
 //! (orders, fulfillments, returns, transfers, purchase orders) calls it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
-use bytes::Bytes;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -16,17 +14,15 @@ use crate::cells::Cell;
 use crate::cells::events;
 use crate::cells::products;
 use crate::cells::stock::history::InventoryChange;
-use crate::cells::stock::locations::{self, default_location};
+use crate::cells::stock::locations::default_location;
 use crate::domain::json_out::JsonOut;
 use crate::domain::product::Product;
 use crate::domain::stock::{Actor, Location, Quantities, Reason, Why};
 use crate::error::{ApiError, ApiResult, Code};
-use crate::http::compress::{self, Answer, Coding};
 use crate::storage::codec::decode;
 use crate::storage::keys::Key;
 use crate::storage::list::{ListQuery, Listed};
 use crate::storage::record::{self, Filter, FilterValue, List, Record, Sort, partition_prefix};
-use crate::storage::row_cache::Cached;
 use crate::storage::tables::{LEVEL_ORDER, LEVELS, StoreTable, VARIANTS};
 use crate::storage::tx::Tx;
 
@@ -163,7 +159,7 @@ pub fn level_key(store: Uuid, variant: Uuid, location: Uuid) -> Vec<u8> {
 }
 
 /// Where the levels of `variant` start: every level of the variant is under it.
-fn variant_prefix(store: Uuid, variant: Uuid) -> Vec<u8> {
+pub(super) fn variant_prefix(store: Uuid, variant: Uuid) -> Vec<u8> {
     Key::store(store).id(variant).into_vec()
 }
 
@@ -295,7 +291,7 @@ fn apply_levels(
             created_at: now,
         };
         record::write(tx, store, None, Some(&change))?;
-        // Written as the level page writes it (byte-equal to serde, tested): one event a level.
+        // Written as a page of levels writes it (byte-equal to serde, tested): one event a level.
         let mut data = JsonOut::with_capacity(LevelView::JSON_BYTES);
         new.view().write_json(&mut data);
         events::append(tx, store, "inventory.updated", data.buf, now)?;
@@ -362,7 +358,7 @@ pub fn sync_written(
 }
 
 /// Writes a level in place of `old` (`None`: removed): the one writer of levels, which drops
-/// the variant's cached page ([`variant_page`]) when the write commits.
+/// the variant's kept levels (`variant_page`) when the write commits.
 fn write(tx: &mut Tx, store: Uuid, old: Option<&Level>, new: Option<&Level>) -> ApiResult<()> {
     record::write(tx, store, old, new)?;
     if let Some(variant) = new.or(old).map(|l| l.variant_id) {
@@ -371,7 +367,7 @@ fn write(tx: &mut Tx, store: Uuid, old: Option<&Level>, new: Option<&Level>) -> 
     Ok(())
 }
 
-/// Removes every level of a deleted variant, and its cached page even if it held no level.
+/// Removes every level of a deleted variant, and its kept levels even if it held none.
 fn remove_variant(tx: &mut Tx, store: Uuid, variant: Uuid) -> ApiResult<()> {
     for l in of_variant(tx, store, variant)? {
         write(tx, store, Some(&l), None)?;
@@ -428,198 +424,18 @@ pub fn busy_variants(tx: &Tx, store: Uuid, location: Uuid, max: usize) -> ApiRes
     Ok(out)
 }
 
-/// The variant a query asks for alone (`variantId` and paging, nothing else): the one shape of
-/// `GET S/inventory-levels` whose answers are kept ([`variant_page`]).
-pub fn variant_alone(q: &ListQuery) -> Option<Uuid> {
-    match q.filters.as_slice() {
-        [(0, values)] if q.ranges.is_empty() && q.search.is_none() => match values.as_slice() {
-            [v] => Uuid::from_slice(v).ok(),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// The answer to `q` asking for `variant` alone ([`variant_alone`]), as `render` writes it,
-/// compressed in `coding` when the request accepts one, kept in the cell's level pages
-/// ([`crate::storage::writer::Writer::levels`]) for the page last asked of the variant: a
-/// variant read many times between its changes (a storefront's stock per store, a warehouse
-/// screen) is answered without a read, a render or a compression. The writer drops a page with
-/// any write of the variant's levels (and its deletion), and the store's every page with a
-/// write of a location. A variant the store does not have is not kept (its making writes no
-/// level). Kept answers are one switch (`--answer-cache`, which the product list pages' cache
-/// holds): off, every page is read and rendered.
-pub async fn variant_page(
-    cell: &Cell,
-    store: Uuid,
-    variant: Uuid,
-    q: &ListQuery,
-    coding: Option<Coding>,
-    render: impl FnOnce(Listed<LevelView>) -> Vec<u8>,
-) -> ApiResult<Answer> {
-    if !cell.pages.is_enabled() {
-        return Ok(Answer { body: render(list(cell, store, q).await?).into(), coding: None });
-    }
-    let shape = KeptPage::shape(q);
-    let cache = &cell.writer.levels;
-    let epoch = match cache.get(store, variant) {
-        Cached::Hit(kept) => match KeptPage::answer(kept, &shape, coding) {
-            Some(answer) => return Ok(answer),
-            // Another page of the variant: answered afresh, the kept one left as it is.
-            None => None,
-        },
-        Cached::Miss(epoch) => Some(epoch),
-    };
-    // The read's snapshot is taken after the lookup, as a fill asks.
-    let listed = list(cell, store, q).await?;
-    let known = listed.total > 0;
-    let plain = Bytes::from(render(listed));
-    let packed = coding.and_then(|c| compress::pack(&plain, c).map(|p| (c, p)));
-    if let Some(epoch) = epoch.filter(|_| known) {
-        cache.fill(store, variant, epoch, KeptPage::bytes(&shape, &plain, packed.as_ref()));
-    }
-    Ok(match packed {
-        Some((c, p)) => Answer { body: p, coding: Some(c) },
-        None => Answer { body: plain, coding: None },
-    })
-}
-
-/// A kept level page: the page it answers (offset and limit, u64 LE each), the coding of its
-/// compressed body (0: none, 1: gzip, 2: brotli), the plain body's length (u64 LE), the plain
-/// body, then the compressed one, made for the request that filled it.
-struct KeptPage;
-
-impl KeptPage {
-    const HEAD: usize = 16 + 1 + 8;
-
-    fn shape(q: &ListQuery) -> [u8; 16] {
-        let mut shape = [0u8; 16];
-        shape[..8].copy_from_slice(&(q.offset as u64).to_le_bytes());
-        shape[8..].copy_from_slice(&(q.limit as u64).to_le_bytes());
-        shape
-    }
-
-    fn bytes(shape: &[u8; 16], plain: &[u8], packed: Option<&(Coding, Bytes)>) -> Arc<[u8]> {
-        let coding = match packed {
-            None => 0,
-            Some((Coding::Gzip, _)) => 1,
-            Some((Coding::Brotli, _)) => 2,
-        };
-        let packed = packed.map_or(&[][..], |(_, p)| &p[..]);
-        let mut out = Vec::with_capacity(Self::HEAD + plain.len() + packed.len());
-        out.extend_from_slice(shape);
-        out.push(coding);
-        out.extend_from_slice(&(plain.len() as u64).to_le_bytes());
-        out.extend_from_slice(plain);
-        out.extend_from_slice(packed);
-        out.into()
-    }
-
-    /// The answer `kept` gives a request for page `shape` accepting `coding`: its compressed
-    /// body when made in that coding, else its plain one (compressed on the way out, as any
-    /// answer); `None` when it is another page.
-    fn answer(kept: Arc<[u8]>, shape: &[u8; 16], coding: Option<Coding>) -> Option<Answer> {
-        if kept.len() < Self::HEAD || kept[..16] != shape[..] {
-            return None;
-        }
-        let made = match kept[16] {
-            1 => Some(Coding::Gzip),
-            2 => Some(Coding::Brotli),
-            _ => None,
-        };
-        let len = u64::from_le_bytes(kept[17..Self::HEAD].try_into().ok()?) as usize;
-        let end = Self::HEAD.checked_add(len).filter(|end| *end <= kept.len())?;
-        let all = Bytes::from_owner(kept);
-        Some(match made.filter(|m| Some(*m) == coding) {
-            Some(c) => Answer { body: all.slice(end..), coding: Some(c) },
-            None => Answer { body: all.slice(Self::HEAD..end), coding: None },
-        })
-    }
-}
-
-/// `GET S/inventory-levels`. Asked for one variant, a row per active location (zeros included,
-/// in priority order) and one per other location that holds a level; else the levels as kept.
-/// A variant's page is one range of `levels` beside the store's active locations, which are
-/// cached ([`locations::active_cached`]).
+/// `GET S/inventory-levels` without one `variantId` (which `variant_page` answers): the levels
+/// as kept, by the list's filters and sort.
 pub async fn list(cell: &Cell, store: Uuid, q: &ListQuery) -> ApiResult<Listed<LevelView>> {
-    let variant = q.filters.iter().find(|(i, v)| *i == 0 && v.len() == 1).and_then(|(_, v)| v.first());
-    let Some(variant) = variant.and_then(|b| Uuid::from_slice(b).ok()) else {
-        return Ok(cell.list::<Level>(store, q).await?.map(|l| l.view()));
-    };
-    // Before the read begins: a cached list is never older than the read's snapshot.
-    let active = locations::active_cached(cell, store)?;
-    let txn = cell.read()?;
-    let mut held: Vec<Level> = Vec::new();
-    crate::storage::read::walk(&txn, LEVELS, &variant_prefix(store, variant), false, |_, v| {
-        held.push(decode(v)?);
-        Ok(true)
-    })?;
-    let product = match held.first() {
-        Some(l) => l.product_id,
-        // A variant without levels: known only if the store has it.
-        None => match crate::storage::read::get_raw(&txn, VARIANTS, Key::store(store).id(variant).bytes())?
-            .and_then(|b| Uuid::from_slice(&b).ok())
-        {
-            Some(p) => p,
-            None => return Ok(Listed { items: Vec::new(), total: 0 }),
-        },
-    };
-    // `held` is in location order: each active location finds its level by a binary search.
-    // Rows are views only once the page is cut (a time written costs more than the search).
-    let mut rows: Vec<(Uuid, Option<&Level>)> = Vec::with_capacity(active.len() + held.len());
-    let mut shown = vec![false; held.len()];
-    for loc in active.iter() {
-        let found = held.binary_search_by(|l| l.location_id.cmp(loc)).ok();
-        if let Some(i) = found {
-            shown[i] = true;
-        }
-        rows.push((*loc, found.and_then(|i| held.get(i))));
-    }
-    // Levels at inactive locations follow, oldest first.
-    let mut rest: Vec<&Level> = held.iter().zip(&shown).filter(|(_, s)| !**s).map(|(l, _)| l).collect();
-    rest.sort_by_key(|l| (l.created_at, l.location_id));
-    rows.extend(rest.into_iter().map(|l| (l.location_id, Some(l))));
-    if let Some((_, locs)) = q.filters.iter().find(|(i, _)| *i == 1) {
-        rows.retain(|(loc, _)| locs.iter().any(|b| b.as_slice() == loc.as_bytes()));
-    }
-    let total = rows.len() as u64;
-    let items = rows
-        .into_iter()
-        .skip(q.offset)
-        .take(q.limit)
-        .map(|(loc, l)| l.map_or_else(|| LevelView::never_held(variant, product, loc), Level::view))
-        .collect();
-    Ok(Listed { items, total })
+    Ok(cell.list::<Level>(store, q).await?.map(|l| l.view()))
 }
 
 #[cfg(test)]
 mod tests {
-    use bytes::Bytes;
     use proptest::prelude::*;
 
-    use super::{KeptPage, LevelView};
+    use super::LevelView;
     use crate::http::Page;
-    use crate::http::compress::{Answer, Coding};
-
-    #[test]
-    fn a_kept_page_answers_its_own_page_in_the_coding_it_was_made_in_else_plain() {
-        let (page, other) = ([1u8; 16], [2u8; 16]);
-        let plain = Bytes::from_static(b"{\"data\":[]}");
-        let packed = (Coding::Gzip, Bytes::from_static(b"packed"));
-        let kept = KeptPage::bytes(&page, &plain, Some(&packed));
-        let gzip = Answer { body: packed.1.clone(), coding: Some(Coding::Gzip) };
-        assert_eq!(KeptPage::answer(kept.clone(), &page, Some(Coding::Gzip)), Some(gzip));
-        let as_is = Answer { body: plain.clone(), coding: None };
-        assert_eq!(KeptPage::answer(kept.clone(), &page, Some(Coding::Brotli)), Some(as_is.clone()));
-        assert_eq!(KeptPage::answer(kept.clone(), &page, None), Some(as_is.clone()));
-        assert_eq!(KeptPage::answer(kept.clone(), &other, None), None, "another page");
-        // Cut anywhere, it answers nothing rather than a wrong body.
-        for cut in 0..KeptPage::HEAD + plain.len() {
-            assert_eq!(KeptPage::answer(kept[..cut].into(), &page, None), None, "cut at {cut}");
-        }
-        let unpacked = KeptPage::bytes(&page, &plain, None);
-        assert_eq!(KeptPage::answer(unpacked, &page, Some(Coding::Gzip)), Some(as_is));
-    }
 
     fn level() -> impl Strategy<Value = LevelView> {
         // Any millisecond, the years outside 0 to 9999 too (written as an empty string).

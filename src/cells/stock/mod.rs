@@ -5,6 +5,7 @@
 pub mod history;
 pub mod levels;
 pub mod locations;
+pub mod variant_page;
 
 use uuid::Uuid;
 

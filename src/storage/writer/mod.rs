@@ -185,7 +185,7 @@ pub struct Budgets {
     pub lists: u64,
     /// Cached active locations ([`Writer::locations`]).
     pub locations: u64,
-    /// Cached level pages ([`Writer::levels`]).
+    /// Kept levels of variants ([`Writer::levels`]).
     pub levels: u64,
 }
 
@@ -205,9 +205,8 @@ pub struct Writer {
     /// Each store's active locations in priority order (location ids end to end), under
     /// `(store, nil)`: dropped after every commit that writes a location of the store.
     pub locations: Arc<RowCache>,
-    /// Variants' level pages as answered, under `(store, variant)`: dropped after every commit
-    /// that writes a level of the variant, and with the store's every page by one that writes
-    /// a location (`cells::stock::levels::variant_page`).
+    /// Each variant's levels as their views' JSON, under `(store, variant)`: dropped after every
+    /// commit that writes a level of the variant (`cells::stock::variant_page`).
     pub levels: Arc<RowCache>,
     /// Stores that committed events since the event fan-out last looked.
     pub appended: Arc<Appended>,
@@ -326,7 +325,7 @@ impl Writer {
     }
 
     /// Forgets what is kept of `store` beside its rows (list orders, cached rows, locations and
-    /// level pages): its rows were replaced wholesale (a move, an import), not through commits
+    /// levels): its rows were replaced wholesale (a move, an import), not through commits
     /// that drop them.
     pub fn forget_store(&self, store: Uuid) {
         self.orders.forget(store);
@@ -570,10 +569,10 @@ fn commit_batch(
                 for (store, variant) in changed_levels {
                     derived.levels.drop_row(store, variant);
                 }
-                // A location's change may change every variant's page (its rows and their order).
+                // A location's change may change the active list (a level's view names no
+                // location's data: the kept levels stay).
                 for store in changed_locations {
                     derived.locations.drop_row(store, Uuid::nil());
-                    derived.levels.drop_store(store);
                 }
                 derived.generations.bump(&batch.iter().map(|j| j.store).collect::<Vec<_>>());
                 derived.applied.done(stamp);
