@@ -29,51 +29,77 @@ pub fn write(a: &Access) {
         return;
     }
     let mut line = String::with_capacity(256);
-    let _ = match format {
-        LogFormat::Json => json(&mut line, a),
-        LogFormat::Text => text(&mut line, a),
+    let form = match format {
+        LogFormat::Json => &JSON,
+        LogFormat::Text => &TEXT,
     };
+    let _ = written(&mut line, a, form);
     out.push(line.as_bytes());
 }
 
-fn json(line: &mut String, a: &Access) -> std::fmt::Result {
-    line.push_str("{\"timestamp\":\"");
-    timestamp(line);
-    line.push_str("\",\"level\":\"INFO\",\"message\":\"request\",\"method\":");
-    quoted(line, a.method);
-    line.push_str(",\"route\":");
-    quoted(line, a.route);
-    line.push_str(",\"status\":");
-    int(line, a.status);
-    line.push_str(",\"duration_ms\":");
-    millis(line, a.duration_us);
-    line.push_str(",\"bytes\":");
-    int(line, a.bytes);
-    line.push_str(",\"request_id\":");
-    quoted(line, a.request_id);
-    line.push_str(",\"client\":\"");
-    client(line, a.client)?;
-    line.push_str("\",\"target\":\"access\"}\n");
-    Ok(())
+/// What a format writes around the values of a line: its keys and punctuation, and whether the
+/// method is quoted (JSON) or bare (text, as the logger writes a plain string).
+struct Form {
+    start: &'static str,
+    method: &'static str,
+    quote_method: bool,
+    route: &'static str,
+    status: &'static str,
+    duration: &'static str,
+    bytes: &'static str,
+    request_id: &'static str,
+    client: &'static str,
+    end: &'static str,
 }
 
-fn text(line: &mut String, a: &Access) -> std::fmt::Result {
+const JSON: Form = Form {
+    start: "{\"timestamp\":\"",
+    method: "\",\"level\":\"INFO\",\"message\":\"request\",\"method\":",
+    quote_method: true,
+    route: ",\"route\":",
+    status: ",\"status\":",
+    duration: ",\"duration_ms\":",
+    bytes: ",\"bytes\":",
+    request_id: ",\"request_id\":",
+    client: ",\"client\":\"",
+    end: "\",\"target\":\"access\"}\n",
+};
+
+const TEXT: Form = Form {
+    start: "",
+    method: "  INFO access: request method=",
+    quote_method: false,
+    route: " route=",
+    status: " status=",
+    duration: " duration_ms=",
+    bytes: " bytes=",
+    request_id: " request_id=",
+    client: " client=",
+    end: "\n",
+};
+
+fn written(line: &mut String, a: &Access, form: &Form) -> std::fmt::Result {
+    line.push_str(form.start);
     timestamp(line);
-    line.push_str("  INFO access: request method=");
-    line.push_str(a.method);
-    line.push_str(" route=");
+    line.push_str(form.method);
+    if form.quote_method {
+        quoted(line, a.method);
+    } else {
+        line.push_str(a.method);
+    }
+    line.push_str(form.route);
     quoted(line, a.route);
-    line.push_str(" status=");
+    line.push_str(form.status);
     int(line, a.status);
-    line.push_str(" duration_ms=");
+    line.push_str(form.duration);
     millis(line, a.duration_us);
-    line.push_str(" bytes=");
+    line.push_str(form.bytes);
     int(line, a.bytes);
-    line.push_str(" request_id=");
+    line.push_str(form.request_id);
     quoted(line, a.request_id);
-    line.push_str(" client=");
+    line.push_str(form.client);
     client(line, a.client)?;
-    line.push('\n');
+    line.push_str(form.end);
     Ok(())
 }
 
@@ -163,7 +189,7 @@ mod tests {
     #[test]
     fn the_json_line_has_the_fields_of_every_other_line_and_escapes_the_callers_text() {
         let mut line = String::new();
-        json(&mut line, &request("a\"b\\c\u{1}")).unwrap();
+        written(&mut line, &request("a\"b\\c\u{1}"), &JSON).unwrap();
         assert!(line.ends_with('\n'));
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["level"], "INFO");
@@ -185,7 +211,7 @@ mod tests {
         let mut line = String::new();
         let mut unknown = request("req-1");
         unknown.client = None;
-        text(&mut line, &unknown).unwrap();
+        written(&mut line, &unknown, &TEXT).unwrap();
         let (_, rest) = line.split_once("  ").unwrap();
         assert_eq!(
             rest,
