@@ -9,6 +9,7 @@ pub mod list;
 pub mod list_names;
 pub mod list_orders;
 pub mod list_snapshot;
+pub mod mapped;
 pub mod migrations;
 pub mod ranked;
 pub mod read;

@@ -27,6 +27,7 @@ use redb::backends::FileBackend;
 use redb::{BackendError, StorageBackend};
 
 use crate::metrics::Histogram;
+use crate::storage::mapped::MappedReads;
 
 /// Called once the syncs it waited for have finished, with the error if one failed.
 pub type Waiter = Box<dyn FnOnce(Result<(), String>) + Send>;
@@ -190,6 +191,8 @@ impl Syncs {
 pub struct SyncedFile {
     inner: FileBackend,
     syncs: Arc<Syncs>,
+    /// Reads served from a mapping of the file, not `pread` (see `storage::mapped`).
+    mapped: MappedReads,
 }
 
 impl std::fmt::Debug for Syncs {
@@ -202,9 +205,10 @@ impl SyncedFile {
     /// Wraps `file`, starting its sync thread (named after `name`).
     pub fn new(file: File, name: &str) -> io::Result<(SyncedFile, Arc<Syncs>)> {
         let syncer = file.try_clone()?;
+        let mapped = MappedReads::new(&file, file.metadata()?.len());
         let inner = FileBackend::new(file).map_err(io::Error::other)?;
         let syncs = Syncs::start(name, move || syncer.sync_data())?;
-        Ok((SyncedFile { inner, syncs: syncs.clone() }, syncs))
+        Ok((SyncedFile { inner, syncs: syncs.clone(), mapped }, syncs))
     }
 }
 
@@ -214,12 +218,15 @@ impl StorageBackend for SyncedFile {
     }
 
     fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), io::Error> {
+        if self.mapped.read(offset, out) {
+            return Ok(());
+        }
         self.inner.read(offset, out)
     }
 
     fn set_len(&self, len: u64) -> Result<(), io::Error> {
         self.syncs.settle()?;
-        self.inner.set_len(len)
+        self.mapped.set_len(len, || self.inner.set_len(len))
     }
 
     fn sync_data(&self) -> Result<(), io::Error> {
