@@ -78,11 +78,7 @@ struct SignatureTail(u64);
 
 impl Hasher for SignatureTail {
     fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes[bytes.len().saturating_sub(16)..].chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
+        self.0 = crate::storage::row_cache::fold_words(self.0, &bytes[bytes.len().saturating_sub(16)..]);
     }
 
     fn finish(&self) -> u64 {
