@@ -158,11 +158,12 @@ fn time_levels(server: &InProcess, store: &str, variants: &[String], budget: Dur
     let page = |variant: &uuid::Uuid| shopcell::cells::stock::variant_page::page(&cell, store, *variant, &query(variant), 1, 50);
     let mut bytes = 0;
     for variant in &ids {
-        let rows: Value = serde_json::from_slice(&page(variant)?)?;
+        let body = page(variant)?;
+        let rows: Value = serde_json::from_slice(&body)?;
         if rows["data"].as_array().map(Vec::len) != Some(READ_LOCATIONS) {
             return Err(format!("a variant's levels: {rows}, {READ_LOCATIONS} rows expected").into());
         }
-        bytes = page(variant)?.len();
+        bytes = body.len();
     }
     let budget = budget.min(Duration::from_secs(2)) / 2;
     let mut each = [0.0; 2];

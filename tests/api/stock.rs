@@ -335,3 +335,38 @@ async fn a_variant_s_levels_are_kept_until_they_change_and_every_page_is_compose
     let after = cache(&app, "levels").await;
     assert_eq!((after.2, after.3), (hits + 1, misses + 1), "read once after the adjustment, then kept");
 }
+
+#[tokio::test]
+async fn a_location_s_writes_leave_their_events_and_a_store_holds_at_most_a_thousand() {
+    let app = spawn_app().await;
+    let c = &app.client;
+    let shop = Shop::new(c).await;
+    let t = Some(shop.owner.token.as_str());
+
+    // Each write leaves its event, the location as `GET S/locations/{id}` answers it.
+    let shed = create_location(c, &shop, "Shed", 5).await;
+    let moved = c.patch(&shop.path(&format!("/locations/{shed}")), t, json!({"priority": 7})).await.expect(200).body;
+    let events = c.get(&shop.path("/events?limit=2"), t).await.expect(200).body;
+    let types: Vec<&str> = events["data"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["location.updated", "location.created"]);
+    assert_eq!(events["data"][0]["data"], moved);
+    assert_eq!(
+        (events["data"][1]["data"]["id"].as_str(), events["data"][1]["data"]["priority"].as_i64()),
+        (Some(shed.as_str()), Some(5))
+    );
+
+    // Up to 1,000 (the default and the shed among them), made side by side; the next is refused
+    // and makes nothing.
+    let mut made = tokio::task::JoinSet::new();
+    for n in 0..998 {
+        let (c, path, token) = (c.clone(), shop.path("/locations"), shop.owner.token.clone());
+        made.spawn(async move { c.post(&path, Some(&token), json!({"name": format!("Bay {n}")})).await.status });
+    }
+    while let Some(status) = made.join_next().await {
+        assert_eq!(status.unwrap(), hyper::StatusCode::CREATED);
+    }
+    let full = c.post(&shop.path("/locations"), t, json!({"name": "One too many"})).await.expect(422);
+    assert!(full.body["error"]["message"].as_str().unwrap().contains("at most 1000 locations"), "{}", full.body);
+    let listed = c.get(&shop.path("/locations?limit=1"), t).await.expect(200).body;
+    assert_eq!(listed["total"], 1000);
+}
