@@ -18,7 +18,10 @@
 //! written under, default the system's temporary one: another disk stands for the operator's
 //! host, whose writes do not queue before the service's fsyncs; the restore is made beside the
 //! server's data either way), `BENCH_SHOPCELL` (the binary that serves, backs up and restores,
-//! e.g. an earlier build's for a before and after in one session).
+//! e.g. an earlier build's for a before and after in one session), `BACKUP_ROUNDS` (pairs of
+//! windows, alone then with a backup, measured on the one filled cell; default 1) and
+//! `BACKUP_COMPARE` (a second binary: each round then measures both, the server restarted on
+//! the same data between them, so a before and after shares one fill and one hour).
 
 mod common;
 
@@ -30,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use common::inspect::{millis, thousands};
 use common::shop::Shop;
-use common::{BoxError, Client, Endpoint, ServerProcess, Settings, env_or, product_body};
+use common::{BoxError, Client, Endpoint, ServerProcess, Settings, Usage, env_or, product_body};
 use hyper::StatusCode;
 use serde_json::{Value, json};
 
@@ -61,120 +64,198 @@ fn bench() -> Result<(), BoxError> {
     if products < SOLD {
         return Err(format!("BACKUP_PRODUCTS must be at least {SOLD}").into());
     }
+    let rounds: usize = env_or::<usize>("BACKUP_ROUNDS", 1)?.max(1);
     let settings = Settings::from_env()?;
-    // The server, the backup's caller and the restore: one build (`BENCH_SHOPCELL`, else this one's).
+    // The server, the backup's caller and the restore: one build (`BENCH_SHOPCELL`, else this
+    // one's), and the build it is compared with on the same cell (`BACKUP_COMPARE`), if any.
     let binary: &'static str = common::served_binary().leak();
+    let mut builds = vec![binary];
+    if let Ok(other) = std::env::var("BACKUP_COMPARE") {
+        builds.push(other.leak());
+    }
     let load = common::runtime("load-gen")?;
-    let server = ServerProcess::spawn_with(binary, &["--jobs-paused"])?;
+    let mut server = Some(ServerProcess::spawn_with(binary, &["--jobs-paused"])?);
+    let mut serving = binary;
     let result = (|| -> Result<(), BoxError> {
-        let endpoint = Endpoint::new(server.addr);
-        let shop = load.block_on(fill(&endpoint, products, orders))?;
-
-        // The writers alone, then the same writers with a backup running.
-        let path = format!("{}/products", shop.base);
+        let endpoint = Endpoint::new(server.as_ref().ok_or("no server")?.addr);
+        let mut shop = load.block_on(fill(&endpoint, products, orders))?;
         let created = Arc::new(AtomicU64::new(products as u64));
-        let window = settings.warmup + settings.duration;
-        let cpu = server.cpu()?;
-        let (alone, ()) = load.block_on(write_while(&shop.owner, &path, &created, async { tokio::time::sleep(window).await }))?;
-        // The server's CPU per create without a backup, to tell the backup's share of its CPU
-        // during one from the writers'.
-        let per_create = (server.cpu()? - cpu).as_secs_f64() / alone.samples.len().max(1) as f64;
-        let from = alone.started + settings.warmup;
-        let alone = alone.window(from, from + settings.duration);
-        println!("measured {WRITERS} writers without a backup: {} creates/s, p99 {}", thousands(alone.rate), millis(alone.p99));
-
         let backups = tempfile::Builder::new().prefix("shopcell-backup-bench-").tempdir()?;
         let elsewhere = match std::env::var_os("BACKUP_TO") {
             Some(dir) => Some(tempfile::Builder::new().prefix("shopcell-backup-bench-").tempdir_in(dir)?),
             None => None,
         };
-        let to = elsewhere.as_ref().unwrap_or(&backups).path().join("backup");
-        let data = server.dir().join("data");
-        let (url, to_arg, warmup) = (server.url.clone(), to.clone(), settings.warmup);
-        let nice: i32 = env_or("BACKUP_NICE", 0)?;
-        let cpu = server.cpu()?;
-        let (during, backed_up) = load.block_on(write_while(&shop.owner, &path, &created, async move {
-            tokio::time::sleep(warmup).await;
-            tokio::task::spawn_blocking(move || backup(binary, &url, &data, &to_arg, nice)).await?
-        }))?;
-        let server_cpu = (server.cpu()? - cpu).as_secs_f64();
-        let backup_cpu = server_cpu - per_create * during.samples.len() as f64;
-        let (began, ended) = backed_up?;
-        let took = ended - began;
-        let busy = during.window(began, ended);
-        let manifest: Value = serde_json::from_slice(&std::fs::read(to.join("manifest.json"))?)?;
-        let held = Duration::from_micros(manifest["heldUs"].as_u64().ok_or("the manifest has no heldUs")?);
-        let (bytes, cell) = contents(&manifest)?;
-        let rows = |table: &str| cell.get(table).copied().unwrap_or(0);
-        if rows("products") < products as u64 || rows("orders") < orders as u64 {
-            return Err(format!("the backup holds {} products and {} orders", rows("products"), rows("orders")).into());
+        let mut rows = Vec::new();
+        for round in 1..=rounds {
+            for &build in &builds {
+                if build != serving {
+                    // The same data; the owner's token stays valid (same keys).
+                    let stopped = server.take().ok_or("no server")?;
+                    let restarted = stopped.restart_with(build, &["--jobs-paused"])?;
+                    shop.owner = shop.owner.at(restarted.addr);
+                    server = Some(restarted);
+                    serving = build;
+                }
+                let running = server.as_ref().ok_or("no server")?;
+                let to = elsewhere.as_ref().unwrap_or(&backups).path().join("backup");
+                println!("round {round} of {rounds}, {build}:");
+                let outcome = load.block_on(measure(running, &shop, &created, &settings, (products, orders), build, &to))?;
+                if round == rounds && build == binary {
+                    restore(binary, &to, &backups.path().join("restored"))?;
+                }
+                std::fs::remove_dir_all(&to)?;
+                rows.push((build, outcome));
+            }
         }
-        println!(
-            "measured backup: {:.2} s for {} bytes ({} products, {} orders, {} rows in all); writers held {} at the cut",
-            took.as_secs_f64(),
-            thousands(bytes as f64),
-            thousands(rows("products") as f64),
-            thousands(rows("orders") as f64),
-            thousands(cell.values().sum::<u64>() as f64),
-            millis(held),
-        );
-        let mut largest: Vec<(&String, &u64)> = cell.iter().collect();
-        largest.sort_by(|a, b| b.1.cmp(a.1));
-        let largest: Vec<String> = largest.iter().take(16).map(|(t, n)| format!("{t} {}", thousands(**n as f64))).collect();
-        println!("measured the cell's largest tables by rows: {}", largest.join(", "));
-        println!(
-            "measured the cell's database file: {:.2} GiB",
-            cell_file_bytes(&server.dir().join("data"))? as f64 / (1u64 << 30) as f64
-        );
-        let gb = bytes as f64 / 1e9;
-        println!(
-            "measured server CPU: {server_cpu:.2} s while the writers ran with the backup, of which the backup's about {backup_cpu:.2} s ({:.2} s per GB written; the writers' share at {:.0} µs per create as without a backup)",
-            backup_cpu / gb,
-            per_create * 1e6
-        );
-        println!(
-            "measured {WRITERS} writers during the backup: {} creates/s ({:.1} % of without), p99 {}, longest {}",
-            thousands(busy.rate),
-            100.0 * busy.rate / alone.rate,
-            millis(busy.p99),
-            millis(busy.longest),
-        );
-
-        let restored = backups.path().join("restored");
-        let started = Instant::now();
-        run(Command::new(binary).args(["admin", "restore", "--from"]).arg(&to).arg("--data").arg(&restored))?;
-        let restore = started.elapsed();
-        println!(
-            "measured restore: {:.2} s (checksums verified, search rebuilt); the restored cell's database file: {:.2} GiB",
-            restore.as_secs_f64(),
-            cell_file_bytes(&restored)? as f64 / (1u64 << 30) as f64
-        );
-        println!(
-            "measured the restored cell's largest tables by pages (of which keys and values): {}",
-            largest_tables(&restored)?.join(", ")
-        );
-
-        println!();
-        println!("{:<58} {:>12} {:>12}  result", "target", "measured", "required");
-        let row = |name: &str, measured: String, required: String, pass: bool| {
-            println!("{name:<58} {measured:>12} {required:>12}  {}", if pass { "pass" } else { "FAIL" });
-        };
-        row("backup duration, 64 writers running", format!("{:.2} s", took.as_secs_f64()), "< 10 s".into(), took < TARGET_BACKUP);
-        row("writers' p99 during the backup", millis(busy.p99), "< 50 ms".into(), busy.p99 < TARGET_P99);
-        let ratio = busy.rate / alone.rate;
-        row(
-            "writers' rate during the backup / without",
-            format!("{:.1} %", 100.0 * ratio),
-            "≥ 80 %".into(),
-            ratio >= TARGET_RATE,
-        );
-        println!("{:<58} {:>12}", "longest hold at the cut (heldUs)", millis(held));
-        println!("{:<58} {:>12}", "restore", format!("{:.2} s", restore.as_secs_f64()));
+        summary(&builds, &rows);
         Ok(())
     })();
+    let Some(server) = server else { return result };
     let logs = server.log_tail();
     server.stop()?;
     result.map_err(|e| format!("{e}\n{logs}").into())
+}
+
+/// What one round measured: the writers alone, then during a backup.
+struct Outcome {
+    alone: Window,
+    busy: Window,
+    took: Duration,
+    held: Duration,
+}
+
+/// The writers alone for the warm-up and `BENCH_SECONDS`, then the same writers while
+/// `build` backs the service up into `to`; the backup must hold the shop's first
+/// `shop_size` products and orders.
+async fn measure(
+    server: &ServerProcess,
+    shop: &Shop,
+    created: &Arc<AtomicU64>,
+    settings: &Settings,
+    shop_size: (usize, usize),
+    build: &'static str,
+    to: &Path,
+) -> Result<Outcome, BoxError> {
+    let path = format!("{}/products", shop.base);
+    let window = settings.warmup + settings.duration;
+    let (cpu, before) = (server.cpu()?, server.usage()?);
+    let (alone, ()) = write_while(&shop.owner, &path, created, tokio::time::sleep(window)).await?;
+    let used_alone = server.usage()?.since(&before, alone.samples.len());
+    // The server's CPU per create without a backup, to tell the backup's share of its CPU
+    // during one from the writers'.
+    let per_create = (server.cpu()? - cpu).as_secs_f64() / alone.samples.len().max(1) as f64;
+    let from = alone.started + settings.warmup;
+    let alone = alone.window(from, from + settings.duration);
+    println!("measured {WRITERS} writers without a backup: {} creates/s, p99 {}", thousands(alone.rate), millis(alone.p99));
+    println!("the server without a backup: {used_alone}");
+
+    let data = server.dir().join("data");
+    let (url, to_arg, warmup) = (server.url.clone(), to.to_path_buf(), settings.warmup);
+    let nice: i32 = env_or("BACKUP_NICE", 0)?;
+    let (cpu, pid) = (server.cpu()?, server.pid());
+    let (during, backed_up) = write_while(&shop.owner, &path, created, async move {
+        tokio::time::sleep(warmup).await;
+        tokio::task::spawn_blocking(move || {
+            let before = Usage::of(pid)?;
+            let times = backup(build, &url, &data, &to_arg, nice)?;
+            Ok::<_, BoxError>((times, before, Usage::of(pid)?))
+        })
+        .await?
+    })
+    .await?;
+    let server_cpu = (server.cpu()? - cpu).as_secs_f64();
+    let backup_cpu = server_cpu - per_create * during.samples.len() as f64;
+    let ((began, ended), before, after) = backed_up?;
+    let took = ended - began;
+    let busy = during.window(began, ended);
+    let used_during = after.since(&before, (busy.rate * took.as_secs_f64()) as usize);
+    let manifest: Value = serde_json::from_slice(&std::fs::read(to.join("manifest.json"))?)?;
+    let held = Duration::from_micros(manifest["heldUs"].as_u64().ok_or("the manifest has no heldUs")?);
+    let (bytes, cell) = contents(&manifest)?;
+    let rows = |table: &str| cell.get(table).copied().unwrap_or(0);
+    if rows("products") < shop_size.0 as u64 || rows("orders") < shop_size.1 as u64 {
+        return Err(format!("the backup holds {} products and {} orders", rows("products"), rows("orders")).into());
+    }
+    println!(
+        "measured backup: {:.2} s for {} bytes ({} products, {} orders, {} rows in all); writers held {} at the cut",
+        took.as_secs_f64(),
+        thousands(bytes as f64),
+        thousands(rows("products") as f64),
+        thousands(rows("orders") as f64),
+        thousands(cell.values().sum::<u64>() as f64),
+        millis(held),
+    );
+    let mut largest: Vec<(&String, &u64)> = cell.iter().collect();
+    largest.sort_by(|a, b| b.1.cmp(a.1));
+    let largest: Vec<String> = largest.iter().take(16).map(|(t, n)| format!("{t} {}", thousands(**n as f64))).collect();
+    println!("measured the cell's largest tables by rows: {}", largest.join(", "));
+    println!(
+        "measured the cell's database file: {:.2} GiB",
+        cell_file_bytes(&server.dir().join("data"))? as f64 / (1u64 << 30) as f64
+    );
+    let gb = bytes as f64 / 1e9;
+    println!(
+        "measured server CPU: {server_cpu:.2} s while the writers ran with the backup, of which the backup's about {backup_cpu:.2} s ({:.2} s per GB written; the writers' share at {:.0} µs per create as without a backup)",
+        backup_cpu / gb,
+        per_create * 1e6
+    );
+    println!(
+        "measured {WRITERS} writers during the backup: {} creates/s ({:.1} % of without), p99 {}, longest {}",
+        thousands(busy.rate),
+        100.0 * busy.rate / alone.rate,
+        millis(busy.p99),
+        millis(busy.longest),
+    );
+    println!("the server during the backup: {used_during}");
+    Ok(Outcome { alone, busy, took, held })
+}
+
+/// `shopcell admin restore` of the backup in `from` into `into`, timed.
+fn restore(binary: &str, from: &Path, into: &Path) -> Result<(), BoxError> {
+    let started = Instant::now();
+    run(Command::new(binary).args(["admin", "restore", "--from"]).arg(from).arg("--data").arg(into))?;
+    println!(
+        "measured restore: {:.2} s (checksums verified, search rebuilt); the restored cell's database file: {:.2} GiB",
+        started.elapsed().as_secs_f64(),
+        cell_file_bytes(into)? as f64 / (1u64 << 30) as f64
+    );
+    println!(
+        "measured the restored cell's largest tables by pages (of which keys and values): {}",
+        largest_tables(into)?.join(", ")
+    );
+    std::fs::remove_dir_all(into)?;
+    Ok(())
+}
+
+/// Every round in a line, then the targets against the first build's worst round.
+fn summary(builds: &[&str], rows: &[(&str, Outcome)]) {
+    println!();
+    println!("{:<8} {:>6} {:>12} {:>10} {:>12} {:>10}  build", "round", "backup", "alone", "p99", "during", "rate");
+    for (i, (build, o)) in rows.iter().enumerate() {
+        println!(
+            "{:<8} {:>5.2}s {:>10}/s {:>10} {:>10}/s {:>9.1}%  {build}",
+            i / builds.len() + 1,
+            o.took.as_secs_f64(),
+            thousands(o.alone.rate),
+            millis(o.busy.p99),
+            thousands(o.busy.rate),
+            100.0 * o.busy.rate / o.alone.rate
+        );
+    }
+    let first: Vec<&Outcome> = rows.iter().filter(|(b, _)| *b == builds[0]).map(|(_, o)| o).collect();
+    let took = first.iter().map(|o| o.took).max().unwrap_or_default();
+    let p99 = first.iter().map(|o| o.busy.p99).max().unwrap_or_default();
+    let ratio = first.iter().map(|o| o.busy.rate / o.alone.rate).fold(f64::INFINITY, f64::min);
+    println!();
+    println!("{:<58} {:>12} {:>12}  result ({}, its worst round)", "target", "measured", "required", builds[0]);
+    let row = |name: &str, measured: String, required: &str, pass: bool| {
+        println!("{name:<58} {measured:>12} {required:>12}  {}", if pass { "pass" } else { "FAIL" });
+    };
+    row("backup duration, 64 writers running", format!("{:.2} s", took.as_secs_f64()), "< 10 s", took < TARGET_BACKUP);
+    row("writers' p99 during the backup", millis(p99), "< 50 ms", p99 < TARGET_P99);
+    row("writers' rate during the backup / without", format!("{:.1} %", 100.0 * ratio), "≥ 80 %", ratio >= TARGET_RATE);
+    let held = first.iter().map(|o| o.held).max().unwrap_or_default();
+    println!("{:<58} {:>12}", "longest hold at the cut (heldUs)", millis(held));
 }
 
 /// The size of every cell database under the data directory `data`.

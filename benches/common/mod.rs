@@ -15,7 +15,7 @@ pub mod shop;
 
 // Like the rest of this module, each bench target uses some of these.
 #[allow(unused_imports)]
-pub use server::{InProcess, ServerProcess, served_binary};
+pub use server::{InProcess, ServerProcess, Usage, served_binary};
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -115,6 +115,11 @@ impl Endpoint {
     pub fn new(addr: SocketAddr) -> Self {
         let host = HeaderValue::from_str(&addr.to_string()).expect("a socket address is ASCII");
         Self { addr, host, authorization: None, accept_encoding: None }
+    }
+
+    /// The same credentials at another address (a server restarted on the same data).
+    pub fn at(&self, addr: SocketAddr) -> Self {
+        Self { authorization: self.authorization.clone(), accept_encoding: self.accept_encoding.clone(), ..Self::new(addr) }
     }
 
     /// Every request asks for a compressed answer (`gzip, br`).

@@ -1,6 +1,7 @@
 //! The server under test: the shipped binary as a process of its own ([`ServerProcess`]), or
 //! `shopcell serve` in the bench process on a data directory one left behind ([`InProcess`]).
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -8,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 use tokio::runtime::Runtime;
@@ -189,19 +190,18 @@ impl ServerProcess {
     /// The CPU time, user and system, of the server's threads whose name starts with `prefix`
     /// (e.g. `writer-`: the cells' single writers), from `/proc/PID/task/TID/stat`.
     pub fn threads_cpu(&self, prefix: &str) -> Result<Duration, BoxError> {
-        let mut total = Duration::ZERO;
-        for task in std::fs::read_dir(format!("/proc/{}/task", self.child.0.id()))? {
-            let stat = std::fs::read_to_string(task?.path().join("stat"))?;
-            let Some((head, rest)) = stat.rsplit_once(')') else { continue };
-            let name = head.split_once('(').map_or("", |(_, n)| n);
-            if !name.starts_with(prefix) {
-                continue;
-            }
-            let fields: Vec<&str> = rest.split_whitespace().collect();
-            let tick = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).ok_or("a task stat without CPU times");
-            total += Duration::from_millis((tick(11)? + tick(12)?) * 10);
-        }
-        Ok(total)
+        Ok(self.cpu_by_thread()?.iter().filter(|(name, _)| name.starts_with(prefix)).map(|(_, cpu)| *cpu).sum())
+    }
+
+    /// The CPU time, user and system, of the server's live threads by name (threads of one
+    /// name summed), from `/proc/PID/task/TID/stat`.
+    pub fn cpu_by_thread(&self) -> Result<BTreeMap<String, Duration>, BoxError> {
+        cpu_by_thread(self.child.0.id())
+    }
+
+    /// What the server has used so far, to tell apart what it used in a window.
+    pub fn usage(&self) -> Result<Usage, BoxError> {
+        Usage::of(self.child.0.id())
     }
 
     /// The server's process id (for `perf record -p`).
@@ -222,6 +222,71 @@ impl ServerProcess {
     /// The end of the server's stdout and stderr, for error messages.
     pub fn log_tail(&self) -> String {
         log_tail(self.dir.path())
+    }
+}
+
+/// The CPU time of process `pid`'s live threads by name (threads of one name summed).
+fn cpu_by_thread(pid: u32) -> Result<BTreeMap<String, Duration>, BoxError> {
+    let mut by_name = BTreeMap::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        // A thread that ended since the listing has no stat left to read.
+        let Ok(stat) = std::fs::read_to_string(task?.path().join("stat")) else { continue };
+        let Some((head, rest)) = stat.rsplit_once(')') else { continue };
+        let name = head.split_once('(').map_or("", |(_, n)| n);
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let tick = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).ok_or("a task stat without CPU times");
+        *by_name.entry(name.to_string()).or_insert(Duration::ZERO) += Duration::from_millis((tick(11)? + tick(12)?) * 10);
+    }
+    Ok(by_name)
+}
+
+/// A server's CPU (the process's and each live thread's) and bytes written, at one moment.
+#[derive(Clone)]
+pub struct Usage {
+    pub at: Instant,
+    pub process: Duration,
+    pub threads: BTreeMap<String, Duration>,
+    pub written: u64,
+}
+
+impl Usage {
+    /// Process `pid`'s usage now (a server, from a thread that cannot borrow its handle).
+    pub fn of(pid: u32) -> Result<Usage, BoxError> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+        // The command name may hold spaces: the fields counted from after its ')'.
+        let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+        let tick = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).ok_or("a /proc/PID/stat without CPU times");
+        // utime and stime: fields 14 and 15 of stat(5), 12 and 13 after the name.
+        let process = Duration::from_millis((tick(11)? + tick(12)?) * 10);
+        let io = std::fs::read_to_string(format!("/proc/{pid}/io"))?;
+        let written = io.lines().find_map(|l| l.strip_prefix("wchar: ")).ok_or("a /proc/PID/io without wchar")?.trim().parse()?;
+        Ok(Usage { at: Instant::now(), process, threads: cpu_by_thread(pid)?, written })
+    }
+
+    /// What was used from `earlier` to this, a line: CPU per second of wall time in all and
+    /// by thread (the busiest first; threads that ended meanwhile, such as a backup's reader or
+    /// the search index's short-lived indexing threads, together), and bytes written per `ops`.
+    pub fn since(&self, earlier: &Usage, ops: usize) -> String {
+        let seconds = (self.at - earlier.at).as_secs_f64().max(1e-9);
+        let used = |now: Duration, then: Duration| now.saturating_sub(then).as_secs_f64() / seconds;
+        let mut threads: Vec<(String, f64)> = self
+            .threads
+            .iter()
+            .map(|(name, cpu)| (name.clone(), used(*cpu, earlier.threads.get(name).copied().unwrap_or_default())))
+            .collect();
+        let live: f64 = threads.iter().map(|(_, c)| c).sum();
+        let ended = used(self.process, earlier.process) - live;
+        if ended > 0.005 {
+            threads.push(("threads that ended".into(), ended));
+        }
+        threads.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let busiest: Vec<String> = threads.iter().take(8).map(|(n, c)| format!("{n} {c:.2}")).collect();
+        format!(
+            "{:.2} cores ({}), {:.1} KB written per create",
+            used(self.process, earlier.process),
+            busiest.join(", "),
+            self.written.saturating_sub(earlier.written) as f64 / 1e3 / ops.max(1) as f64
+        )
     }
 }
 
