@@ -171,20 +171,13 @@ impl ServerProcess {
     /// clock ticks of 10 ms: Linux's `USER_HZ` is 100). On a machine shared with other work,
     /// CPU per operation moves far less than throughput does.
     pub fn cpu(&self) -> Result<Duration, BoxError> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.0.id()))?;
-        // The command name may hold spaces: the fields counted from after its ')'.
-        let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
-        let tick = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).ok_or("a /proc/PID/stat without CPU times");
-        // utime and stime: fields 14 and 15 of stat(5), 12 and 13 after the name.
-        Ok(Duration::from_millis((tick(11)? + tick(12)?) * 10))
+        process_cpu(self.child.0.id())
     }
 
     /// Bytes the server has handed to `write` and `pwrite` so far (`wchar` of `/proc/PID/io`):
     /// what its commits copy into the page cache, fsynced or not.
     pub fn bytes_written(&self) -> Result<u64, BoxError> {
-        let io = std::fs::read_to_string(format!("/proc/{}/io", self.child.0.id()))?;
-        let wchar = io.lines().find_map(|l| l.strip_prefix("wchar: ")).ok_or("a /proc/PID/io without wchar")?;
-        Ok(wchar.trim().parse()?)
+        bytes_written(self.child.0.id())
     }
 
     /// The CPU time, user and system, of the server's threads whose name starts with `prefix`
@@ -225,6 +218,23 @@ impl ServerProcess {
     }
 }
 
+/// The CPU time process `pid` has used so far, user and system, in clock ticks of 10 ms.
+fn process_cpu(pid: u32) -> Result<Duration, BoxError> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The command name may hold spaces: the fields counted from after its ')'.
+    let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+    let tick = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).ok_or("a /proc/PID/stat without CPU times");
+    // utime and stime: fields 14 and 15 of stat(5), 12 and 13 after the name.
+    Ok(Duration::from_millis((tick(11)? + tick(12)?) * 10))
+}
+
+/// Bytes process `pid` has handed to `write` and `pwrite` so far.
+fn bytes_written(pid: u32) -> Result<u64, BoxError> {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io"))?;
+    let wchar = io.lines().find_map(|l| l.strip_prefix("wchar: ")).ok_or("a /proc/PID/io without wchar")?;
+    Ok(wchar.trim().parse()?)
+}
+
 /// The CPU time of process `pid`'s live threads by name (threads of one name summed).
 fn cpu_by_thread(pid: u32) -> Result<BTreeMap<String, Duration>, BoxError> {
     let mut by_name = BTreeMap::new();
@@ -252,21 +262,14 @@ pub struct Usage {
 impl Usage {
     /// Process `pid`'s usage now (a server, from a thread that cannot borrow its handle).
     pub fn of(pid: u32) -> Result<Usage, BoxError> {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-        // The command name may hold spaces: the fields counted from after its ')'.
-        let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
-        let tick = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).ok_or("a /proc/PID/stat without CPU times");
-        // utime and stime: fields 14 and 15 of stat(5), 12 and 13 after the name.
-        let process = Duration::from_millis((tick(11)? + tick(12)?) * 10);
-        let io = std::fs::read_to_string(format!("/proc/{pid}/io"))?;
-        let written = io.lines().find_map(|l| l.strip_prefix("wchar: ")).ok_or("a /proc/PID/io without wchar")?.trim().parse()?;
-        Ok(Usage { at: Instant::now(), process, threads: cpu_by_thread(pid)?, written })
+        let (process, threads, written) = (process_cpu(pid)?, cpu_by_thread(pid)?, bytes_written(pid)?);
+        Ok(Usage { at: Instant::now(), process, threads, written })
     }
 
     /// What was used from `earlier` to this, a line: CPU per second of wall time in all and
     /// by thread (the busiest first; threads that ended meanwhile, such as a backup's reader or
-    /// the search index's short-lived indexing threads, together), and bytes written per `ops`.
-    pub fn since(&self, earlier: &Usage, ops: usize) -> String {
+    /// the search index's short-lived indexing threads, together), and bytes written per create.
+    pub fn since(&self, earlier: &Usage, creates: usize) -> String {
         let seconds = (self.at - earlier.at).as_secs_f64().max(1e-9);
         let used = |now: Duration, then: Duration| now.saturating_sub(then).as_secs_f64() / seconds;
         let mut threads: Vec<(String, f64)> = self
@@ -285,7 +288,7 @@ impl Usage {
             "{:.2} cores ({}), {:.1} KB written per create",
             used(self.process, earlier.process),
             busiest.join(", "),
-            self.written.saturating_sub(earlier.written) as f64 / 1e3 / ops.max(1) as f64
+            self.written.saturating_sub(earlier.written) as f64 / 1e3 / creates.max(1) as f64
         )
     }
 }
