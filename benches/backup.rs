@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::inspect::{millis, thousands};
+use common::inspect::{millis, scrape_metrics, thousands};
 use common::shop::Shop;
 use common::{BoxError, Client, Endpoint, ServerProcess, Settings, Usage, env_or, product_body};
 use hyper::StatusCode;
@@ -138,16 +138,19 @@ async fn measure(
 ) -> Result<Outcome, BoxError> {
     let path = format!("{}/products", shop.base);
     let window = settings.warmup + settings.duration;
-    let (cpu, before) = (server.cpu()?, server.usage()?);
+    let metrics = Endpoint::new(server.addr);
+    let key = server.service_key()?;
+    let (cpu, before, commits) = (server.cpu()?, server.usage()?, Commits::of(&metrics, &key).await?);
     let (alone, ()) = write_while(&shop.owner, &path, created, tokio::time::sleep(window)).await?;
     let used_alone = server.usage()?.since(&before, alone.samples.len());
+    let commits_alone = Commits::of(&metrics, &key).await?.since(&commits);
     // The server's CPU per create without a backup, to tell the backup's share of its CPU
     // during one from the writers'.
     let per_create = (server.cpu()? - cpu).as_secs_f64() / alone.samples.len().max(1) as f64;
     let from = alone.started + settings.warmup;
     let alone = alone.window(from, from + settings.duration);
     println!("measured {WRITERS} writers without a backup: {} creates/s, p99 {}", thousands(alone.rate), millis(alone.p99));
-    println!("the server without a backup: {used_alone}");
+    println!("the server without a backup: {used_alone}; {commits_alone}");
 
     let data = server.dir().join("data");
     let (url, to_arg, warmup) = (server.url.clone(), to.to_path_buf(), settings.warmup);
@@ -155,17 +158,19 @@ async fn measure(
     let (cpu, pid) = (server.cpu()?, server.pid());
     let (during, backed_up) = write_while(&shop.owner, &path, created, async move {
         tokio::time::sleep(warmup).await;
-        tokio::task::spawn_blocking(move || {
+        let commits = Commits::of(&metrics, &key).await?;
+        let (times, before, after) = tokio::task::spawn_blocking(move || {
             let before = Usage::of(pid)?;
             let times = backup(build, &url, &data, &to_arg, nice)?;
             Ok::<_, BoxError>((times, before, Usage::of(pid)?))
         })
-        .await?
+        .await??;
+        Ok::<_, BoxError>((times, before, after, Commits::of(&metrics, &key).await?.since(&commits)))
     })
     .await?;
     let server_cpu = (server.cpu()? - cpu).as_secs_f64();
     let backup_cpu = server_cpu - per_create * during.samples.len() as f64;
-    let ((began, ended), before, after) = backed_up?;
+    let ((began, ended), before, after, commits_during) = backed_up?;
     let took = ended - began;
     let busy = during.window(began, ended);
     let used_during = after.since(&before, (busy.rate * took.as_secs_f64()) as usize);
@@ -206,8 +211,45 @@ async fn measure(
         millis(busy.p99),
         millis(busy.longest),
     );
-    println!("the server during the backup: {used_during}");
+    println!("the server during the backup: {used_during}; {commits_during}");
     Ok(Outcome { alone, busy, took, held })
+}
+
+/// The cells' writers' commit figures from `/metrics` (histogram sums and counts), to tell what
+/// a window's commits were like.
+struct Commits {
+    at: Instant,
+    fsync: (f64, f64),
+    commit: (f64, f64),
+    batch: (f64, f64),
+}
+
+impl Commits {
+    async fn of(server: &Endpoint, key: &str) -> Result<Commits, BoxError> {
+        let samples = scrape_metrics(&mut Client::new(server.addr), server, key).await?;
+        // The cells' writers alone: the directory's (owner `account`) commits are not the writers'.
+        let sum =
+            |name: &str| samples.iter().filter(|s| s.name == name && s.label("owner") != Some("account")).map(|s| s.value).sum();
+        let pair = |family: &str| (sum(&format!("{family}_sum")), sum(&format!("{family}_count")));
+        Ok(Commits {
+            at: Instant::now(),
+            fsync: pair("shopcell_writer_fsync_seconds"),
+            commit: pair("shopcell_writer_commit_seconds"),
+            batch: pair("shopcell_writer_batch_size"),
+        })
+    }
+
+    /// The window from `earlier` to this, a line: the mean fsync and commit, and the mean batch.
+    fn since(&self, earlier: &Commits) -> String {
+        let mean = |now: (f64, f64), then: (f64, f64)| (now.0 - then.0) / (now.1 - then.1).max(1.0);
+        format!(
+            "commits {:.0} a second of {:.1} creates on average, each written in {:.2} ms and fsynced in {:.2} ms",
+            (self.commit.1 - earlier.commit.1) / (self.at - earlier.at).as_secs_f64().max(1e-9),
+            mean(self.batch, earlier.batch),
+            1e3 * mean(self.commit, earlier.commit),
+            1e3 * mean(self.fsync, earlier.fsync)
+        )
+    }
 }
 
 /// `shopcell admin restore` of the backup in `from` into `into`, timed.
