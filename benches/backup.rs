@@ -140,13 +140,14 @@ async fn measure(
     let window = settings.warmup + settings.duration;
     let metrics = Endpoint::new(server.addr);
     let key = server.service_key()?;
-    let (cpu, before, commits) = (server.cpu()?, server.usage()?, Commits::of(&metrics, &key).await?);
+    let (before, commits) = (server.usage()?, Commits::of(&metrics, &key).await?);
     let (alone, ()) = write_while(&shop.owner, &path, created, tokio::time::sleep(window)).await?;
-    let used_alone = server.usage()?.since(&before, alone.samples.len());
-    let commits_alone = Commits::of(&metrics, &key).await?.since(&commits);
+    let after = server.usage()?;
+    let (used_alone, commits_alone) =
+        (after.since(&before, alone.samples.len()), Commits::of(&metrics, &key).await?.since(&commits));
     // The server's CPU per create without a backup, to tell the backup's share of its CPU
     // during one from the writers'.
-    let per_create = (server.cpu()? - cpu).as_secs_f64() / alone.samples.len().max(1) as f64;
+    let per_create = (after.process - before.process).as_secs_f64() / alone.samples.len().max(1) as f64;
     let from = alone.started + settings.warmup;
     let alone = alone.window(from, from + settings.duration);
     println!("measured {WRITERS} writers without a backup: {} creates/s, p99 {}", thousands(alone.rate), millis(alone.p99));
